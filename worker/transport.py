@@ -1,0 +1,334 @@
+"""Reliable streaming of lane streams through the switch, and ``allreduce`` over a codec.
+
+The transport follows the protocol's self-clocked slot window (``docs/protocol.md``): chunk
+``k`` of the job's sequence goes to ``slot = k mod n_slots``, pool ``(k div n_slots) mod 2``, and
+is sent only once the result of chunk ``k - n_slots`` (same slot, other pool copy) is in. Every
+chunk in flight has a retransmission timer (adaptive, with exponential backoff); a retransmission
+carries the RETRANSMIT flag, and the switch answers it with the stored result when the slot is
+complete. Results are checked (job, message type, op, sequence within the window) and duplicates
+or late copies are ignored. When no result arrives for ``give_up_s`` seconds the call fails with
+:class:`TransportTimeout`, naming the chunk: a switch that is gone or a worker that died never
+hangs the others.
+
+Example::
+
+    >>> link = FrameLink(me, switch, ("127.0.0.1", 0), ("127.0.0.1", 9001))   # doctest: +SKIP
+    >>> t = Transport(link, JobParams(job_id=1, n_workers=4, n_slots=32))      # doctest: +SKIP
+    >>> mean = allreduce(grad, ThcCodec(n_workers=4), t)                        # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Hashable, Optional, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from hina import protocol as P
+
+from .codecs.base import Codec, LaneOp, LaneStream
+from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header,
+                         result_payload_dtype)
+
+__all__ = ["JobParams", "Transport", "TransportError", "TransportTimeout", "OverflowFlagged",
+           "CallStats", "allreduce"]
+
+log = logging.getLogger("hina.worker")
+
+_U32 = 1 << 32
+_SEQ_HALF = 1 << 31
+
+_OP_OF_LANE = {LaneOp.SUM: P.Op.SUM, LaneOp.LUTSUM: P.Op.LUT_SUM,
+               LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR}
+# numpy dtype a stream's data has on the wire side (before big-endian conversion)
+_NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.OR: np.uint32}
+
+
+class Link(Protocol):
+    def send(self, message: bytes) -> None: ...
+    def recv(self, timeout: float) -> Optional[bytes]: ...
+    def close(self) -> None: ...
+
+
+class TransportError(RuntimeError):
+    """The switch's answers cannot complete the call."""
+
+
+class TransportTimeout(TransportError):
+    """No result for a chunk within the give-up time: switch unreachable or a worker gone."""
+
+
+class OverflowFlagged(TransportError):
+    """The switch flagged a SUM lane overflow in a result: the sum is not usable."""
+
+
+@dataclass(frozen=True)
+class JobParams:
+    """What a worker must know about its job (the controller's job service hands it out).
+
+    Attributes:
+        job_id: the job.
+        n_workers: workers whose contributions complete a slot.
+        n_slots: slots of the job (the window: at most this many chunks in flight).
+        words: ``HINA_WORDS`` of the P4 program.
+        thc_table: the THC table installed for the job (LUT-SUM streams must use it).
+    """
+    job_id: int
+    n_workers: int
+    n_slots: int
+    words: int = P.WORDS
+    thc_table: Optional[tuple[int, ...]] = None
+
+    def __post_init__(self):
+        if not 0 <= self.job_id <= P.MAX_JOB_ID:
+            raise ValueError(f"job_id={self.job_id}: must be in [0, {P.MAX_JOB_ID}]")
+        if not 1 <= self.n_workers <= P.MAX_WORKERS:
+            raise ValueError(f"n_workers={self.n_workers}: must be in [1, {P.MAX_WORKERS}]")
+        if not 1 <= self.n_slots <= P.SLOT_CAPACITY:
+            raise ValueError(f"n_slots={self.n_slots}: must be in [1, {P.SLOT_CAPACITY}]")
+        if self.words not in P.SUPPORTED_WORDS:
+            raise ValueError(f"words={self.words}: the P4 program supports {P.SUPPORTED_WORDS}")
+
+
+@dataclass
+class CallStats:
+    """Per-call statistics (the last call's are in ``Transport.last``; totals in ``.total``)."""
+    chunks: int = 0
+    packets_sent: int = 0
+    retransmissions: int = 0
+    results: int = 0
+    duplicates: int = 0             # results for chunks already complete
+    foreign: int = 0                # messages that are not results of this call
+    bytes_sent: int = 0             # HINA messages (header + payload), without L2-L4 headers
+    bytes_received: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "CallStats") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def goodput_bytes_per_s(self) -> float:
+        return self.bytes_sent / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class _Timers:
+    """Retransmission timeout estimation (RFC 6298 style) with exponential backoff."""
+    min_rto: float
+    max_rto: float
+    srtt: Optional[float] = None
+    rttvar: float = 0.0
+    rto: float = field(default=0.0)
+
+    def __post_init__(self):
+        self.rto = self.rto or self.min_rto
+
+    def sample(self, rtt: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.rto = min(self.max_rto, max(self.min_rto, self.srtt + 4 * self.rttvar))
+
+
+class Transport:
+    """Streams lane streams through the switch for one worker of one job.
+
+    Args:
+        link: a :class:`~worker.link.FrameLink` or :class:`~worker.link.UdpLink`.
+        job: the job's parameters.
+        min_rto: smallest retransmission timeout (seconds).
+        max_rto: largest retransmission timeout after backoff (seconds).
+        give_up_s: fail when a chunk has had no result for this long.
+        first_seq: the job's sequence number to start from (all workers of a job must start
+            at the same number; a new job starts at 0).
+    """
+
+    def __init__(self, link: Link, job: JobParams, min_rto: float = 0.02, max_rto: float = 1.0,
+                 give_up_s: float = 10.0, first_seq: int = 0):
+        if not 0 < min_rto <= max_rto:
+            raise ValueError(f"min_rto={min_rto}, max_rto={max_rto}: need 0 < min_rto <= max_rto")
+        if give_up_s <= max_rto:
+            raise ValueError(f"give_up_s={give_up_s}: must exceed max_rto={max_rto}")
+        self.link, self.job = link, job
+        self.give_up_s = give_up_s
+        self.next_seq = first_seq % _U32
+        self.timers = _Timers(min_rto, max_rto)
+        self.last = CallStats()
+        self.total = CallStats()
+
+    # -- one stream --------------------------------------------------------------------------
+    def reduce(self, op: P.Op, data: np.ndarray) -> np.ndarray:
+        """Combine ``data`` with the other workers' through the switch, element-wise by ``op``.
+
+        Args:
+            op: the lane operation.
+            data: 1-D wire values: int32 (SUM), uint32 (MAX, OR), uint8 packed nibbles (LUT_SUM).
+
+        Returns:
+            The aggregated stream in native byte order: int32 sums (SUM), uint32 (MAX, OR), or
+            for LUT_SUM ``2 * data.size`` uint16 sums of table values in coordinate order.
+
+        Raises:
+            TransportTimeout: a chunk had no result within ``give_up_s``.
+            OverflowFlagged: the switch flagged an overflow in a SUM result.
+        """
+        op = P.Op(op)
+        data = np.ascontiguousarray(data, dtype=_NP_UP[op]).reshape(-1)
+        layout = layout_for(op, data.size, self.job.words)
+        results = self._run(layout, data)
+        count = 2 * data.size if op is P.Op.LUT_SUM else data.size
+        return results.reshape(-1)[:count].astype(result_payload_dtype(op).newbyteorder("="))
+
+    def _run(self, layout: ChunkLayout, data: np.ndarray) -> np.ndarray:
+        stats = CallStats(chunks=layout.chunks)
+        started = time.monotonic()
+        n, job = layout.chunks, self.job
+        first = self.next_seq
+        self.next_seq = (first + n) % _U32
+        messages = build_aggregates(layout, data, job.job_id, first, job.n_slots)
+        out = np.zeros((n, layout.result_per_chunk), dtype=result_payload_dtype(layout.op))
+        out_bytes = out.view(np.uint8).reshape(n, layout.down_bytes)
+        done = np.zeros(n, dtype=bool)
+        sent_at = np.zeros(n)                 # first transmission time (for RTT samples)
+        deadline = np.full(n, np.inf)         # retransmission deadline of chunks in flight
+        attempts = np.zeros(n, dtype=np.int64)
+        progress = started                    # last time a new result arrived
+        next_new, n_done = 0, 0
+        expected_down = P.HEADER_BYTES + layout.down_bytes
+
+        def send(k: int, retransmit: bool) -> None:
+            msg = messages[k]
+            if retransmit:
+                msg = msg.copy()
+                msg[2] |= int(P.Flag.RETRANSMIT)
+                stats.retransmissions += 1
+            self.link.send(msg.tobytes())
+            stats.packets_sent += 1
+            stats.bytes_sent += msg.size
+            now = time.monotonic()
+            if not retransmit:
+                sent_at[k] = now
+            backoff = self.timers.rto * (2 ** min(attempts[k], 6))
+            deadline[k] = now + min(backoff, self.timers.max_rto)
+            attempts[k] += 1
+
+        while n_done < n:
+            # Open the window: chunk k needs the result of chunk k - n_slots (same slot).
+            while next_new < n and (next_new < job.n_slots or done[next_new - job.n_slots]):
+                send(next_new, retransmit=False)
+                next_new += 1
+            now = time.monotonic()
+            if now - progress > self.give_up_s:
+                k = int(np.argmin(np.where(done, n, np.arange(n))))
+                seq = (first + k) % _U32
+                raise TransportTimeout(
+                    f"job {job.job_id}: no result for chunk seq={seq} (slot {seq % job.n_slots}) "
+                    f"after {attempts[k]} transmissions in {now - progress:.1f}s: the switch is "
+                    f"unreachable or another worker of the {job.n_workers} stopped contributing")
+            wait = max(0.0, min(float(deadline.min()), progress + self.give_up_s) - now)
+            message = self.link.recv(wait)
+            if message is None:
+                now = time.monotonic()
+                for k in np.flatnonzero(deadline <= now):
+                    send(int(k), retransmit=True)
+                continue
+            stats.bytes_received += len(message)
+            k = self._match(message, first, n, layout.op, expected_down)
+            if k is None:
+                stats.foreign += 1
+                continue
+            if done[k]:
+                stats.duplicates += 1
+                continue
+            header = parse_header(message)
+            if header["flags"] & int(P.Flag.OVERFLOW):
+                raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
+                                      f"in chunk seq={(first + k) % _U32}; lower the fixed-point "
+                                      "scale or the worker count")
+            out_bytes[k] = np.frombuffer(message, dtype=np.uint8, offset=P.HEADER_BYTES,
+                                         count=layout.down_bytes)
+            done[k] = True
+            n_done += 1
+            stats.results += 1
+            now = time.monotonic()
+            if attempts[k] == 1:              # Karn: no RTT samples from retransmitted chunks
+                self.timers.sample(now - sent_at[k])
+            deadline[k] = np.inf
+            progress = now
+        stats.seconds = time.monotonic() - started
+        self.last = stats
+        self.total.add(stats)
+        return out
+
+    def _match(self, message: bytes, first: int, n: int, op: P.Op,
+               expected_len: int) -> Optional[int]:
+        """Index of the chunk this message is the result of, or None if it is not one."""
+        if len(message) != expected_len:
+            return None
+        header = parse_header(message)
+        if (header["ver_type"] >> 4 != P.VERSION
+                or header["ver_type"] & 0xF != P.MsgType.RESULT
+                or header["job_id"] != self.job.job_id or header["op"] != op):
+            return None
+        k = (int(header["seq"]) - first) % _U32
+        return k if k < n else None
+
+    def close(self) -> None:
+        self.link.close()
+
+
+# ------------------------------------------------------------------------------------------
+# allreduce over a codec
+# ------------------------------------------------------------------------------------------
+def _reduce_stream(transport: Transport, stream: LaneStream) -> torch.Tensor:
+    op = _OP_OF_LANE[stream.op]
+    if op is P.Op.LUT_SUM:
+        table = transport.job.thc_table
+        if table is None or tuple(int(v) for v in stream.lut.tolist()) != tuple(table):
+            raise TransportError(
+                f"stream {stream.name!r}: the codec's THC table {stream.lut.tolist()} is not the "
+                f"table installed for job {transport.job.job_id} ({table})")
+    data = stream.data.detach().cpu().numpy()        # the packet buffer: the one host copy
+    result = transport.reduce(op, data)
+    if op is P.Op.LUT_SUM:
+        result = result[:stream.count].astype(np.int32)
+    elif op in (P.Op.MAX, P.Op.OR):
+        result = result.astype(np.uint32)
+    return torch.from_numpy(result).to(stream.data.device)
+
+
+def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
+              key: Hashable = 0) -> torch.Tensor:
+    """The mean over the job's workers of ``tensor``, aggregated by the switch through ``codec``.
+
+    Every worker of the job calls this with a tensor of the same shape, in the same order.
+
+    Steps:
+        1. the codec's agreement values (norms, exponents) are MAX-reduced by the switch;
+        2. the tensor is encoded into lane streams with the agreed values;
+        3. each stream is reduced by the switch with its lane operation;
+        4. the codec decodes the aggregated streams into the mean.
+
+    Args:
+        tensor: this worker's tensor (any shape, floating point, CPU or CUDA).
+        codec: the codec (its ``n_workers`` must be the job's).
+        transport: this worker's transport.
+        key: the codec state key (bucket index) for error feedback.
+
+    Returns:
+        A tensor of ``tensor``'s shape, dtype and device.
+    """
+    if codec.n_workers != transport.job.n_workers:
+        raise ValueError(f"codec.n_workers={codec.n_workers} differs from the job's "
+                         f"n_workers={transport.job.n_workers}")
+    agreement = codec.agreement(tensor, key)
+    agreed = _reduce_stream(transport, LaneStream(LaneOp.MAX, agreement.reshape(-1),
+                                                  agreement.numel(), name="agreement"))
+    encoded = codec.encode(tensor, agreed, key)
+    aggregated = [_reduce_stream(transport, s) for s in encoded.streams]
+    return codec.decode(aggregated, agreed, key, encoded.meta)
