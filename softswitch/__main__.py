@@ -1,0 +1,6 @@
+"""``python -m softswitch``: the same as the ``softswitch`` console script."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

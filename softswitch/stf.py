@@ -1,0 +1,650 @@
+"""Run p4c's STF ("simple test framework") tests in process against the embedded engine.
+
+An STF file is a list of commands, one per line (``#`` starts a comment), as p4c's
+``backends/bmv2/run-bmv2-test.py`` feeds them to BMv2. This runner executes them in order on a
+fresh :class:`~softswitch.api.Dataplane` and then compares what came out, port by port, with the
+``expect`` lines, exactly as ``bmv2stf.py`` does.
+
+Supported commands
+------------------
+``packet PORT HEX...``
+    Send a frame (hex digits, spaces ignored) into PORT; it is processed before the next command.
+``expect PORT [HEX...] [$]``
+    The next frame expected out of PORT. ``*`` in HEX matches any nibble. Without a trailing
+    ``$`` the frame may be longer than HEX (extra bytes are ignored, as in BMv2's STF); with
+    ``$`` its length must be exactly that of HEX. ``expect PORT`` alone accepts any number of
+    frames on PORT.
+``add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARG:VALUE, ...) [= HANDLE]``
+    Insert an entry. TABLE, KEY and ACTION may be fully qualified or a unique suffix (``ipv4_lpm``,
+    ``dstAddr``, ``ipv4_forward``), resolved like ``bmv2stf.py``. Values are decimal, ``0x``,
+    ``0b`` or ``0o`` numbers. Ternary keys: ``0x**0A`` (``*`` digits are wildcards; the mask
+    covers the digits written, as bmv2stf builds it), or ``VALUE&&&MASK``; a decimal value is
+    an exact match. Lpm keys: ``VALUE/LEN``, or digits with trailing ``*``; a plain value is a
+    full-length prefix. Range keys (extension): ``LOW..HIGH``. Keys left out are wildcards
+    (exact keys: 0, as in bmv2stf). A larger PRIORITY wins (bmv2stf turns it into BMv2's
+    reversed order; P4Runtime's order is the same as STF's); entries without one, in tables
+    that need one, get decreasing priorities so that earlier entries win. HANDLE names the
+    entry for ``check_counter``.
+``setdefault TABLE ACTION(ARG:VALUE, ...)``
+    Set the default action.
+``remove all``
+    Remove every non-const entry of every table.
+``mc_mgrp_create GROUP``, ``mc_node_create RID PORT...``, ``mc_node_update HANDLE PORT...``, ``mc_node_associate GROUP HANDLE``
+    BMv2's multicast CLI: nodes get handles 0, 1, 2, ... in creation order, and a group's
+    replicas are its nodes' ports with their rids, in association order.
+``mirroring_add SESSION PORT``, ``mirroring_delete SESSION``, ``mirroring_get SESSION``
+    Clone sessions (``mirroring_get`` only logs).
+``register_write NAME INDEX VALUE``, ``register_reset NAME``, ``register_read NAME INDEX [OP VALUE]``
+    Registers; ``register_read`` only logs unless followed by a comparison (an extension:
+    ``register_read r 0 == 5``). OP is one of ``== != < <= > >=``.
+``counter_write NAME INDEX PACKETS BYTES``, ``counter_read NAME INDEX``
+    Indexed counters (argument order of ``simple_switch_CLI``; ``counter_read`` only logs).
+``check_counter NAME(INDEX|HANDLE) [packets|bytes OP VALUE]``
+    Check an indexed counter (INDEX) or the direct counter of the entry added ``= HANDLE``;
+    without a condition, checks ``packets == 0``.
+``wait``
+    Nothing to do: processing is synchronous.
+
+Meter commands (``meter_set_rates``, ...), ``mirroring_add_mc`` and anything else are reported
+as failures ("unsupported STF command"), never silently passed.
+
+Only ports named by a ``packet`` or ``expect`` command are checked (BMv2's STF opens an
+interface for those ports only); frames sent to other ports are in :attr:`StfResult.outputs`.
+
+Example::
+
+    >>> from softswitch.stf import run_stf                       # doctest: +SKIP
+    >>> result = run_stf("tests/softswitch/stf/l3fwd.stf", "tests/softswitch/programs/l3fwd.p4")
+    >>> result.passed, result.failures
+    (True, [])
+"""
+from __future__ import annotations
+
+import logging
+import operator
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+from .api import (ActionCall, CloneSession, CompiledProgram, ControlError, Dataplane, Exact,
+                  FieldMatch, Lpm, MatchFieldInfo, Optional_, ProgramInfo, Range, Replica,
+                  TableEntry, TableInfo, Ternary)
+
+log = logging.getLogger("softswitch.stf")
+
+#: priority given to the first entry without an explicit one, in a table that needs priorities;
+#: later entries get one less each, so that earlier entries win.
+AUTO_PRIORITY_BASE = 1 << 24
+BITS_PER_DIGIT = {"0x": 4, "0b": 1, "0o": 3}
+DIGIT_VALUES = {"0x": "0123456789abcdefABCDEF", "0b": "01", "0o": "01234567"}
+COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge,
+}
+WILDCARD = "*"
+STACK_INDEX = re.compile(r"\$([0-9]+)")
+EXACT_LENGTH_MARK = "$"
+
+ACTION_CALL = re.compile(r"(?P<name>[A-Za-z_$][\w.$\[\]]*)\s*\((?P<args>[^()]*)\)"
+                         r"\s*(?:=\s*(?P<handle>[\w$]+))?\s*$")
+
+
+class StfError(Exception):
+    """A command that is malformed or that the program refuses; becomes an :class:`StfFailure`."""
+
+
+@dataclass(frozen=True)
+class StfFailure:
+    """One failed command or check: ``file:line: message`` (line 0, shown as ``file: message``:
+    the final comparison of outputs with expectations, which no single line owns)."""
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class StfResult:
+    """What an STF run found.
+
+    Attributes:
+        passed: ``True`` when no command failed and every expectation was met.
+        failures: every problem, in file order, the output comparison last.
+        outputs: every frame the program sent, per egress port, in order.
+        log: one line per command and packet, for reading a failure.
+    """
+    passed: bool
+    failures: list[StfFailure] = field(default_factory=list)
+    outputs: dict[int, list[bytes]] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    def report(self) -> str:
+        """A human-readable summary: PASS, or FAIL with one failure per line."""
+        if self.passed:
+            return "PASS"
+        return "FAIL\n" + "\n".join(str(f) for f in self.failures)
+
+
+# ------------------------------------------------------------------------------------------------
+# Numbers
+# ------------------------------------------------------------------------------------------------
+def _split_radix(text: str) -> tuple[str, str]:
+    lower = text.lower()
+    for prefix in BITS_PER_DIGIT:
+        if lower.startswith(prefix):
+            return prefix, text[len(prefix):]
+    return "", text
+
+
+def parse_number(text: str) -> int:
+    """A decimal, ``0x``, ``0b`` or ``0o`` integer (``_`` separators allowed)."""
+    try:
+        return int(text.replace("_", ""), 0)
+    except ValueError:
+        raise StfError(f"{text!r} is not a number") from None
+
+
+def parse_wildcard_number(text: str) -> tuple[int, int, int]:
+    """Digits with ``*`` wildcards: ``(value, mask, bits written)``; ``*`` digits are 0 in both.
+
+    Decimal numbers cannot carry wildcards: their mask is ``-1`` (all bits) and bits written 0.
+    """
+    prefix, digits = _split_radix(text.replace("_", ""))
+    if not prefix:
+        return parse_number(text), -1, 0
+    bits = BITS_PER_DIGIT[prefix]
+    digit_mask = (1 << bits) - 1
+    value = mask = 0
+    for ch in digits:
+        value <<= bits
+        mask <<= bits
+        if ch == WILDCARD:
+            continue
+        if ch not in DIGIT_VALUES[prefix]:
+            raise StfError(f"{text!r}: {ch!r} is not a digit of a {prefix} number")
+        value |= int(ch, 16)
+        mask |= digit_mask
+    if not digits:
+        raise StfError(f"{text!r} has no digits")
+    return value, mask, bits * len(digits)
+
+
+def _full(width: int) -> int:
+    return (1 << width) - 1
+
+
+def parse_match(text: str, match: MatchFieldInfo) -> Optional[FieldMatch]:
+    """Turn one STF key value into a :data:`~softswitch.api.FieldMatch` for ``match``."""
+    kind, width = match.match_kind, match.bitwidth
+    if kind == "exact":
+        return Exact(parse_number(text))
+    if kind == "ternary":
+        if "&&&" in text:
+            value_text, _, mask_text = text.partition("&&&")
+            return Ternary(parse_number(value_text), parse_number(mask_text))
+        value, mask, _ = parse_wildcard_number(text)
+        mask &= _full(width)
+        return None if mask == 0 else Ternary(value & mask, mask)
+    if kind == "lpm":
+        if "/" in text:
+            value_text, _, len_text = text.partition("/")
+            return Lpm(parse_number(value_text), parse_number(len_text))
+        if WILDCARD in text:      # 0x0a01**** : the digits before the wildcards are the prefix
+            value, _, written = parse_wildcard_number(text)
+            wildcard_digits = len(text) - len(text.rstrip(WILDCARD))
+            prefix_len = written - wildcard_digits * BITS_PER_DIGIT[_split_radix(text)[0]]
+            return Lpm(value, prefix_len) if prefix_len > 0 else None
+        return Lpm(parse_number(text), width)
+    if kind == "range":
+        if ".." in text:
+            low_text, _, high_text = text.partition("..")
+            return Range(parse_number(low_text), parse_number(high_text))
+        value = parse_number(text)
+        return Range(value, value)
+    if kind == "optional":
+        return None if text == WILDCARD else Optional_(parse_number(text))
+    raise StfError(f"match kind {kind!r} of {match.name} is not supported")
+
+
+def next_word(text: str) -> tuple[str, str]:
+    """Split off the first whitespace-separated word: ``(word, rest)``, both stripped."""
+    parts = text.strip().split(None, 1)
+    return (parts[0], parts[1].strip()) if len(parts) == 2 else (parts[0] if parts else "", "")
+
+
+# ------------------------------------------------------------------------------------------------
+# Names
+# ------------------------------------------------------------------------------------------------
+def resolve_name(name: str, candidates: list[str], kind: str, where: str = "") -> str:
+    """Find ``name`` among ``candidates``: equal, else the one unique dotted (or plain) suffix."""
+    if name in candidates:
+        return name
+    for suffix_of in (lambda c: c.endswith("." + name), lambda c: c.endswith(name)):
+        found = [c for c in candidates if suffix_of(c)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise StfError(f"{kind} name {name!r} is ambiguous{where}: {', '.join(found)}")
+    raise StfError(f"no {kind} named {name!r}{where}; known: {', '.join(candidates) or 'none'}")
+
+
+def stf_field_name(key: str) -> str:
+    """An STF key name as P4Info writes it: ``hdr.vlan$0.vid`` -> ``hdr.vlan[0].vid`` (header
+    stack elements, as bmv2stf rewrites them); any other ``$`` is dropped."""
+    return STACK_INDEX.sub(r"[\1]", key).replace("$", "")
+
+
+# ------------------------------------------------------------------------------------------------
+# Frames
+# ------------------------------------------------------------------------------------------------
+def parse_hex_frame(text: str) -> bytes:
+    """Packet data: hex digits, whitespace ignored, an even number of digits."""
+    digits = "".join(text.split())
+    if len(digits) % 2:
+        raise StfError(f"packet data has an odd number of hex digits ({len(digits)})")
+    try:
+        return bytes.fromhex(digits)
+    except ValueError:
+        raise StfError(f"packet data {digits!r} is not hexadecimal") from None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One ``expect`` line: hex digits with ``*`` wildcards; ``exact_length`` when ``$``."""
+    line: int
+    pattern: str
+    exact_length: bool
+
+    def mismatch(self, frame: bytes) -> Optional[str]:
+        """``None`` when ``frame`` matches, else what differs."""
+        got = frame.hex().upper()
+        if len(got) < len(self.pattern):
+            return (f"frame too short: {len(frame)} bytes, expected "
+                    f"{'exactly' if self.exact_length else 'at least'} {len(self.pattern) // 2}")
+        if self.exact_length and len(got) != len(self.pattern):
+            return f"frame too long: {len(frame)} bytes, expected exactly {len(self.pattern) // 2}"
+        for i, want in enumerate(self.pattern):
+            if want != WILDCARD and want != got[i]:
+                return (f"differs at byte {i // 2} (nibble {i}): expected {want}, got {got[i]}\n"
+                        f"  expected {self.pattern}\n  received {got}\n"
+                        f"           {' ' * i}^")
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# The runner
+# ------------------------------------------------------------------------------------------------
+class StfRunner:
+    """Executes STF commands on one dataplane; :func:`run_stf` is the usual entry point.
+
+    Args:
+        dataplane: a fresh instance of the program under test.
+        filename: the STF file's name, for messages.
+        trace: log the engine's per-packet trace at debug level.
+    """
+
+    def __init__(self, dataplane: Dataplane, filename: str = "<stf>", trace: bool = False):
+        self.dp = dataplane
+        self.info: ProgramInfo = dataplane.info
+        self.filename = filename
+        self.trace = trace
+        self.failures: list[StfFailure] = []
+        self.log: list[str] = []
+        self.outputs: dict[int, list[bytes]] = {}
+        self.expected: dict[int, list[Expectation]] = {}
+        self.expect_any: set[int] = set()
+        self.ports_seen: set[int] = set()
+        self.handles: dict[str, TableEntry] = {}
+        self.mc_nodes: list[tuple[int, tuple[int, ...]]] = []       # handle -> (rid, ports)
+        self.mc_groups: dict[int, list[int]] = {}                    # group -> node handles
+        self._auto_priority: dict[str, int] = {}
+        self._line = 0
+
+    # -- driving -----------------------------------------------------------------------------
+    def run_text(self, text: str) -> StfResult:
+        """Run every command of ``text``, then compare outputs with expectations."""
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            self._line = number
+            try:
+                self.execute(line)
+            except (StfError, ControlError) as exc:
+                self.fail(f"{line}: {exc}")
+            except Exception as exc:  # an engine bug fails this command, not the whole run
+                log.debug("STF %s:%d: %s", self.filename, number, line, exc_info=True)
+                self.fail(f"{line}: internal error: {type(exc).__name__}: {exc}")
+        self.check_outputs()
+        return StfResult(passed=not self.failures, failures=self.failures,
+                         outputs=self.outputs, log=self.log)
+
+    def fail(self, message: str, line: Optional[int] = None) -> None:
+        self.failures.append(StfFailure(self.filename, self._line if line is None else line,
+                                        message))
+
+    def execute(self, line: str) -> None:
+        """Run one command (without its comment)."""
+        command, rest = next_word(line)
+        handler = getattr(self, "cmd_" + command.lower(), None)
+        if handler is None:
+            raise StfError(f"unsupported STF command {command!r}")
+        self.log.append(f"{self._line}: {line}")
+        handler(rest.strip())
+
+    # -- packets -----------------------------------------------------------------------------
+    def cmd_packet(self, rest: str) -> None:
+        port_text, data = next_word(rest)
+        port = self._port(port_text)
+        frame = parse_hex_frame(data)
+        self.ports_seen.add(port)
+        result = self.dp.process(port, frame, trace=self.trace)
+        if self.trace and result.trace:
+            log.debug("packet line %d:\n  %s", self._line, "\n  ".join(result.trace))
+        for egress, out in result.outputs:
+            self.outputs.setdefault(egress, []).append(out)
+            self.log.append(f"    -> port {egress}: {out.hex().upper()}")
+
+    def cmd_expect(self, rest: str) -> None:
+        port_text, data = next_word(rest)
+        port = self._port(port_text)
+        self.ports_seen.add(port)
+        data = "".join(data.split()).upper()
+        exact = data.endswith(EXACT_LENGTH_MARK)
+        data = data.rstrip(EXACT_LENGTH_MARK)
+        if not data:
+            self.expect_any.add(port)
+            return
+        if len(data) % 2 or any(c not in "0123456789ABCDEF" + WILDCARD for c in data):
+            raise StfError(f"expected data {data!r} must be an even number of hex digits or *")
+        self.expected.setdefault(port, []).append(Expectation(self._line, data, exact))
+
+    def cmd_wait(self, rest: str) -> None:
+        """Processing is synchronous: every earlier packet is already out."""
+
+    def check_outputs(self) -> None:
+        """Compare, per checked port, the frames that came out with the expectations."""
+        for port in sorted(self.ports_seen):
+            got = self.outputs.get(port, [])
+            want = self.expected.get(port, [])
+            if port in self.expect_any:
+                if want:
+                    self.fail(f"port {port} has both 'expect {port}' (any frames) and expected "
+                              f"frames", line=0)
+                continue
+            for index, (expectation, frame) in enumerate(zip(want, got)):
+                problem = expectation.mismatch(frame)
+                if problem:
+                    self.fail(f"port {port}, frame {index}: {problem}", line=expectation.line)
+            if len(got) != len(want):
+                extra = "".join(f"\n  unexpected {f.hex().upper()}" for f in got[len(want):])
+                missing = "".join(f"\n  missing (line {e.line}) {e.pattern}"
+                                  for e in want[len(got):])
+                self.fail(f"port {port}: expected {len(want)} frames, got {len(got)}"
+                          f"{extra}{missing}", line=0)
+
+    # -- tables ------------------------------------------------------------------------------
+    def _table(self, name: str) -> TableInfo:
+        return self.info.table(resolve_name(name, [t.name for t in self.info.tables], "table"))
+
+    def _action_call(self, table: TableInfo, name: str, args_text: str) -> ActionCall:
+        action_name = resolve_name(name, [ref.name for ref in table.action_refs], "action",
+                                   f" in table {table.name}")
+        action = self.info.action(action_name)
+        given: dict[str, int] = {}
+        for item in filter(None, (a.strip() for a in args_text.split(","))):
+            arg_name, sep, value = item.partition(":")
+            if not sep:
+                raise StfError(f"action argument {item!r} must be NAME:VALUE")
+            given[arg_name.strip()] = parse_number(value.strip())
+        param_names = [p.name for p in action.params]
+        unknown = set(given) - set(param_names)
+        if unknown:
+            raise StfError(f"action {action.name} has no parameter {', '.join(sorted(unknown))}; "
+                           f"its parameters: {', '.join(param_names) or 'none'}")
+        missing = [n for n in param_names if n not in given]
+        if missing:
+            raise StfError(f"action {action.name}: missing argument {', '.join(missing)}")
+        return ActionCall(action.name, tuple(given[n] for n in param_names))
+
+    def cmd_add(self, rest: str) -> None:
+        call = ACTION_CALL.search(rest)
+        if call is None:
+            raise StfError("expected: add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARG:VALUE, ...)")
+        words = rest[:call.start()].split()
+        if not words:
+            raise StfError("add: missing table name")
+        table = self._table(words[0])
+        words = words[1:]
+        priority: Optional[int] = None
+        if words and ":" not in words[0]:
+            priority = parse_number(words[0])
+            words = words[1:]
+        field_names = [m.name for m in table.match_fields]
+        matches: list[Optional[FieldMatch]] = [
+            Exact(0) if m.match_kind == "exact" else None for m in table.match_fields]
+        for word in words:
+            key, sep, value = word.partition(":")
+            if not sep or not value:
+                raise StfError(f"key {word!r} must be FIELD:VALUE")
+            name = resolve_name(stf_field_name(key), field_names, "key field",
+                                f" of table {table.name}")
+            index = field_names.index(name)
+            matches[index] = parse_match(value, table.match_fields[index])
+        action = self._action_call(table, call.group("name"), call.group("args"))
+        if priority is None and table.needs_priority:
+            priority = self._auto_priority.get(table.name, AUTO_PRIORITY_BASE)
+            self._auto_priority[table.name] = priority - 1
+        entry = TableEntry(table.name, tuple(matches), action, priority or 0)
+        self.dp.table_insert(entry)
+        if call.group("handle"):
+            self.handles[call.group("handle").lstrip("$")] = entry
+
+    def cmd_setdefault(self, rest: str) -> None:
+        table_name, action_text = next_word(rest)
+        call = ACTION_CALL.search(action_text)
+        if call is None:
+            raise StfError("expected: setdefault TABLE ACTION(ARG:VALUE, ...)")
+        table = self._table(table_name)
+        self.dp.table_set_default(table.name,
+                                  self._action_call(table, call.group("name"), call.group("args")))
+
+    def cmd_remove(self, rest: str) -> None:
+        if rest.lower() != "all":
+            raise StfError("only 'remove all' is supported")
+        for table in self.info.tables:
+            if not table.is_const:
+                self.dp.table_clear(table.name)
+
+    # -- packet replication engine ----------------------------------------------------------------
+    def _ints(self, rest: str, at_least: int, usage: str) -> list[int]:
+        values = [parse_number(w) for w in rest.split()]
+        if len(values) < at_least:
+            raise StfError(f"expected {usage}")
+        return values
+
+    def _apply_group(self, group: int) -> None:
+        replicas = [Replica(port, rid) for handle in self.mc_groups[group]
+                    for rid, ports in [self.mc_nodes[handle]] for port in ports]
+        self.dp.mcast_group_set(group, replicas)
+
+    def cmd_mc_mgrp_create(self, rest: str) -> None:
+        (group,) = self._ints(rest, 1, "mc_mgrp_create GROUP")[:1]
+        if group in self.mc_groups:
+            raise StfError(f"multicast group {group} already exists")
+        self.mc_groups[group] = []
+        self._apply_group(group)
+
+    def cmd_mc_node_create(self, rest: str) -> None:
+        rid, *ports = self._ints(rest, 1, "mc_node_create RID PORT...")
+        self.mc_nodes.append((rid, tuple(ports)))
+        self.log.append(f"    node handle {len(self.mc_nodes) - 1}")
+
+    def _node(self, handle: int) -> int:
+        if not 0 <= handle < len(self.mc_nodes):
+            raise StfError(f"no multicast node with handle {handle} "
+                           f"({len(self.mc_nodes)} created)")
+        return handle
+
+    def cmd_mc_node_update(self, rest: str) -> None:
+        handle, *ports = self._ints(rest, 1, "mc_node_update HANDLE PORT...")
+        rid, _ = self.mc_nodes[self._node(handle)]
+        self.mc_nodes[handle] = (rid, tuple(ports))
+        for group, handles in self.mc_groups.items():
+            if handle in handles:
+                self._apply_group(group)
+
+    def cmd_mc_node_associate(self, rest: str) -> None:
+        group, handle = self._ints(rest, 2, "mc_node_associate GROUP HANDLE")[:2]
+        if group not in self.mc_groups:
+            raise StfError(f"multicast group {group} was not created (mc_mgrp_create)")
+        self.mc_groups[group].append(self._node(handle))
+        self._apply_group(group)
+
+    def cmd_mirroring_add(self, rest: str) -> None:
+        session, port = self._ints(rest, 2, "mirroring_add SESSION PORT")[:2]
+        self.dp.clone_session_set(CloneSession(session, (Replica(port, 0),)))
+
+    def cmd_mirroring_delete(self, rest: str) -> None:
+        (session,) = self._ints(rest, 1, "mirroring_delete SESSION")[:1]
+        self.dp.clone_session_delete(session)
+
+    def cmd_mirroring_get(self, rest: str) -> None:
+        (session,) = self._ints(rest, 1, "mirroring_get SESSION")[:1]
+        self.log.append(f"    {self.dp.clone_sessions().get(session)}")
+
+    # -- externs -----------------------------------------------------------------------------
+    def _extern(self, name: str, kind: str) -> str:
+        pools = {"register": self.info.registers, "counter": self.info.counters}
+        return resolve_name(name, [x.name for x in pools[kind]], kind)
+
+    def _compare(self, what: str, actual: int, op: str, expected_text: str) -> None:
+        if op not in COMPARISONS:
+            raise StfError(f"comparison {op!r} is not one of {' '.join(COMPARISONS)}")
+        expected = parse_number(expected_text)
+        if not COMPARISONS[op](actual, expected):
+            self.fail(f"{what} is {actual}, expected {op} {expected}")
+
+    def cmd_register_write(self, rest: str) -> None:
+        words = rest.split()
+        if len(words) != 3:
+            raise StfError("expected register_write NAME INDEX VALUE")
+        self.dp.register_write(self._extern(words[0], "register"), parse_number(words[1]),
+                               parse_number(words[2]))
+
+    def cmd_register_reset(self, rest: str) -> None:
+        self.dp.register_reset(self._extern(rest.strip(), "register"))
+
+    def cmd_register_read(self, rest: str) -> None:
+        words = rest.split()
+        if len(words) not in (2, 4):
+            raise StfError("expected register_read NAME INDEX [OP VALUE]")
+        name = self._extern(words[0], "register")
+        index = parse_number(words[1])
+        value = self.dp.register_read(name, index)
+        self.log.append(f"    {name}[{index}] = {value}")
+        if len(words) == 4:
+            self._compare(f"register {name}[{index}]", value, words[2], words[3])
+
+    def cmd_counter_write(self, rest: str) -> None:
+        words = rest.split()
+        if len(words) != 4:
+            raise StfError("expected counter_write NAME INDEX PACKETS BYTES")
+        self.dp.counter_write(self._extern(words[0], "counter"), parse_number(words[1]),
+                              bytes_=parse_number(words[3]), packets=parse_number(words[2]))
+
+    def cmd_counter_read(self, rest: str) -> None:
+        words = rest.split()
+        if len(words) != 2:
+            raise StfError("expected counter_read NAME INDEX")
+        name = self._extern(words[0], "counter")
+        bytes_, packets = self.dp.counter_read(name, parse_number(words[1]))
+        self.log.append(f"    {name}[{words[1]}] = {packets} packets, {bytes_} bytes")
+
+    def cmd_check_counter(self, rest: str) -> None:
+        match = re.fullmatch(r"(?P<name>[\w.$]+)\s*\(\s*(?P<id>[\w$]+)\s*\)"
+                             r"(?:\s+(?P<unit>packets|bytes)\s*(?P<op>[=!<>]=?|<|>)\s*"
+                             r"(?P<value>\w+))?", rest)
+        if match is None:
+            raise StfError("expected check_counter NAME(INDEX|HANDLE) [packets|bytes OP VALUE]")
+        unit = match.group("unit") or "packets"
+        op, value_text = match.group("op") or "==", match.group("value") or "0"
+        ident = match.group("id")
+        if ident[0].isdigit():
+            name = self._extern(match.group("name"), "counter")
+            bytes_, packets = self.dp.counter_read(name, parse_number(ident))
+            what = f"counter {name}[{ident}] {unit}"
+        else:
+            entry = self.handles.get(ident.lstrip("$"))
+            if entry is None:
+                raise StfError(f"no entry was added with handle {ident!r} (add ... = {ident})")
+            direct = resolve_name(match.group("name"),
+                                  [c.name for c in self.info.direct_counters], "direct counter")
+            table = next(c.table for c in self.info.direct_counters if c.name == direct)
+            if table != entry.table:
+                raise StfError(f"direct counter {direct} belongs to table {table}, but entry "
+                               f"{ident} is in {entry.table}")
+            bytes_, packets = self.dp.direct_counter_read(entry.table, entry)
+            what = f"direct counter of {entry.table} entry {ident} {unit}"
+        self._compare(what, packets if unit == "packets" else bytes_, op, value_text)
+
+    # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def _port(text: str) -> int:
+        if not text.isdigit():
+            raise StfError(f"port {text!r} is not a non-negative integer")
+        return int(text)
+
+
+ProgramLike = Union[CompiledProgram, str, "os.PathLike[str]"]
+
+
+def load_program(program: ProgramLike, include_dirs=(), defines=None) -> CompiledProgram:
+    """A :class:`CompiledProgram` as is, or compile the ``.p4`` file it names."""
+    if isinstance(program, CompiledProgram):
+        return program
+    from .compiler import compile_file   # the engine; imported late so STF parsing needs none
+    return compile_file(os.fspath(program), include_dirs=include_dirs, defines=defines)
+
+
+def run_stf(stf_path: Union[str, "os.PathLike[str]"], program: ProgramLike, *,
+            trace: bool = False, include_dirs=(), defines=None) -> StfResult:
+    """Run an STF test against a program on a fresh dataplane.
+
+    Args:
+        stf_path: the ``.stf`` file.
+        program: a :class:`CompiledProgram`, or the path of a ``.p4`` file to compile.
+        trace: log the per-packet trace of the engine (``softswitch.stf`` logger, debug).
+        include_dirs, defines: passed to the compiler when ``program`` is a path.
+
+    Returns:
+        The :class:`StfResult`; ``passed`` is ``False`` on any failed command or expectation.
+
+    Raises:
+        P4CompileError: ``program`` is a path and does not compile.
+        OSError: the STF file cannot be read.
+    """
+    compiled = load_program(program, include_dirs, defines)
+    with open(stf_path, encoding="utf-8") as f:
+        text = f.read()
+    return run_stf_text(text, compiled, filename=os.fspath(stf_path), trace=trace)
+
+
+def run_stf_text(text: str, program: CompiledProgram, *, filename: str = "<stf>",
+                 trace: bool = False) -> StfResult:
+    """Like :func:`run_stf`, for STF commands already in a string.
+
+    Example::
+
+        >>> result = run_stf_text("packet 1 00\\nexpect 1 00", program)   # doctest: +SKIP
+        >>> print(result.report())                                      # doctest: +SKIP
+        FAIL
+        <stf>: port 1: expected 1 frames, got 0
+          missing (line 2) 00
+    """
+    runner = StfRunner(program.instantiate(), filename=filename, trace=trace)
+    return runner.run_text(text)
