@@ -38,7 +38,8 @@ __all__ = ["JobParams", "Transport", "TransportError", "TransportTimeout", "Over
 log = logging.getLogger("hina.worker")
 
 _U32 = 1 << 32
-_SEQ_HALF = 1 << 31
+#: Chunks retransmitted per expiry of the retransmission timer.
+_RETRANSMIT_BURST = 8
 
 _OP_OF_LANE = {LaneOp.SUM: P.Op.SUM, LaneOp.LUTSUM: P.Op.LUT_SUM,
                LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR}
@@ -116,15 +117,21 @@ class CallStats:
 
 @dataclass
 class _Timers:
-    """Retransmission timeout estimation (RFC 6298 style) with exponential backoff."""
+    """Retransmission timeout estimation (RFC 6298 style) with exponential backoff.
+
+    Until the first RTT sample the timeout is ``initial_rto``, conservative as in RFC 6298: a
+    full window of every worker queues in the switch, and a timeout shorter than that queue
+    retransmits the whole window (Karn's rule then leaves no sample to learn from).
+    """
     min_rto: float
     max_rto: float
+    initial_rto: float
     srtt: Optional[float] = None
     rttvar: float = 0.0
     rto: float = field(default=0.0)
 
     def __post_init__(self):
-        self.rto = self.rto or self.min_rto
+        self.rto = min(self.max_rto, max(self.min_rto, self.initial_rto))
 
     def sample(self, rtt: float) -> None:
         if self.srtt is None:
@@ -143,13 +150,14 @@ class Transport:
         job: the job's parameters.
         min_rto: smallest retransmission timeout (seconds).
         max_rto: largest retransmission timeout after backoff (seconds).
+        initial_rto: timeout before the first round-trip sample (seconds).
         give_up_s: fail when a chunk has had no result for this long.
         first_seq: the job's sequence number to start from (all workers of a job must start
             at the same number; a new job starts at 0).
     """
 
-    def __init__(self, link: Link, job: JobParams, min_rto: float = 0.02, max_rto: float = 1.0,
-                 give_up_s: float = 10.0, first_seq: int = 0):
+    def __init__(self, link: Link, job: JobParams, min_rto: float = 0.05, max_rto: float = 1.0,
+                 give_up_s: float = 10.0, first_seq: int = 0, initial_rto: float = 0.25):
         if not 0 < min_rto <= max_rto:
             raise ValueError(f"min_rto={min_rto}, max_rto={max_rto}: need 0 < min_rto <= max_rto")
         if give_up_s <= max_rto:
@@ -157,7 +165,7 @@ class Transport:
         self.link, self.job = link, job
         self.give_up_s = give_up_s
         self.next_seq = first_seq % _U32
-        self.timers = _Timers(min_rto, max_rto)
+        self.timers = _Timers(min_rto, max_rto, initial_rto)
         self.last = CallStats()
         self.total = CallStats()
 
@@ -233,9 +241,14 @@ class Transport:
             wait = max(0.0, min(float(deadline.min()), progress + self.give_up_s) - now)
             message = self.link.recv(wait)
             if message is None:
+                # Retransmit the oldest expired chunks only; the rest wait one more timeout.
+                # A whole window expiring at once usually means a queue, not loss, and
+                # retransmitting all of it would only lengthen the queue.
                 now = time.monotonic()
-                for k in np.flatnonzero(deadline <= now):
+                expired = np.flatnonzero(deadline <= now)
+                for k in expired[:_RETRANSMIT_BURST]:
                     send(int(k), retransmit=True)
+                deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
             stats.bytes_received += len(message)
             k = self._match(message, first, n, layout.op, expected_down)

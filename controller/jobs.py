@@ -1,0 +1,287 @@
+"""Aggregation jobs on a switch: create (all or nothing), list, show, delete, reset, resync.
+
+A job's switch state is built by :mod:`hina.pipeline` (pure functions of a
+:class:`hina.pipeline.JobSpec`); this module writes it over P4Runtime and remembers what it wrote,
+so that a delete removes exactly that and a failure part-way through a create removes what the
+create had already written (rollback), leaving the switch as it was.
+
+Two levels: :meth:`JobManager.create` installs a :class:`~hina.pipeline.JobSpec` (the switch's
+view), :meth:`JobManager.create_job` a :class:`~controller.config.JobConfig` (the operator's
+view: codec, worker addresses; it allocates free register ranges and checks the job against the
+others first). Jobs installed by an earlier run are taken over with :meth:`JobManager.adopt`.
+
+Example::
+
+    >>> with SwitchConnection("127.0.0.1:9559") as sw:          # doctest: +SKIP
+    ...     jobs = JobManager(sw)
+    ...     jobs.create(spec, thc_table=DEFAULT_TABLE)
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from p4.v1 import p4runtime_pb2
+
+from hina import pipeline
+from hina import protocol as P
+from hina.pipeline import JobSpec
+from softswitch.api import Exact, Lpm, Optional_, Range, TableEntry, Ternary
+
+from .config import ConfigError, JobConfig, allocate
+from .p4runtime_client import P4InfoIndex, P4RuntimeClientError, SwitchConnection
+from .target import P4RuntimeRegisters, RegisterAccess
+
+__all__ = ["JobError", "UnknownJobError", "JobRecord", "JobManager", "entry_update"]
+
+log = logging.getLogger("hina.controller")
+
+#: THC lookup table ids the program offers (P4 ``HINA_LUTS``); 0 means "none".
+_LUT_IDS = range(1, 16)
+
+
+class JobError(RuntimeError):
+    """A job request that cannot be carried out; ``str()`` is one line for the user."""
+
+
+class UnknownJobError(JobError):
+    """No job with that id."""
+
+
+def _match_value(m) -> object:
+    if isinstance(m, Exact) or isinstance(m, Optional_):
+        return m.value
+    if isinstance(m, Ternary):
+        return (m.value, m.mask)
+    if isinstance(m, Lpm):
+        return (m.value, m.prefix_len)
+    if isinstance(m, Range):
+        return (m.low, m.high)
+    raise JobError(f"unsupported match {m!r}")
+
+
+def entry_update(index: P4InfoIndex, kind: str, entry: TableEntry) -> p4runtime_pb2.Update:
+    """A P4Runtime Update for a :class:`softswitch.api.TableEntry` built by :mod:`hina.pipeline`.
+
+    Match values are given in the order of the table's match fields in the P4Info.
+    """
+    table = index.table(entry.table)
+    names = [f.name for f in table.match_fields]
+    if len(names) != len(entry.matches):
+        raise JobError(f"table {entry.table}: {len(entry.matches)} match values for "
+                       f"{len(names)} fields")
+    match = {n: _match_value(m) for n, m in zip(names, entry.matches) if m is not None}
+    action = index.action(entry.action.action)
+    params = {p.name: v for p, v in zip(action.params, entry.action.args)}
+    msg = index.table_entry(entry.table, match, entry.action.action if kind != "DELETE" else None,
+                            params if kind != "DELETE" else {}, entry.priority)
+    return SwitchConnection.update(kind, table_entry=msg)
+
+
+@dataclass
+class JobRecord:
+    """A job as installed: its spec, its THC table (if any) and the entries written for it."""
+    spec: JobSpec
+    thc_table: Optional[tuple[int, ...]] = None
+    entries: list[TableEntry] = field(default_factory=list)
+    config: Optional[JobConfig] = None
+
+
+class JobManager:
+    """Creates and deletes jobs on one switch through a primary :class:`SwitchConnection`.
+
+    Args:
+        switch: the connection (a pipeline must be set on the device).
+        zero_registers: zero the job's slot/sketch registers on create.
+        registers: how registers are written and read (default: P4Runtime RegisterEntry, which
+            the embedded target has; for BMv2 pass :class:`controller.target.ThriftRegisters`).
+    """
+
+    def __init__(self, switch: SwitchConnection, zero_registers: bool = True,
+                 registers: Optional[RegisterAccess] = None):
+        self.switch = switch
+        self.zero_registers = zero_registers
+        self.registers = registers or P4RuntimeRegisters(switch)
+        self.jobs: dict[int, JobRecord] = {}
+
+    # -- operator-level jobs ---------------------------------------------------------------
+    def configs(self) -> dict[int, JobConfig]:
+        """The :class:`JobConfig` of every job created or adopted with one."""
+        return {j: r.config for j, r in sorted(self.jobs.items()) if r.config is not None}
+
+    def prepare(self, config: JobConfig) -> JobConfig:
+        """``config`` with free resources allocated and checked against the installed jobs.
+
+        Raises:
+            JobError: the id is taken, or the job would share slots, streams, sketch columns or
+                a multicast group with another job (the message names both jobs).
+        """
+        if config.job_id in self.jobs:
+            raise JobError(f"job {config.job_id} already exists; delete it first")
+        others = [r.config for r in self.jobs.values() if r.config is not None]
+        try:
+            config = allocate(config, others)
+            spec = config.to_spec()
+            pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
+        except (ConfigError, ValueError) as exc:
+            raise JobError(str(exc)) from None
+        if config.codec == "thc" and config.lut_id == 0:
+            config = config.replace(lut_id=self._free_lut_id())
+        return config
+
+    def create_job(self, config: JobConfig) -> JobConfig:
+        """Allocate, check and install ``config`` (all or nothing); returns it as installed."""
+        config = self.prepare(config)
+        record = self.create(config.to_spec(), thc_table=config.thc_table)
+        record.config = config
+        return config
+
+    def adopt(self, config: JobConfig) -> JobRecord:
+        """Take over a job an earlier run installed (nothing is written)."""
+        spec = config.to_spec()
+        entries = pipeline.job_entries(spec)
+        if config.thc_table is not None:
+            entries += pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words)
+        record = JobRecord(spec, config.thc_table, entries, config)
+        self.jobs[spec.job_id] = record
+        return record
+
+    def resync(self, configs: Sequence[JobConfig]) -> list[JobConfig]:
+        """Re-install ``configs`` on a switch that lost them (fresh pipeline), as they were.
+
+        Raises:
+            JobError: a job could not be installed (the jobs before it stay installed).
+        """
+        done = []
+        for config in configs:
+            record = self.create(config.to_spec(), thc_table=config.thc_table)
+            record.config = config
+            done.append(config)
+        return done
+
+    def reset(self, job_id: int) -> None:
+        """Zero the job's slot (and sketch) registers: a fresh start for its workers."""
+        record = self.record(job_id)
+        try:
+            self.registers.zero(pipeline.register_ranges(record.spec))
+        except P4RuntimeClientError as exc:
+            raise JobError(f"job {job_id}: reset failed: {exc}") from None
+
+    def record(self, job_id: int) -> JobRecord:
+        """The installed job ``job_id``.
+
+        Raises:
+            UnknownJobError: no such job.
+        """
+        record = self.jobs.get(job_id)
+        if record is None:
+            known = ", ".join(map(str, sorted(self.jobs))) or "none"
+            raise UnknownJobError(f"job {job_id} does not exist (jobs: {known})")
+        return record
+
+    def _free_lut_id(self) -> int:
+        used = {r.spec.lut_id for r in self.jobs.values()}
+        for lut_id in _LUT_IDS:
+            if lut_id not in used:
+                return lut_id
+        raise JobError(f"every THC table id of the program ({len(_LUT_IDS)}) is in use")
+
+    def create(self, spec: JobSpec, thc_table: Optional[Sequence[int]] = None) -> JobRecord:
+        """Install ``spec`` (and its THC table); on any failure remove what was written.
+
+        Raises:
+            JobError: the job conflicts with an installed one, or the switch refused an entry
+                (the message names it; the switch is left as before).
+        """
+        if spec.job_id in self.jobs:
+            raise JobError(f"job {spec.job_id} already exists; delete it first")
+        try:
+            pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+        index = self.switch.require_index()
+        if thc_table is not None:
+            if spec.lut_id == 0:
+                spec = dataclasses.replace(spec, lut_id=self._free_lut_id())
+            elif any(r.spec.lut_id == spec.lut_id for r in self.jobs.values()):
+                raise JobError(f"job {spec.job_id}: THC table id {spec.lut_id} is in use")
+        entries = pipeline.job_entries(spec)
+        if thc_table is not None:
+            try:
+                entries += pipeline.lut_entries(spec.lut_id, thc_table, spec.words)
+            except ValueError as exc:
+                raise JobError(f"job {spec.job_id}: {exc}") from None
+        record = JobRecord(spec, tuple(thc_table) if thc_table is not None else None)
+        group, replicas = pipeline.multicast_group(spec)
+        group_written = False
+        try:
+            if self.zero_registers:
+                self.registers.zero(pipeline.register_ranges(spec))
+            self.switch.write([self.switch.multicast_update(
+                "INSERT", group, [(r.port, r.rid) for r in replicas])],
+                f"job {spec.job_id}: multicast group {group}")
+            group_written = True
+            self._write_entries(index, entries, record)
+        except (P4RuntimeClientError, JobError) as exc:
+            self._rollback(index, record, group if group_written else None)
+            raise JobError(f"job {spec.job_id} not created (rolled back): {exc}") from None
+        self.jobs[spec.job_id] = record
+        log.info("job %d created: %d workers, %d slots, %d entries", spec.job_id,
+                 len(spec.workers), spec.n_slots, len(record.entries))
+        return record
+
+    def _write_entries(self, index: P4InfoIndex, entries: list[TableEntry],
+                       record: JobRecord) -> None:
+        # One batch per table keeps a failure's position exact: everything before it is in.
+        batch_size = 512
+        for start in range(0, len(entries), batch_size):
+            batch = entries[start:start + batch_size]
+            try:
+                self.switch.write([entry_update(index, "INSERT", e) for e in batch],
+                                  f"job {record.spec.job_id}: entries")
+            except P4RuntimeClientError as exc:
+                failed = {i for i, _, _ in exc.errors}
+                record.entries += [e for i, e in enumerate(batch) if i not in failed]
+                raise
+            record.entries += batch
+
+    def _rollback(self, index: P4InfoIndex, record: JobRecord, group: Optional[int]) -> None:
+        try:
+            self.switch.write([entry_update(index, "DELETE", e) for e in record.entries],
+                              f"job {record.spec.job_id}: rollback")
+            if group is not None:
+                self.switch.write([self.switch.multicast_update("DELETE", group)],
+                                  f"job {record.spec.job_id}: rollback group")
+        except P4RuntimeClientError as exc:   # report, but keep the original error visible
+            log.error("rollback of job %d incomplete: %s", record.spec.job_id, exc)
+        record.entries.clear()
+
+    def delete(self, job_id: int) -> None:
+        """Remove everything :meth:`create` installed for ``job_id``.
+
+        Raises:
+            JobError: no such job.
+        """
+        record = self.record(job_id)
+        index = self.switch.require_index()
+        group, _ = pipeline.multicast_group(record.spec)
+        for updates, what in (([entry_update(index, "DELETE", e) for e in record.entries],
+                               "delete entries"),
+                              ([self.switch.multicast_update("DELETE", group)],
+                               "delete multicast group")):
+            try:
+                self.switch.write(updates, f"job {job_id}: {what}")
+            except P4RuntimeClientError as exc:
+                # what the switch no longer has (it restarted) is gone already: not an error
+                if not exc.errors or any(code != "NOT_FOUND" for _, code, _ in exc.errors):
+                    raise
+                log.warning("job %d: the switch had already lost part of it (%s)", job_id, exc)
+        del self.jobs[job_id]
+        log.info("job %d deleted", job_id)
+
+    def reason_counts(self) -> dict[str, int]:
+        """Packets per drop/exception reason (``HinaIngress.reason_counter``)."""
+        counts = self.switch.read_counter(P.REASON_COUNTER)
+        return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}

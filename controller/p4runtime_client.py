@@ -1,0 +1,514 @@
+"""A P4Runtime client for one device: arbitration, pipeline, entries, PRE, counters, registers.
+
+It speaks plain P4Runtime (the ``p4runtime`` package's protos, the same versions p4runtime-shell
+pins) so it drives real BMv2 (``simple_switch_grpc``) and the embedded target alike. Entities
+are named by their P4Info names (``HinaIngress.admission.job_config``) and values are Python
+ints; :class:`P4InfoIndex` turns both into ids and canonical bytestrings and refuses values too
+wide for their field. Every gRPC failure is turned into one :class:`P4RuntimeClientError` here,
+with each failed update's code and message, so callers print one line.
+
+Example::
+
+    >>> with SwitchConnection("127.0.0.1:9559") as sw:                 # doctest: +SKIP
+    ...     sw.set_pipeline(p4info, device_config)
+    ...     sw.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000001, 32)},
+    ...                     "MyIngress.ipv4_forward", {"dstAddr": 1, "port": 2})
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+__all__ = ["P4RuntimeClientError", "NotPrimaryError", "P4InfoIndex", "SwitchConnection",
+           "MatchValue", "encode_value"]
+
+log = logging.getLogger("hina.controller")
+
+#: A match value: exact int; (value, mask) ternary; (value, prefix_len) lpm;
+#: (low, high) range — which one is decided by the field's match kind.
+MatchValue = Union[int, tuple[int, int]]
+
+_GRPC_TIMEOUT_S = 10.0
+
+
+class P4RuntimeClientError(RuntimeError):
+    """A P4Runtime request failed; ``str()`` is one line for the user.
+
+    Attributes:
+        code: the gRPC status code name (``NOT_FOUND``, ``UNAVAILABLE``, ...).
+        errors: for Write, ``[(update index, code name, message)]`` of the failed updates.
+    """
+
+    def __init__(self, message: str, code: str = "UNKNOWN",
+                 errors: Sequence[tuple[int, str, str]] = ()):
+        super().__init__(message)
+        self.code, self.errors = code, list(errors)
+
+
+class NotPrimaryError(P4RuntimeClientError):
+    """Another controller with a higher election id is primary for the device."""
+
+
+def encode_value(value: int, bitwidth: int, what: str) -> bytes:
+    """The canonical P4Runtime bytestring of ``value`` (no leading zero bytes, at least one).
+
+    Raises:
+        ValueError: ``value`` is negative or wider than ``bitwidth`` bits.
+    """
+    if not isinstance(value, int) or value < 0 or value >> bitwidth:
+        raise ValueError(f"{what}: value {value!r} does not fit in bit<{bitwidth}>")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def _decode_value(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+def _code_name(code: int) -> str:
+    return code_pb2.Code.Name(code) if code in code_pb2.Code.values() else str(code)
+
+
+def _wrap_rpc_error(exc: grpc.RpcError, what: str) -> P4RuntimeClientError:
+    """Turn a gRPC error (with p4.v1.Error details for Write) into one client error."""
+    code = exc.code().name if exc.code() else "UNKNOWN"
+    errors: list[tuple[int, str, str]] = []
+    for key, value in (exc.trailing_metadata() or ()):
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status()
+        status.ParseFromString(value)
+        for i, detail in enumerate(status.details):
+            err = p4runtime_pb2.Error()
+            if detail.Unpack(err) and err.canonical_code != code_pb2.OK:
+                errors.append((i, _code_name(err.canonical_code), err.message))
+    if errors:
+        first = "; ".join(f"update {i}: {c}: {m}" for i, c, m in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return P4RuntimeClientError(f"{what}: {first}{more}", code, errors)
+    return P4RuntimeClientError(f"{what}: {code}: {exc.details()}", code)
+
+
+@dataclass(frozen=True)
+class _Field:
+    id: int
+    bitwidth: int
+    match_type: int
+
+
+class P4InfoIndex:
+    """Names to ids and widths, from a P4Info message."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info):
+        self.p4info = p4info
+        self.tables = {t.preamble.name: t for t in p4info.tables}
+        self.actions = {a.preamble.name: a for a in p4info.actions}
+        self.counters = {c.preamble.name: c for c in p4info.counters}
+        self.registers = {r.preamble.name: r for r in p4info.registers}
+        self.table_names = {t.preamble.id: t.preamble.name for t in p4info.tables}
+        self.action_names = {a.preamble.id: a.preamble.name for a in p4info.actions}
+        for kind in (self.tables, self.actions, self.counters, self.registers):
+            for msg in list(kind.values()):     # aliases, when unique, work as names too
+                kind.setdefault(msg.preamble.alias, msg)
+
+    def _get(self, kind: Mapping, name: str, what: str):
+        try:
+            return kind[name]
+        except KeyError:
+            raise P4RuntimeClientError(f"{what} {name!r} is not in the P4Info", "NOT_FOUND") from None
+
+    def table(self, name: str) -> p4info_pb2.Table:
+        return self._get(self.tables, name, "table")
+
+    def action(self, name: str) -> p4info_pb2.Action:
+        return self._get(self.actions, name, "action")
+
+    def counter(self, name: str) -> p4info_pb2.Counter:
+        return self._get(self.counters, name, "counter")
+
+    def register(self, name: str) -> p4info_pb2.Register:
+        return self._get(self.registers, name, "register")
+
+    def register_width(self, name: str) -> int:
+        return self.register(name).type_spec.bitstring.bit.bitwidth
+
+    def match_fields(self, table: str) -> dict[str, _Field]:
+        return {f.name: _Field(f.id, f.bitwidth, f.match_type)
+                for f in self.table(table).match_fields}
+
+    # -- building messages -----------------------------------------------------------------
+    def field_match(self, table: str, name: str, value: MatchValue) -> p4runtime_pb2.FieldMatch:
+        fields = self.match_fields(table)
+        if name not in fields:
+            raise P4RuntimeClientError(f"table {table!r} has no match field {name!r} "
+                                       f"(fields: {', '.join(fields)})", "INVALID_ARGUMENT")
+        f = fields[name]
+        what = f"{table} field {name}"
+        m = p4runtime_pb2.FieldMatch(field_id=f.id)
+        kind = p4info_pb2.MatchField.MatchType
+        try:
+            if f.match_type == kind.Value("EXACT"):
+                m.exact.value = encode_value(value, f.bitwidth, what)
+            elif f.match_type == kind.Value("TERNARY"):
+                v, mask = value
+                m.ternary.value = encode_value(v & mask, f.bitwidth, what)
+                m.ternary.mask = encode_value(mask, f.bitwidth, what)
+            elif f.match_type == kind.Value("LPM"):
+                v, plen = value
+                if not 0 <= plen <= f.bitwidth:
+                    raise ValueError(f"{what}: prefix length {plen} not in [0, {f.bitwidth}]")
+                keep = ((1 << plen) - 1) << (f.bitwidth - plen)
+                m.lpm.value = encode_value(v & keep, f.bitwidth, what)
+                m.lpm.prefix_len = plen
+            elif f.match_type == kind.Value("RANGE"):
+                low, high = value
+                m.range.low = encode_value(low, f.bitwidth, what)
+                m.range.high = encode_value(high, f.bitwidth, what)
+            elif f.match_type == kind.Value("OPTIONAL"):
+                m.optional.value = encode_value(value, f.bitwidth, what)
+            else:
+                raise ValueError(f"{what}: match kind {f.match_type} is not supported")
+        except (TypeError, ValueError) as exc:
+            raise P4RuntimeClientError(str(exc), "INVALID_ARGUMENT") from None
+        return m
+
+    def action_msg(self, name: str, params: Mapping[str, int]) -> p4runtime_pb2.Action:
+        info = self.action(name)
+        declared = {p.name: p for p in info.params}
+        unknown = set(params) - set(declared)
+        missing = set(declared) - set(params)
+        if unknown or missing:
+            raise P4RuntimeClientError(
+                f"action {name}: parameters {sorted(declared)} expected; "
+                f"unknown {sorted(unknown)}, missing {sorted(missing)}", "INVALID_ARGUMENT")
+        msg = p4runtime_pb2.Action(action_id=info.preamble.id)
+        for p in info.params:
+            try:
+                value = encode_value(params[p.name], p.bitwidth, f"action {name} param {p.name}")
+            except ValueError as exc:
+                raise P4RuntimeClientError(str(exc), "INVALID_ARGUMENT") from None
+            msg.params.add(param_id=p.id, value=value)
+        return msg
+
+    def table_entry(self, table: str, match: Mapping[str, MatchValue], action: Optional[str],
+                    params: Mapping[str, int] = {}, priority: int = 0,
+                    default: bool = False) -> p4runtime_pb2.TableEntry:
+        entry = p4runtime_pb2.TableEntry(table_id=self.table(table).preamble.id,
+                                         priority=priority, is_default_action=default)
+        for name, value in match.items():
+            entry.match.append(self.field_match(table, name, value))
+        if action is not None:
+            entry.action.action.CopyFrom(self.action_msg(action, params))
+        return entry
+
+
+class SwitchConnection:
+    """A primary P4Runtime session with one device.
+
+    Args:
+        address: ``host:port`` of the device's P4Runtime server.
+        device_id: the P4Runtime device id.
+        election_id: this controller's election id (higher wins primaryship).
+        timeout: seconds to wait for the connection and for each request.
+        primary: arbitrate for primaryship (needed to write and to push pipelines). A read-only
+            session (``primary=False``) opens no stream, so it never disturbs the primary: the
+            CLI's read commands use it.
+
+    Raises:
+        P4RuntimeClientError: the device cannot be reached (code ``UNAVAILABLE``).
+        NotPrimaryError: another controller holds a higher election id.
+    """
+
+    def __init__(self, address: str, device_id: int = 0, election_id: int = 1,
+                 timeout: float = _GRPC_TIMEOUT_S, primary: bool = True):
+        self.address, self.device_id, self.election_id = address, device_id, election_id
+        self.timeout = timeout
+        self.index: Optional[P4InfoIndex] = None
+        self._channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise P4RuntimeClientError(f"cannot reach the P4Runtime server at {address} "
+                                       f"within {timeout:g}s", "UNAVAILABLE") from None
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self.primary = primary
+        self._requests: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
+        self._arbitration: "queue.Queue[p4runtime_pb2.MasterArbitrationUpdate]" = queue.Queue()
+        self.packet_ins: "queue.Queue[p4runtime_pb2.PacketIn]" = queue.Queue()
+        self._stream = None
+        if primary:
+            self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
+            self._reader = threading.Thread(target=self._read_stream, daemon=True,
+                                            name=f"p4rt-stream-{address}")
+            self._reader.start()
+            self._become_primary()
+
+    # -- stream ----------------------------------------------------------------------------
+    def _read_stream(self) -> None:
+        try:
+            for msg in self._stream:
+                which = msg.WhichOneof("update")
+                if which == "arbitration":
+                    self._arbitration.put(msg.arbitration)
+                elif which == "packet":
+                    self.packet_ins.put(msg.packet)
+                elif which == "error":
+                    log.warning("stream error from %s: %s", self.address, msg.error)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                log.info("stream to %s ended: %s", self.address, exc.details())
+                # wake an arbitration in progress: the server closed the stream instead of
+                # answering (e.g. INVALID_ARGUMENT: our election id is already in use)
+                self._arbitration.put(_wrap_rpc_error(exc, f"{self.address}: arbitration"))
+
+    def _become_primary(self) -> None:
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.high = self.election_id >> 64
+        req.arbitration.election_id.low = self.election_id & ((1 << 64) - 1)
+        self._requests.put(req)
+        try:
+            reply = self._arbitration.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise P4RuntimeClientError(f"{self.address}: no arbitration answer within "
+                                       f"{self.timeout:g}s", "DEADLINE_EXCEEDED") from None
+        if isinstance(reply, P4RuntimeClientError):
+            self.close()
+            if reply.code == "INVALID_ARGUMENT":
+                raise NotPrimaryError(f"{self.address}: election id {self.election_id} is "
+                                      "already used by another controller", reply.code) from None
+            raise reply
+        if reply.status.code != code_pb2.OK:
+            self.close()
+            raise NotPrimaryError(f"{self.address}: another controller is primary for device "
+                                  f"{self.device_id} (election id {self.election_id} is lower)",
+                                  "PERMISSION_DENIED")
+
+    def close(self) -> None:
+        """End the session (a primary gives up primaryship); idempotent."""
+        if self._stream is not None:
+            self._requests.put(None)
+            self._stream.cancel()
+            self._stream = None
+        self._channel.close()
+
+    def __enter__(self) -> "SwitchConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method, request, what: str):
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _wrap_rpc_error(exc, what) from None
+
+    def _election(self, msg) -> None:
+        msg.election_id.high = self.election_id >> 64
+        msg.election_id.low = self.election_id & ((1 << 64) - 1)
+
+    # -- pipeline --------------------------------------------------------------------------
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes,
+                     cookie: int = 0) -> None:
+        """Push (verify and commit) a pipeline; all entries of the device are lost."""
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        self._election(req)
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = cookie
+        self._call(self._stub.SetForwardingPipelineConfig, req, "set pipeline")
+        self.index = P4InfoIndex(p4info)
+
+    def fetch_pipeline(self) -> Optional[p4info_pb2.P4Info]:
+        """The device's P4Info (None when no pipeline is set); also indexes it."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        try:
+            reply = self._stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise _wrap_rpc_error(exc, "get pipeline") from None
+        if not reply.config.HasField("p4info") or not reply.config.p4info.tables:
+            return None
+        self.index = P4InfoIndex(reply.config.p4info)
+        return reply.config.p4info
+
+    def require_index(self) -> P4InfoIndex:
+        if self.index is None and self.fetch_pipeline() is None:
+            raise P4RuntimeClientError(f"{self.address}: no pipeline is set on device "
+                                       f"{self.device_id}; push one first", "FAILED_PRECONDITION")
+        return self.index
+
+    # -- write / read ----------------------------------------------------------------------
+    def write(self, updates: Iterable[p4runtime_pb2.Update], what: str = "write") -> None:
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        self._election(req)
+        req.updates.extend(updates)
+        if req.updates:
+            self._call(self._stub.Write, req, what)
+
+    def read(self, entities: Iterable[p4runtime_pb2.Entity],
+             what: str = "read") -> list[p4runtime_pb2.Entity]:
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        req.entities.extend(entities)
+        out: list[p4runtime_pb2.Entity] = []
+        try:
+            for reply in self._stub.Read(req, timeout=self.timeout):
+                out.extend(reply.entities)
+        except grpc.RpcError as exc:
+            raise _wrap_rpc_error(exc, what) from None
+        return out
+
+    @staticmethod
+    def update(kind: str, **entity) -> p4runtime_pb2.Update:
+        """An Update of type ``kind`` (INSERT, MODIFY, DELETE) for one entity keyword."""
+        return p4runtime_pb2.Update(type=p4runtime_pb2.Update.Type.Value(kind),
+                                    entity=p4runtime_pb2.Entity(**entity))
+
+    # -- tables ----------------------------------------------------------------------------
+    def table_update(self, kind: str, table: str, match: Mapping[str, MatchValue],
+                     action: Optional[str] = None, params: Mapping[str, int] = {},
+                     priority: int = 0) -> p4runtime_pb2.Update:
+        entry = self.require_index().table_entry(table, match, action, params, priority)
+        return self.update(kind, table_entry=entry)
+
+    def insert_entry(self, table: str, match: Mapping[str, MatchValue], action: str,
+                     params: Mapping[str, int] = {}, priority: int = 0) -> None:
+        self.write([self.table_update("INSERT", table, match, action, params, priority)],
+                   f"insert into {table}")
+
+    def delete_entry(self, table: str, match: Mapping[str, MatchValue], priority: int = 0) -> None:
+        self.write([self.table_update("DELETE", table, match, priority=priority)],
+                   f"delete from {table}")
+
+    def read_entries(self, table: str) -> list[dict]:
+        """Entries of ``table`` as dicts: match (field name -> raw FieldMatch), action, params."""
+        index = self.require_index()
+        t = index.table(table)
+        fields = {f.id: f.name for f in t.match_fields}
+        out = []
+        for ent in self.read([p4runtime_pb2.Entity(
+                table_entry=p4runtime_pb2.TableEntry(table_id=t.preamble.id))], f"read {table}"):
+            te = ent.table_entry
+            action = te.action.action
+            a_info = index.action(index.action_names.get(action.action_id, ""))
+            pnames = {p.id: p.name for p in a_info.params}
+            out.append({
+                "match": {fields[m.field_id]: m for m in te.match},
+                "priority": te.priority,
+                "action": a_info.preamble.name,
+                "params": {pnames[p.param_id]: _decode_value(p.value) for p in action.params},
+            })
+        return out
+
+    # -- packet replication engine ---------------------------------------------------------
+    def multicast_update(self, kind: str, group_id: int,
+                         replicas: Sequence[tuple[int, int]] = ()) -> p4runtime_pb2.Update:
+        group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id)
+        for port, rid in replicas:
+            group.replicas.add(egress_port=port, instance=rid)
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group)
+        return self.update(kind, packet_replication_engine_entry=pre)
+
+    def read_multicast_groups(self) -> dict[int, list[tuple[int, int]]]:
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(
+            multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())
+        groups = {}
+        for ent in self.read([p4runtime_pb2.Entity(packet_replication_engine_entry=pre)],
+                             "read multicast groups"):
+            g = ent.packet_replication_engine_entry.multicast_group_entry
+            groups[g.multicast_group_id] = [(r.egress_port, r.instance) for r in g.replicas]
+        return groups
+
+    def clone_session_update(self, kind: str, session_id: int,
+                             replicas: Sequence[tuple[int, int]] = (), class_of_service: int = 0,
+                             packet_length_bytes: int = 0) -> p4runtime_pb2.Update:
+        """An Update of a clone (mirror) session: ``replicas`` are ``(egress port, instance)``."""
+        session = p4runtime_pb2.CloneSessionEntry(session_id=session_id,
+                                                  class_of_service=class_of_service,
+                                                  packet_length_bytes=packet_length_bytes)
+        for port, rid in replicas:
+            session.replicas.add(egress_port=port, instance=rid)
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(clone_session_entry=session)
+        return self.update(kind, packet_replication_engine_entry=pre)
+
+    def read_clone_sessions(self) -> dict[int, list[tuple[int, int]]]:
+        """{session id: [(egress port, instance)]} of every clone session."""
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(
+            clone_session_entry=p4runtime_pb2.CloneSessionEntry())
+        out = {}
+        for ent in self.read([p4runtime_pb2.Entity(packet_replication_engine_entry=pre)],
+                             "read clone sessions"):
+            c = ent.packet_replication_engine_entry.clone_session_entry
+            out[c.session_id] = [(r.egress_port, r.instance) for r in c.replicas]
+        return out
+
+    # -- counters and registers ------------------------------------------------------------
+    def read_counter(self, name: str, index: Optional[int] = None) -> dict[int, tuple[int, int]]:
+        """{index: (bytes, packets)} of counter ``name`` (all indices when ``index`` is None)."""
+        c = self.require_index().counter(name)
+        entry = p4runtime_pb2.CounterEntry(counter_id=c.preamble.id)
+        if index is not None:
+            entry.index.index = index
+        return {e.counter_entry.index.index: (e.counter_entry.data.byte_count,
+                                              e.counter_entry.data.packet_count)
+                for e in self.read([p4runtime_pb2.Entity(counter_entry=entry)], f"read {name}")}
+
+    def read_register(self, name: str, index: Optional[int] = None) -> dict[int, int]:
+        """{index: value} of register ``name`` (RegisterEntry: the embedded target has it;
+        BMv2's P4Runtime does not, see ``controller.bmv2``)."""
+        r = self.require_index().register(name)
+        entry = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
+        if index is not None:
+            entry.index.index = index
+        out = {}
+        for e in self.read([p4runtime_pb2.Entity(register_entry=entry)], f"read {name}"):
+            out[e.register_entry.index.index] = _decode_value(e.register_entry.data.bitstring)
+        return out
+
+    def read_register_cells(self, cells: Sequence[tuple[str, int]]) -> list[int]:
+        """Values of many ``(register, index)`` cells in one Read request, in order."""
+        index = self.require_index()
+        entities, ids = [], {}
+        for name, i in cells:
+            r = index.register(name)
+            ids[r.preamble.id] = name
+            entry = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
+            entry.index.index = i
+            entities.append(p4runtime_pb2.Entity(register_entry=entry))
+        got = {(ids[e.register_entry.register_id], e.register_entry.index.index):
+               _decode_value(e.register_entry.data.bitstring)
+               for e in self.read(entities, "read registers")}
+        try:
+            return [got[cell] for cell in cells]
+        except KeyError as exc:
+            raise P4RuntimeClientError(f"register cell {exc.args[0]} missing from the answer",
+                                       "INTERNAL") from None
+
+    def register_update(self, name: str, index: Optional[int], value: int) -> p4runtime_pb2.Update:
+        """MODIFY of one register cell (all cells when ``index`` is None)."""
+        index_info = self.require_index()
+        r = index_info.register(name)
+        entry = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
+        if index is not None:
+            entry.index.index = index
+        try:
+            entry.data.bitstring = encode_value(value, index_info.register_width(name),
+                                                f"register {name}")
+        except ValueError as exc:
+            raise P4RuntimeClientError(str(exc), "INVALID_ARGUMENT") from None
+        return self.update("MODIFY", register_entry=entry)
