@@ -1,0 +1,204 @@
+"""v1model externs, bit-exact with BMv2 simple_switch where the golden vectors pin them down.
+
+Hashes: ``crc32`` is zlib's CRC-32; ``crc16`` is CRC-16/ARC (poly 0x8005 reflected, init 0,
+xorout 0); ``csum16`` is the Internet checksum; ``xor16`` folds 16-bit words with XOR;
+``identity`` is the field list itself. The field list is serialised as its fields' bits
+concatenated big-endian, padded with zero bits at the end to a whole byte.
+"""
+from __future__ import annotations
+
+import random as _random
+import time
+import zlib
+
+# v1model HashAlgorithm member order (enum values in our v1model.p4).
+HASH_ALGOS = ("crc32", "crc32_custom", "crc16", "crc16_custom", "random", "identity", "csum16",
+              "xor16")
+METER_GREEN, METER_YELLOW, METER_RED = 0, 1, 2
+BITS_PER_BYTE = 8
+
+
+def _crc16_table() -> list:
+    poly = 0xA001             # 0x8005 reflected
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC16_TABLE = _crc16_table()
+
+
+def crc16_arc(data: bytes) -> int:
+    crc = 0
+    for b in data:
+        crc = (crc >> 8) ^ _CRC16_TABLE[(crc ^ b) & 0xFF]
+    return crc
+
+
+def csum16(data: bytes) -> int:
+    """Internet checksum (RFC 1071) of ``data`` (odd length: padded with a zero byte)."""
+    if len(data) % 2:
+        data += b"\0"
+    return csum16_int(int.from_bytes(data, "big"))
+
+
+def csum16_int(s: int) -> int:
+    """Internet checksum of the 16-bit words of ``s``: folding the high part into the low part
+    until 16 bits remain is the ones' complement sum with end-around carry."""
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def xor16(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    x = 0
+    for i in range(0, len(data), 2):
+        x ^= int.from_bytes(data[i:i + 2], "big")
+    return x
+
+
+def serialize_fields(values: tuple, widths: tuple) -> bytes:
+    """Concatenate fields big-endian, then pad with zero bits to a whole number of bytes."""
+    acc, total = 0, 0
+    for v, w in zip(values, widths):
+        acc = (acc << w) | (v & ((1 << w) - 1))
+        total += w
+    pad = (-total) % BITS_PER_BYTE
+    acc <<= pad
+    return acc.to_bytes((total + pad) // BITS_PER_BYTE, "big")
+
+
+def compute_hash(algo: int, values: tuple, widths: tuple) -> int:
+    name = HASH_ALGOS[algo] if 0 <= algo < len(HASH_ALGOS) else "crc32"
+    data = serialize_fields(values, widths)
+    if name in ("crc32", "crc32_custom"):
+        return zlib.crc32(data)
+    if name in ("crc16", "crc16_custom"):
+        return crc16_arc(data)
+    if name == "csum16":
+        return csum16(data)
+    if name == "xor16":
+        return xor16(data)
+    if name == "identity":
+        return int.from_bytes(data, "big") >> ((-sum(widths)) % BITS_PER_BYTE)
+    return _random.getrandbits(32)
+
+
+def packed_data(packed: int, nbits: int) -> bytes:
+    """The bytes of a field list already packed into one int of ``nbits`` bits."""
+    pad = (-nbits) % BITS_PER_BYTE
+    return (packed << pad).to_bytes((nbits + pad) // BITS_PER_BYTE, "big")
+
+
+def compute_hash_packed(algo: int, packed: int, nbits: int) -> int:
+    """:func:`compute_hash` of a field list packed into one int (what generated code passes)."""
+    name = HASH_ALGOS[algo] if 0 <= algo < len(HASH_ALGOS) else "crc32"
+    if name == "identity":
+        return packed
+    if name == "csum16":
+        pad = (-nbits) % (2 * BITS_PER_BYTE)
+        return csum16_int(packed << pad)
+    data = packed_data(packed, nbits)
+    if name in ("crc32", "crc32_custom"):
+        return zlib.crc32(data)
+    if name in ("crc16", "crc16_custom"):
+        return crc16_arc(data)
+    if name == "xor16":
+        return xor16(data)
+    return _random.getrandbits(32)
+
+
+def hash_packed(algo: int, base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
+    """v1model ``hash`` on a packed field list: ``base + (h % max)``, truncated to the output."""
+    h = compute_hash_packed(algo, packed, nbits)
+    return (base + (h % max_ if max_ > 0 else h)) & out_mask
+
+
+def hash_extern(algo: int, base: int, values: tuple, widths: tuple, max_: int, out_mask: int) -> int:
+    """v1model ``hash``: ``base + (h % max)``, truncated to the output width."""
+    h = compute_hash(algo, values, widths)
+    if max_ > 0:
+        h = base + (h % max_)
+    else:
+        h = base + h
+    return h & out_mask
+
+
+class Register:
+    """``register<T>(size)``: reads out of range give 0, writes out of range are ignored."""
+
+    def __init__(self, name: str, size: int, width: int, signed: bool = False):
+        self.name, self.size, self.width, self.signed = name, size, width, signed
+        self.values = [0] * size
+
+    def read(self, index: int) -> int:
+        if 0 <= index < self.size:
+            return self.values[index]
+        return 0
+
+    def write(self, index: int, value: int) -> None:
+        if 0 <= index < self.size:
+            self.values[index] = value
+
+    def reset(self) -> None:
+        self.values = [0] * self.size
+
+
+class Counter:
+    """Indexed ``counter`` (v1model): (bytes, packets) per cell."""
+
+    def __init__(self, name: str, size: int, unit: str):
+        self.name, self.size, self.unit = name, size, unit
+        self.bytes = [0] * size
+        self.packets = [0] * size
+
+    def count(self, index: int, length: int) -> None:
+        if 0 <= index < self.size:
+            self.bytes[index] += length
+            self.packets[index] += 1
+
+
+class MeterCell:
+    """A two-rate three-colour marker (RFC 2698) as BMv2 implements it."""
+
+    __slots__ = ("cir", "cburst", "pir", "pburst", "tc", "tp", "last")
+
+    def __init__(self, cir: int, cburst: int, pir: int, pburst: int):
+        self.cir, self.cburst, self.pir, self.pburst = cir, cburst, pir, pburst
+        self.tc, self.tp = cburst, pburst
+        self.last = time.monotonic()
+
+    def execute(self, amount: int) -> int:
+        now = time.monotonic()
+        dt = now - self.last
+        self.last = now
+        self.tc = min(self.cburst, self.tc + dt * self.cir)
+        self.tp = min(self.pburst, self.tp + dt * self.pir)
+        if self.tp < amount:
+            return METER_RED
+        if self.tc < amount:
+            self.tp -= amount
+            return METER_YELLOW
+        self.tp -= amount
+        self.tc -= amount
+        return METER_GREEN
+
+
+class Meter:
+    """Indexed ``meter``; unconfigured cells return GREEN. Rates are units per second."""
+
+    def __init__(self, name: str, size: int, unit: str):
+        self.name, self.size, self.unit = name, size, unit
+        self.cells: dict = {}
+
+    def execute(self, index: int, length: int) -> int:
+        cell = self.cells.get(index)
+        if cell is None:
+            return METER_GREEN
+        return cell.execute(length if self.unit == "BYTES" else 1)

@@ -1,0 +1,713 @@
+"""The v1model runtime: helpers the generated code calls (``RT``), the per-packet context
+(``C``), the registry of tables and externs (``REG``) and :class:`V1Dataplane`, which implements
+:class:`softswitch.api.Dataplane` the way BMv2 simple_switch runs a packet:
+
+parser -> verifyChecksum -> ingress -> traffic manager (I2E clones, resubmit, multicast, drop,
+unicast) -> egress -> (E2E clones, drop, recirculate) -> computeChecksum -> deparser.
+"""
+from __future__ import annotations
+
+import logging
+import random as _random
+import sys
+from typing import Optional, Sequence
+
+from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlError,
+                   CounterInfo, Digest, DigestInfo, DirectCounterInfo,
+                   DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
+                   ProgramInfo, RegisterInfo, Replica, StructFieldInfo, TableEntry, TableInfo)
+from . import externs
+from .externs import hash_packed  # noqa: F401  (generated code calls RT.hash_packed)
+from .tables import ActionImpl, Table
+
+log = logging.getLogger("softswitch.engine")
+
+# v1model constants (BMv2 simple_switch).
+DROP_PORT = 511
+RECIRC_PORT = 0                  # BMv2 gives resubmitted/recirculated packets ingress_port 0
+MAX_PASSES = 16                  # bound on resubmit + recirculate + E2E clone passes per frame
+PKT_INSTANCE_TYPE_NORMAL = 0
+PKT_INSTANCE_TYPE_INGRESS_CLONE = 1
+PKT_INSTANCE_TYPE_EGRESS_CLONE = 2
+PKT_INSTANCE_TYPE_COALESCED = 3
+PKT_INSTANCE_TYPE_RECIRC = 4
+PKT_INSTANCE_TYPE_REPLICATION = 5
+PKT_INSTANCE_TYPE_RESUBMIT = 6
+CLONE_I2E, CLONE_E2E = 0, 1      # CloneType enum order in v1model.p4
+# error codes: order of core.p4's error declaration
+ERR_NO_ERROR, ERR_PACKET_TOO_SHORT, ERR_NO_MATCH, ERR_STACK_OUT_OF_BOUNDS = 0, 1, 2, 3
+ERR_HEADER_TOO_SHORT, ERR_PARSER_TIMEOUT, ERR_PARSER_INVALID_ARGUMENT = 4, 5, 6
+COUNTER_UNITS = ("PACKETS", "BYTES", "BOTH")      # CounterType enum order
+METER_UNITS = ("PACKETS", "BYTES")                # MeterType enum order
+BITS_PER_BYTE = 8
+
+
+# ------------------------------------------------------------------------------ RT helpers
+class ParserError(Exception):
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+class ParserReject(Exception):
+    """``transition reject`` without an error."""
+
+
+class ExitControl(Exception):
+    """``exit``: ends the top-level control being run."""
+
+
+def reject():
+    raise ParserReject()
+
+
+def shl(a: int, b: int, width: int, signed: bool) -> int:
+    if b >= width:
+        return 0
+    v = (a << b) & ((1 << width) - 1)
+    if signed and v >> (width - 1):
+        v -= 1 << width
+    return v
+
+
+def div(a: int, b: int) -> int:
+    return a // b if b else 0
+
+
+def mod(a: int, b: int) -> int:
+    return a % b if b else 0
+
+
+def pack_valid(parts: tuple) -> tuple:
+    """(packed int, bits) of (valid, value, width) parts, leaving out invalid headers' fields
+    as BMv2's field-list deparser does."""
+    acc, nbits = 0, 0
+    for valid, value, width in parts:
+        if valid:
+            acc = (acc << width) | value
+            nbits += width
+    return acc, nbits
+
+
+def checksum_packed(algo: int, packed: int, nbits: int, payload: bytes = b"") -> int:
+    """verify/update_checksum over a packed field list (plus the payload for *_with_payload)."""
+    if payload:
+        pad = (-nbits) % BITS_PER_BYTE
+        packed = (packed << (pad + BITS_PER_BYTE * len(payload))) | int.from_bytes(payload, "big")
+        nbits += pad + BITS_PER_BYTE * len(payload)
+    return externs.compute_hash_packed(algo, packed, nbits)
+
+
+def random_value(lo: int, hi: int) -> int:
+    return _random.randint(lo, hi) if hi >= lo else lo
+
+
+class Stack:
+    """A header stack: ``size`` headers and ``next_index``."""
+
+    __slots__ = ("cls", "items", "next_index")
+
+    def __init__(self, cls, size: int):
+        self.cls = cls
+        self.items = [cls() for _ in range(size)]
+        self.next_index = 0
+
+    def copy(self):
+        n = Stack.__new__(Stack)
+        n.cls, n.items, n.next_index = self.cls, [h.copy() for h in self.items], self.next_index
+        return n
+
+    def at(self, i: int):
+        if 0 <= i < len(self.items):
+            return self.items[i]
+        raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+
+    def put(self, i: int, h) -> None:
+        if 0 <= i < len(self.items):
+            self.items[i] = h
+        else:
+            raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+
+    def next_for_extract(self):
+        if self.next_index >= len(self.items):
+            raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+        h = self.items[self.next_index]
+        self.next_index += 1
+        return h
+
+    def next(self):
+        if self.next_index >= len(self.items):
+            raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+        return self.items[self.next_index]
+
+    def last(self):
+        if self.next_index == 0:
+            raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+        return self.items[self.next_index - 1]
+
+    def push_front(self, n: int) -> None:
+        size = len(self.items)
+        n = min(n, size)
+        self.items = [self.cls() for _ in range(n)] + self.items[:size - n]
+        self.next_index = min(size, self.next_index + n)
+
+    def pop_front(self, n: int) -> None:
+        size = len(self.items)
+        n = min(n, size)
+        self.items = self.items[n:] + [self.cls() for _ in range(n)]
+        self.next_index = max(0, self.next_index - n)
+
+    def emit(self, out: list) -> None:
+        for h in self.items:
+            h.emit(out)
+
+
+# ------------------------------------------------------------------------------ context
+class Context:
+    """Per-packet state the generated code reads and writes (one per dataplane, reset per pass)."""
+
+    def __init__(self):
+        self.buf = b""
+        self.off = 0
+        self.n = 0
+        self.length = 0
+        self.out: list = []
+        self.checksum_error = 0
+        self.clone_req = None
+        self.resubmit = 0
+        self.recirculate = 0
+        self.truncate = 0
+        self.learn = None
+        self.trace: Optional[list] = None
+
+    def start(self, frame: bytes) -> None:
+        self.buf, self.off, self.n, self.length = frame, 0, len(frame), len(frame)
+        self.checksum_error = 0
+        self.clone_req = None
+        self.learn = None
+        self.resubmit = self.recirculate = self.truncate = 0
+
+    def extract(self, h) -> None:
+        n = h.NBYTES
+        if self.off + n > self.n:
+            raise ParserError(ERR_PACKET_TOO_SHORT)
+        h.extract(self.buf, self.off)
+        self.off += n
+        if self.trace is not None:
+            self.trace.append(f"  extract {h.TYPE_NAME} ({n} bytes)")
+
+    def lookahead(self, width: int) -> int:
+        nb = (width + BITS_PER_BYTE - 1) // BITS_PER_BYTE
+        if self.off + nb > self.n:
+            raise ParserError(ERR_PACKET_TOO_SHORT)
+        return int.from_bytes(self.buf[self.off:self.off + nb], "big") >> (nb * BITS_PER_BYTE - width)
+
+    def peek(self, cls):
+        """``lookahead<H>()`` of a header type: a valid header read without advancing."""
+        n = cls.NBYTES
+        if self.off + n > self.n:
+            raise ParserError(ERR_PACKET_TOO_SHORT)
+        h = cls()
+        h.extract(self.buf, self.off)
+        return h
+
+    def advance(self, bits: int) -> None:
+        nb = bits // BITS_PER_BYTE
+        if self.off + nb > self.n:
+            raise ParserError(ERR_PACKET_TOO_SHORT)
+        self.off += nb
+
+    def payload(self) -> bytes:
+        return self.buf[self.off:]
+
+    def trace_state(self, name: str) -> None:
+        if self.trace is not None:
+            self.trace.append(f"parser state {name}")
+
+    def clone(self, kind: int, session: int, field_list: int) -> None:
+        self.clone_req = (kind, session, field_list)
+
+    def digest(self, name: str, values) -> None:
+        """``digest()``: ``values`` is a thunk evaluated at the end of ingress, as BMv2 does;
+        a later call in the same pass replaces an earlier one (one learn list per packet)."""
+        self.learn = (name, values)
+
+    def log(self, msg: str, values: tuple) -> None:
+        if self.trace is not None:
+            text = msg
+            for v in values:
+                text = text.replace("{}", str(v), 1)
+            self.trace.append(f"log_msg: {text}")
+
+
+# ------------------------------------------------------------------------------ registry
+class DirectCounter:
+    def __init__(self, name: str, unit: str):
+        self.name, self.unit, self.table = name, unit, None
+
+
+class DirectMeter:
+    def __init__(self, name: str, unit: str):
+        self.name, self.unit, self.table = name, unit, None
+
+    def color(self) -> int:
+        return externs.METER_GREEN
+
+
+class Registry:
+    """Collects what one instance of the generated program creates, and its ProgramInfo facts."""
+
+    def __init__(self):
+        self.actions: dict = {}          # fn -> ActionImpl
+        self.action_infos: dict = {}     # name -> ActionInfo (declaration order)
+        self.tables: dict = {}
+        self.registers: dict = {}
+        self.counters: dict = {}
+        self.meters: dict = {}
+        self.direct_counters: dict = {}
+        self.direct_meters: dict = {}
+        self.block_types: dict = {}
+        self.classes = None
+        self.field_lists: dict = {}
+        self.error_names: tuple = ()
+
+    def action(self, name, fn, widths, params, annotations):
+        self.actions[fn] = ActionImpl(name, fn, tuple(widths))
+        self.action_infos[name] = ActionInfo(name, tuple(ParamInfo(n, w) for n, w in params),
+                                             tuple(annotations))
+
+    def table(self, name, fields, refs, default, const_default, size, entries, is_const,
+              has_entries, dcounter, dmeter, annotations):
+        impls = {}
+        ref_infos = []
+        for fn, scope, anns in refs:
+            impl = self.actions[fn]
+            impls[impl.name] = impl
+            ref_infos.append(ActionRefInfo(impl.name, scope, tuple(anns)))
+        d_impl = self.actions[default[0]]
+        if d_impl.name not in impls:
+            # No default_action given: p4c makes NoAction the default, usable only as default.
+            impls[d_impl.name] = d_impl
+            ref_infos.append(ActionRefInfo(d_impl.name, "DEFAULT_ONLY", ()))
+        info = TableInfo(
+            name=name,
+            match_fields=tuple(MatchFieldInfo(n, w, k, tuple(a)) for n, w, k, a in fields),
+            action_refs=tuple(ref_infos), size=int(size),
+            const_default_action=d_impl.name if const_default else None,
+            initial_default_action=ActionCall(d_impl.name, tuple(default[1])),
+            is_const=bool(is_const), has_initial_entries=bool(has_entries),
+            direct_counter=dcounter.name if dcounter else None,
+            direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations))
+        t = Table(info, impls, ActionCall(d_impl.name, tuple(default[1])))
+        t._all_actions = set(self.action_infos)
+        for matches, fn, args, prio in entries:
+            impl = self.actions[fn]
+            # `const entries` are read-only; plain `entries` (P4_16 1.2.4) may be changed.
+            entry = TableEntry(name, tuple(matches), ActionCall(impl.name, tuple(args)),
+                               prio if info.needs_priority else 0, is_const=bool(is_const))
+            try:
+                t.insert(entry, from_program=True)
+            except ControlError as exc:
+                if exc.code != "ALREADY_EXISTS":
+                    raise
+        for d in (dcounter, dmeter):
+            if d is not None:
+                d.table = name
+        self.tables[name] = t
+        return t
+
+    def register(self, name, size, width, signed, annotations=()):
+        r = externs.Register(name, int(size), width, signed)
+        r.annotations = tuple(annotations)
+        self.registers[name] = r
+        return r
+
+    def counter(self, name, size, kind):
+        c = externs.Counter(name, int(size), COUNTER_UNITS[kind])
+        self.counters[name] = c
+        return c
+
+    def meter(self, name, size, kind):
+        m = externs.Meter(name, int(size), METER_UNITS[kind])
+        self.meters[name] = m
+        return m
+
+    def direct_counter(self, name, kind):
+        d = DirectCounter(name, COUNTER_UNITS[kind])
+        self.direct_counters[name] = d
+        return d
+
+    def direct_meter(self, name, kind):
+        d = DirectMeter(name, METER_UNITS[kind])
+        self.direct_meters[name] = d
+        return d
+
+    def program_info(self, digests: dict, controller_headers: tuple) -> ProgramInfo:
+        used = []
+        for t in self.tables.values():
+            for r in t.info.action_refs:
+                if r.name not in used:
+                    used.append(r.name)
+        actions = tuple(a for n, a in self.action_infos.items() if n in used)
+        return ProgramInfo(
+            tables=tuple(t.info for t in self.tables.values()),
+            actions=actions,
+            registers=tuple(RegisterInfo(r.name, r.width, r.size, r.signed, r.annotations)
+                            for r in self.registers.values()),
+            counters=tuple(CounterInfo(c.name, c.unit, c.size) for c in self.counters.values()),
+            direct_counters=tuple(DirectCounterInfo(d.name, d.unit, d.table)
+                                  for d in self.direct_counters.values()),
+            meters=tuple(MeterInfo(m.name, m.unit, m.size) for m in self.meters.values()),
+            direct_meters=tuple(DirectMeterInfo(d.name, d.unit, d.table)
+                                for d in self.direct_meters.values()),
+            digests=tuple(DigestInfo(n, tuple(StructFieldInfo(f, w) for f, w in fields))
+                          for n, fields in digests.items()),
+            controller_headers=controller_headers)
+
+
+# ------------------------------------------------------------------------------ dataplane
+class V1Dataplane:
+    """One running instance of a compiled v1model program (implements ``api.Dataplane``)."""
+
+    drop_port = DROP_PORT
+
+    def __init__(self, module_ns: dict, digests: dict, controller_headers: tuple):
+        self.C = Context()
+        self.REG = Registry()
+        blocks = module_ns["build"](sys.modules[__name__], self.C, self.REG)
+        # Controls with an empty body are not called at all (None).
+        b = {role: None if getattr(blk, "empty", False) else blk for role, blk in blocks.items()}
+        self._parser, self._verify, self._ingress = b["parser"], b["verify"], b["ingress"]
+        self._egress, self._compute, self._deparser = b["egress"], b["compute"], b["deparser"]
+        self._H, self._M, self._STD = self.REG.classes
+        self.info = self.REG.program_info(digests, controller_headers)
+        self.cpu_port: Optional[int] = None
+        self.mcast: dict = {}
+        self.sessions: dict = {}
+        self._tracing = False
+
+    # ------------------------------------------------------------------ packets
+    def process(self, ingress_port: int, frame: bytes, trace: bool = False) -> ProcessResult:
+        result = ProcessResult()
+        C = self.C
+        if trace or self._tracing:
+            self._set_trace(result.trace if trace else None)
+        work = [(ingress_port, frame if type(frame) is bytes else bytes(frame),
+                 PKT_INSTANCE_TYPE_NORMAL, None)]
+        passes = 0
+        try:
+            while work:
+                port, data, itype, preserved = work.pop(0)
+                passes += 1
+                if passes > MAX_PASSES:
+                    if trace:
+                        result.trace.append(f"dropped: more than {MAX_PASSES} passes")
+                    break
+                self._ingress_pass(port, data, itype, preserved, result, work)
+        except Exception as exc:   # noqa: BLE001 - no frame may take the switch down
+            log.exception("dropping frame from port %d after an engine error", ingress_port)
+            if trace:
+                result.trace.append(f"dropped: engine error {type(exc).__name__}: {exc}")
+        return result
+
+    def _set_trace(self, sink: Optional[list]) -> None:
+        self.C.trace = sink
+        self._tracing = sink is not None
+        for t in self.REG.tables.values():
+            t.tracer = sink.append if sink is not None else None
+
+    def _parse(self, data: bytes, hdr, meta, std) -> None:
+        C = self.C
+        C.start(data)
+        try:
+            self._parser(C, hdr, meta, std)
+        except ParserError as e:
+            std.parser_error = e.code
+            if C.trace is not None:
+                names = self.REG.error_names
+                name = names[e.code] if 0 <= e.code < len(names) else str(e.code)
+                C.trace.append(f"parser error {name}")
+        except ParserReject:
+            if C.trace is not None:
+                C.trace.append("parser reject")
+
+    def _ingress_pass(self, port, data, itype, preserved, result, work) -> None:
+        C = self.C
+        hdr, meta, std = self._H(), self._M(), self._STD()
+        std.ingress_port = port
+        std.instance_type = itype
+        std.packet_length = len(data)
+        if preserved:
+            self._restore(meta, preserved)
+        if C.trace is not None:
+            C.trace.append(f"ingress port {port}, {len(data)} bytes, instance_type {itype}")
+        self._parse(data, hdr, meta, std)
+        payload_off = C.off
+        if self._verify is not None:
+            self._run(self._verify, hdr, meta)
+            if C.checksum_error:
+                std.checksum_error = 1
+        if self._ingress is not None:
+            try:
+                self._ingress(hdr, meta, std)
+            except ExitControl:
+                pass
+        payload = data[payload_off:]
+        clone_req, resubmit = C.clone_req, C.resubmit
+        if clone_req is not None and clone_req[0] == CLONE_I2E:
+            self._clone_i2e(port, data, meta, clone_req, result, work)
+        if C.learn is not None:
+            # BMv2 learns once per packet, at the end of ingress, with the values then.
+            name, values = C.learn
+            C.learn = None
+            result.digests.append(Digest(name, tuple(int(v) for v in values())))
+        if resubmit:
+            if C.trace is not None:
+                C.trace.append("resubmit")
+            work.append((RECIRC_PORT, data, PKT_INSTANCE_TYPE_RESUBMIT,
+                         self._preserve(meta, resubmit)))
+            return
+        grp = std.mcast_grp
+        if grp:
+            replicas = self.mcast.get(grp, ())
+            if C.trace is not None:
+                C.trace.append(f"multicast group {grp}: {len(replicas)} replicas")
+            for r in replicas:
+                s2 = std.copy()
+                s2.egress_rid = r.rid
+                s2.instance_type = PKT_INSTANCE_TYPE_REPLICATION
+                self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work)
+            return
+        if std.egress_spec == DROP_PORT:
+            if C.trace is not None:
+                C.trace.append("dropped in ingress (egress_spec == drop port)")
+            return
+        std.instance_type = PKT_INSTANCE_TYPE_NORMAL
+        self._egress_pass(hdr, meta, std, payload, std.egress_spec, result, work)
+
+    def _clone_i2e(self, port, data, meta, req, result, work) -> None:
+        _, session, fl = req
+        sess = self.sessions.get(session)
+        if sess is None:
+            return
+        preserved = self._preserve(meta, fl) if fl else None
+        for r in sess.replicas:
+            # BMv2 parses the original frame again (with the same ingress_port), then resets
+            # the metadata and copies the preserved field list into it.
+            hdr, m2, std = self._H(), self._M(), self._STD()
+            std.ingress_port = port
+            self._parse(data, hdr, m2, std)
+            payload = data[self.C.off:]
+            m2, std = self._M(), self._STD()
+            if preserved:
+                self._restore(m2, preserved)
+            std.instance_type = PKT_INSTANCE_TYPE_INGRESS_CLONE
+            std.egress_rid = r.rid
+            std.packet_length = len(data)
+            self._egress_pass(hdr, m2, std, payload, r.port, result, work,
+                              truncate=sess.packet_length_bytes)
+
+    def _egress_pass(self, hdr, meta, std, payload, port, result, work, truncate=0,
+                     depth=0) -> None:
+        """Egress for one packet instance; E2E clones run after it (bounded by MAX_PASSES)."""
+        C = self.C
+        std.egress_port = port
+        std.egress_spec = 0
+        C.clone_req = None
+        C.recirculate = 0
+        C.truncate = 0
+        if self._egress is not None:
+            try:
+                self._egress(hdr, meta, std)
+            except ExitControl:
+                pass
+        clone_req, recirc = C.clone_req, C.recirculate
+        clones = []
+        if clone_req is not None and clone_req[0] == CLONE_E2E:
+            sess = self.sessions.get(clone_req[1])
+            if sess is not None:
+                # BMv2: a copy with the headers as egress left them, metadata reset but for the
+                # preserved field list, instance_type EGRESS_CLONE.
+                preserved = self._preserve(meta, clone_req[2]) if clone_req[2] else None
+                for r in sess.replicas:
+                    m2, s2 = self._M(), self._STD()
+                    if preserved:
+                        self._restore(m2, preserved)
+                    s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
+                    s2.egress_rid = r.rid
+                    s2.packet_length = std.packet_length
+                    clones.append((hdr.copy(), m2, s2, r.port, sess.packet_length_bytes))
+        if std.egress_spec == DROP_PORT:
+            if C.trace is not None:
+                C.trace.append("dropped in egress (mark_to_drop)")
+        else:
+            if self._compute is not None:
+                self._run(self._compute, hdr, meta)
+            C.out = out = []
+            self._deparser(C, hdr)
+            frame = b"".join(out) + payload
+            cut = C.truncate or truncate
+            if recirc:
+                if C.trace is not None:
+                    C.trace.append("recirculate")
+                work.append((RECIRC_PORT, frame, PKT_INSTANCE_TYPE_RECIRC,
+                             self._preserve(meta, recirc)))
+            else:
+                if cut:
+                    frame = frame[:cut]
+                if C.trace is not None:
+                    C.trace.append(f"output port {port}, {len(frame)} bytes")
+                result.outputs.append((port, frame))
+        for h2, m2, s2, p2, cut2 in clones:
+            if depth + 1 >= MAX_PASSES:
+                if C.trace is not None:
+                    C.trace.append(f"dropped: more than {MAX_PASSES} egress clones")
+                break
+            self._egress_pass(h2, m2, s2, payload, p2, result, work, cut2, depth + 1)
+
+    @staticmethod
+    def _run(block, *args) -> None:
+        try:
+            block(*args)
+        except ExitControl:
+            pass
+
+    def _preserve(self, meta, field_list: int) -> list:
+        paths = self.REG.field_lists.get(field_list, []) if field_list > 0 else []
+        vals = []
+        for p in paths:
+            o = meta
+            for a in p:
+                o = getattr(o, a)
+            vals.append((p, o))
+        return vals
+
+    @staticmethod
+    def _restore(meta, preserved: list) -> None:
+        for p, v in preserved:
+            o = meta
+            for a in p[:-1]:
+                o = getattr(o, a)
+            setattr(o, p[-1], v)
+
+    # ------------------------------------------------------------------ tables
+    def _table(self, name: str) -> Table:
+        t = self.REG.tables.get(name)
+        if t is None:
+            raise ControlError("NOT_FOUND", f"table {name!r} is not in the program")
+        return t
+
+    def table_insert(self, entry: TableEntry) -> None:
+        self._table(entry.table).insert(_user_entry(entry))
+
+    def table_modify(self, entry: TableEntry) -> None:
+        self._table(entry.table).modify(_user_entry(entry))
+
+    def table_delete(self, entry: TableEntry) -> None:
+        self._table(entry.table).delete(_user_entry(entry))
+
+    def table_entries(self, table: str) -> list:
+        return self._table(table).entries()
+
+    def table_clear(self, table: str) -> None:
+        self._table(table).clear()
+
+    def table_set_default(self, table: str, action: ActionCall) -> None:
+        self._table(table).set_default(action)
+
+    def table_get_default(self, table: str) -> ActionCall:
+        return self._table(table).get_default()
+
+    def table_reset_default(self, table: str) -> None:
+        t = self._table(table)
+        t.set_default_unchecked(t.initial_default)
+
+    def direct_counter_read(self, table: str, entry: TableEntry) -> tuple:
+        e = self._table(table).counter(entry)
+        return (e.bytes, e.packets)
+
+    def direct_counter_write(self, table: str, entry: TableEntry, bytes_: int, packets: int) -> None:
+        e = self._table(table).counter(entry)
+        e.bytes, e.packets = int(bytes_), int(packets)
+
+    # ------------------------------------------------------------------ PRE
+    def mcast_group_set(self, group_id: int, replicas: Sequence[Replica]) -> None:
+        if not 0 < group_id < (1 << 16):
+            raise ControlError("INVALID_ARGUMENT", f"multicast group id {group_id} not in 1..65535")
+        self.mcast[group_id] = tuple(replicas)
+
+    def mcast_group_delete(self, group_id: int) -> None:
+        if group_id not in self.mcast:
+            raise ControlError("NOT_FOUND", f"multicast group {group_id} does not exist")
+        del self.mcast[group_id]
+
+    def mcast_groups(self) -> dict:
+        return dict(self.mcast)
+
+    def clone_session_set(self, session: CloneSession) -> None:
+        if session.session_id <= 0:
+            raise ControlError("INVALID_ARGUMENT", f"clone session id {session.session_id} must be > 0")
+        self.sessions[session.session_id] = session
+
+    def clone_session_delete(self, session_id: int) -> None:
+        if session_id not in self.sessions:
+            raise ControlError("NOT_FOUND", f"clone session {session_id} does not exist")
+        del self.sessions[session_id]
+
+    def clone_sessions(self) -> dict:
+        return dict(self.sessions)
+
+    # ------------------------------------------------------------------ externs
+    def _extern(self, kind: dict, what: str, name: str, index: int):
+        obj = kind.get(name)
+        if obj is None:
+            raise ControlError("NOT_FOUND", f"{what} {name!r} is not in the program")
+        if not isinstance(index, int) or not 0 <= index < obj.size:
+            raise ControlError("OUT_OF_RANGE", f"index {index} of {what} {name} not in 0..{obj.size - 1}")
+        return obj
+
+    def register_read(self, name: str, index: int) -> int:
+        r = self._extern(self.REG.registers, "register", name, index)
+        v = r.values[index]
+        return v & ((1 << r.width) - 1)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        r = self._extern(self.REG.registers, "register", name, index)
+        if not isinstance(value, int) or value < 0 or value >> r.width:
+            raise ControlError("INVALID_ARGUMENT", f"value {value!r} does not fit register {name} ({r.width} bits)")
+        if r.signed and value >> (r.width - 1):
+            value -= 1 << r.width
+        r.values[index] = value
+
+    def register_reset(self, name: str) -> None:
+        r = self.REG.registers.get(name)
+        if r is None:
+            raise ControlError("NOT_FOUND", f"register {name!r} is not in the program")
+        r.reset()
+
+    def counter_read(self, name: str, index: int) -> tuple:
+        c = self._extern(self.REG.counters, "counter", name, index)
+        return (c.bytes[index], c.packets[index])
+
+    def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None:
+        c = self._extern(self.REG.counters, "counter", name, index)
+        c.bytes[index], c.packets[index] = int(bytes_), int(packets)
+
+    def meter_set(self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        m = self._extern(self.REG.meters, "meter", name, index)
+        if cir > pir:
+            raise ControlError("INVALID_ARGUMENT", f"meter {name}: CIR {cir} > PIR {pir}")
+        m.cells[index] = externs.MeterCell(cir, cburst, pir, pburst)
+
+    def meter_get(self, name: str, index: int):
+        m = self._extern(self.REG.meters, "meter", name, index)
+        c = m.cells.get(index)
+        return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
+
+
+def _user_entry(entry: TableEntry) -> TableEntry:
+    """Entries from the control plane are never const."""
+    if entry.is_const:
+        return TableEntry(entry.table, entry.matches, entry.action, entry.priority, False,
+                          entry.counter_data)
+    return entry

@@ -1,0 +1,12 @@
+"""P4_16 front end of the softswitch target.
+
+Modules, in pipeline order:
+
+* :mod:`.preprocess` runs ``cpp`` as p4c does (``-undef -nostdinc -x assembler-with-cpp``, our
+  ``softswitch/p4include`` on the include path) and maps cpp's line markers back to files;
+* ``p4.lark`` is the LALR(1) grammar; :mod:`.parser` lexes, retypes type names like p4c's lexer,
+  parses and builds the IR;
+* :mod:`.ir` declares the IR nodes (dataclasses with source spans);
+* :mod:`.types` the checked types; :mod:`.typecheck` resolves names, checks types and widths,
+  folds constants, and rejects invalid programs with ``file:line:col: error: ...``.
+"""

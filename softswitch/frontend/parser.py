@@ -1,0 +1,866 @@
+"""Parse preprocessed P4_16 text into IR (:mod:`softswitch.frontend.ir`).
+
+Three steps:
+
+1. lark's basic lexer tokenises the text (``p4.lark``);
+2. :class:`TypeNamePostLex` retypes tokens as p4c's lexer does: identifiers that name a type
+   become ``TYPE_NAME``; a ``<`` that opens a type-argument list becomes ``TLT`` and its closing
+   ``>`` becomes ``TGT`` (a ``>>`` closing two lists becomes two ``TGT``);
+3. the LALR parser builds a tree that :class:`IRBuilder` turns into IR nodes with spans.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Iterator
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from ..api import P4CompileError, P4UnsupportedError
+from . import ir
+from .preprocess import LineMap
+
+GRAMMAR_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
+
+# Keywords after which the next identifier is the name of a new type.
+_TYPE_DECL_KEYWORDS = {"header", "struct", "header_union", "enum", "extern", "parser", "control",
+                       "package"}
+# Tokens that can start a type (so that a preceding '<' opens a type-argument list).
+_TYPE_START = {"BIT", "INT", "VARBIT", "BOOL", "ERROR", "STRING", "TYPE_NAME", "TUPLE", "DONTCARE"}
+_KEYWORD_TYPES = {"bit": "BIT", "int": "INT", "varbit": "VARBIT", "bool": "BOOL", "error": "ERROR",
+                  "string": "STRING", "tuple": "TUPLE", "_": "DONTCARE"}
+
+
+def _kw(tok: Token) -> str:
+    """Normalised kind of a token: keyword text upper-cased, else the terminal name."""
+    if tok.type == "NAME" or tok.type == "TYPE_NAME":
+        return tok.type
+    return _KEYWORD_TYPES.get(str(tok), tok.type)
+
+
+class TypeNamePostLex:
+    """Retype NAME/'<'/'>' tokens using a pre-scan of the declared type names.
+
+    Declared types (header, struct, enum, extern, parser, control, package, typedef, type) are
+    type names everywhere; type parameters (``extern register<T, I>``, ``T lookahead<T>()``)
+    only inside the declaration that introduces them, so ``T`` may still name a variable.
+    """
+
+    always_accept = ("NAME", "LT", "GT", "SHR")
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        toks = list(stream)
+        type_names, scoped = _scan_type_names(toks)
+
+        def is_type(i: int) -> bool:
+            name = str(toks[i])
+            if name in type_names:
+                return True
+            return any(lo <= i <= hi for lo, hi in scoped.get(name, ()))
+
+        depth = 0
+        prev = None
+        n = len(toks)
+        for i, tok in enumerate(toks):
+            if tok.type == "NAME" and is_type(i):
+                # `Type.member` / `Type(` / `Type x` / `Type<`: a type name unless it is clearly
+                # used as a value (a member right after '.').
+                if not (prev is not None and prev.type == "DOT"):
+                    tok = Token.new_borrow_pos("TYPE_NAME", str(tok), tok)
+            if tok.type == "LT" and prev is not None and i + 1 < n:
+                nxt = toks[i + 1]
+                nxt_kind = "TYPE_NAME" if (nxt.type == "NAME" and is_type(i + 1)) else _kw(nxt)
+                opens = (_kw(prev) in ("BIT", "INT", "VARBIT", "TUPLE") or prev.type == "TYPE_NAME"
+                         or (prev.type == "NAME" and nxt_kind in _TYPE_START)
+                         or (prev.type == "VALUE_SET"))
+                if opens:
+                    depth += 1
+                    tok = Token.new_borrow_pos("TLT", "<", tok)
+            elif tok.type == "GT" and depth > 0:
+                depth -= 1
+                tok = Token.new_borrow_pos("TGT", ">", tok)
+            elif tok.type == "SHR" and depth > 0:
+                first = Token.new_borrow_pos("TGT", ">", tok)
+                yield first
+                depth -= 1
+                prev = first
+                kind = "TGT" if depth > 0 else "GT"
+                depth = max(0, depth - 1)
+                tok = Token(kind, ">", tok.start_pos + 1, tok.line, tok.column + 1,
+                            tok.end_line, tok.end_column, tok.end_pos)
+            prev = tok
+            yield tok
+
+
+_DECL_BOUNDARY = ("SEMICOLON", "LBRACE", "RBRACE")
+
+
+def _decl_start(toks: list, i: int) -> int:
+    """Index of the first token of the declaration containing toks[i]."""
+    while i > 0 and toks[i - 1].type not in _DECL_BOUNDARY:
+        i -= 1
+    return i
+
+
+def _decl_end(toks: list, i: int) -> int:
+    """Index of the ';' or the closing '}' that ends the declaration starting at or before i."""
+    depth = 0
+    n = len(toks)
+    while i < n:
+        t = toks[i].type
+        if t == "LBRACE":
+            depth += 1
+        elif t == "RBRACE":
+            depth -= 1
+            if depth <= 0:
+                return i
+        elif t == "SEMICOLON" and depth == 0:
+            return i
+        i += 1
+    return n - 1
+
+
+def _type_params(toks: list, i: int) -> list:
+    """Names in `<A, B>` if toks[i] is '<' followed by a plain name list, else []."""
+    if i >= len(toks) or toks[i].type != "LT":
+        return []
+    out = []
+    k = i + 1
+    while k + 1 < len(toks) and toks[k].type == "NAME" and toks[k + 1].type in ("COMMA", "GT"):
+        out.append(str(toks[k]))
+        if toks[k + 1].type == "GT":
+            return out
+        k += 2
+    return []
+
+
+def _scan_type_names(toks: list) -> tuple:
+    """(global type names, {type parameter: [(first, last) token index ranges]})."""
+    names: set = set()
+    scoped: dict = {}
+
+    def add_scoped(params: list, lo: int, hi: int) -> None:
+        for p in params:
+            scoped.setdefault(p, []).append((lo, hi))
+
+    n = len(toks)
+    for i, tok in enumerate(toks):
+        text = str(tok)
+        if tok.type == "NAME":
+            # a generic method or function: `R name<T...>(`, preceded by its return type
+            params = _type_params(toks, i + 1)
+            if params and i > 0 and (toks[i - 1].type in ("NAME", "GT") or str(toks[i - 1]) in
+                                     ("void", "bool", "bit", "int")):
+                after = i + 2 + 2 * len(params)
+                if after < n and toks[after].type == "LPAR":
+                    add_scoped(params, _decl_start(toks, i), _decl_end(toks, i))
+            continue
+        if text in _TYPE_DECL_KEYWORDS and i + 1 < n:
+            j = i + 1
+            if text == "enum" and str(toks[j]) in ("bit", "int"):
+                while j < n and toks[j].type != "GT":        # enum bit<8> Name {
+                    j += 1
+                j += 1
+            elif text == "enum" and j + 1 < n and toks[j + 1].type == "NAME":
+                j += 1                                       # enum TypedefName Name {
+            if text == "extern" and j + 1 < n and toks[j + 1].type in ("NAME", "LT") \
+                    and toks[j].type != "NAME":
+                continue                                     # extern function: handled above
+            if text == "extern" and j + 1 < n and toks[j].type == "NAME" and toks[j + 1].type == "NAME":
+                continue                                     # extern R name(...): R is a type
+            if j < n and toks[j].type == "NAME":
+                names.add(str(toks[j]))
+                add_scoped(_type_params(toks, j + 1), i, _decl_end(toks, j))
+        elif text in ("typedef", "type") and (i == 0 or toks[i - 1].type != "DOT"):
+            j = i + 1
+            while j < n and toks[j].type != "SEMICOLON":
+                j += 1
+            if j - 1 > i + 1 and toks[j - 1].type == "NAME":
+                names.add(str(toks[j - 1]))
+    return names, scoped
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    with open(GRAMMAR_FILE) as f:
+        grammar = f.read()
+    return Lark(grammar, parser="lalr", lexer="basic", postlex=TypeNamePostLex(),
+                propagate_positions=True, maybe_placeholders=True)
+
+
+def _int_literal(text: str) -> tuple:
+    """(value, width or None, signed) of a P4 integer literal like ``8w0x1F`` or ``16s-3``."""
+    width, signed = None, False
+    body = text.replace("_", "")
+    for sep in ("w", "s"):
+        if sep in body and not body.lower().startswith("0x"):
+            left, right = body.split(sep, 1)
+            if left.isdigit():
+                width, signed, body = int(left), sep == "s", right
+                break
+    low = body.lower()
+    if low.startswith("0x"):
+        value = int(low[2:], 16)
+    elif low.startswith("0b"):
+        value = int(low[2:], 2)
+    elif low.startswith("0o"):
+        value = int(low[2:], 8)
+    elif low.startswith("0d"):
+        value = int(low[2:], 10)
+    else:
+        value = int(low, 10)
+    return value, width, signed
+
+
+class IRBuilder(Transformer):
+    """lark tree -> IR nodes. Spans are mapped back through cpp's line markers."""
+
+    def __init__(self, linemap: LineMap):
+        super().__init__()
+        self.linemap = linemap
+
+    def _span(self, meta) -> ir.Span:
+        if getattr(meta, "empty", True) and not hasattr(meta, "line"):
+            return ir.NOSPAN
+        f, line = self.linemap.locate(meta.line)
+        return ir.Span(f, line, meta.column)
+
+    def _tspan(self, tok: Token) -> ir.Span:
+        f, line = self.linemap.locate(tok.line)
+        return ir.Span(f, line, tok.column)
+
+    # --------------------------------------------------------------------------- generic
+    def __default__(self, data, children, meta):
+        return Tree(data, children, meta)
+
+    @v_args(meta=True)
+    def start(self, meta, children):
+        return ir.Program([c for c in children if c is not None], span=self._span(meta))
+
+    def empty_decl(self, _):
+        return None
+
+    def annotations(self, children):
+        return list(children)
+
+    @v_args(meta=True)
+    def annotation(self, meta, children):
+        name = children[0]
+        args = children[1] if len(children) > 1 and children[1] is not None else []
+        return ir.Annotation(name, args, span=self._span(meta))
+
+    def ann_body(self, children):
+        return [c for c in children if c is not None]
+
+    def name(self, children):
+        return str(children[0])
+
+    def kw_name(self, children):
+        return str(children[0]) if children else ""
+
+    def any_name(self, children):
+        return str(children[0])
+
+    def type_decl_name(self, children):
+        return str(children[0])
+
+    def member(self, children):
+        return str(children[0])
+
+    # --------------------------------------------------------------------------- types
+    @v_args(meta=True)
+    def type_ref(self, meta, children):
+        return children[0]
+
+    @v_args(meta=True)
+    def bool_type(self, meta, _):
+        return ir.TypeRef("bool", span=self._span(meta))
+
+    @v_args(meta=True)
+    def error_type(self, meta, _):
+        return ir.TypeRef("error", span=self._span(meta))
+
+    @v_args(meta=True)
+    def string_type(self, meta, _):
+        return ir.TypeRef("string", span=self._span(meta))
+
+    @v_args(meta=True)
+    def match_kind_type(self, meta, _):
+        return ir.TypeRef("match_kind", span=self._span(meta))
+
+    @v_args(meta=True)
+    def bit1_type(self, meta, _):
+        return ir.TypeRef("bit", ir.IntLit(1, span=self._span(meta)), span=self._span(meta))
+
+    @v_args(meta=True)
+    def bit_type(self, meta, children):
+        return ir.TypeRef("bit", children[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def int_type(self, meta, children):
+        return ir.TypeRef("int", children[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def varbit_type(self, meta, children):
+        return ir.TypeRef("varbit", children[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def infint_type(self, meta, _):
+        return ir.TypeRef("infint", span=self._span(meta))
+
+    @v_args(meta=True)
+    def width(self, meta, children):
+        c = children[0]
+        if isinstance(c, Token):
+            if c.type == "INT_LIT":
+                v, w, s = _int_literal(str(c))
+                return ir.IntLit(v, w, s, str(c), span=self._tspan(c))
+            return ir.Path(str(c), span=self._tspan(c))
+        return c
+
+    @v_args(meta=True)
+    def named_type(self, meta, children):
+        args = []
+        if len(children) > 1 and children[2] is not None:
+            args = children[2]
+        return ir.TypeRef("named", name=str(children[0]), args=args, span=self._span(meta))
+
+    def type_args(self, children):
+        return list(children)
+
+    @v_args(meta=True)
+    def dontcare_type(self, meta, _):
+        return ir.TypeRef("dontcare", span=self._span(meta))
+
+    @v_args(meta=True)
+    def int_type_arg(self, meta, children):
+        raise P4CompileError("an integer is not a type", *self._loc(meta))
+
+    @v_args(meta=True)
+    def stack_type(self, meta, children):
+        return ir.TypeRef("stack", elem=children[0], size=children[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def tuple_type(self, meta, children):
+        return ir.TypeRef("tuple", args=children[1], span=self._span(meta))
+
+    def type_params(self, children):
+        return [str(c) for c in children if c.type == "TYPE_NAME"]
+
+    def ret_type(self, children):
+        return children[0]
+
+    @v_args(meta=True)
+    def void_type(self, meta, _):
+        return ir.TypeRef("void", span=self._span(meta))
+
+    def _loc(self, meta):
+        s = self._span(meta)
+        return s.file, s.line, s.col
+
+    # --------------------------------------------------------------------------- declarations
+    @v_args(meta=True)
+    def const_decl(self, meta, c):
+        return ir.ConstDecl(c[2], c[1], c[3], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def typedef_decl(self, meta, c):
+        return ir.Typedef(c[2], c[1], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def newtype_decl(self, meta, c):
+        return ir.Typedef(c[2], c[1], newtype=True, annotations=c[0], span=self._span(meta))
+
+    def _struct_like(self, kind, meta, c):
+        tparams = c[2] or []
+        fields = list(c[3:])
+        return ir.StructLike(str(c[1]), kind, fields, tparams, annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def header_decl(self, meta, c):
+        return self._struct_like("header", meta, c)
+
+    @v_args(meta=True)
+    def struct_decl(self, meta, c):
+        return self._struct_like("struct", meta, c)
+
+    @v_args(meta=True)
+    def union_decl(self, meta, c):
+        return self._struct_like("header_union", meta, c)
+
+    @v_args(meta=True)
+    def field(self, meta, c):
+        return ir.FieldDecl(c[2], c[1], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def enum_decl(self, meta, c):
+        return ir.EnumDecl(str(c[1]), list(c[2:]), annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ser_enum_decl(self, meta, c):
+        c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
+        return self._ser_enum_fixed(meta, c, "bit")
+
+    @v_args(meta=True)
+    def ser_enum_decl_signed(self, meta, c):
+        c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
+        return self._ser_enum_fixed(meta, c, "int")
+
+    def _ser_enum_fixed(self, meta, c, kind):
+        # c: annotations, width, TYPE_NAME, members...
+        members = [m for m in c[3:]]
+        base = ir.TypeRef(kind, c[1], span=self._span(meta))
+        return ir.EnumDecl(str(c[2]), [m[0] for m in members], [m[1] for m in members], base,
+                           annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ser_enum_decl_typedef(self, meta, c):
+        base = ir.TypeRef("named", name=str(c[1]), span=self._span(meta))
+        members = c[3:]
+        return ir.EnumDecl(str(c[2]), [m[0] for m in members], [m[1] for m in members], base,
+                           annotations=c[0], span=self._span(meta))
+
+    def enum_member(self, c):
+        return (c[0], c[1])
+
+    @v_args(meta=True)
+    def error_decl(self, meta, c):
+        return ir.ErrorDecl("error", list(c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def match_kind_decl(self, meta, c):
+        return ir.MatchKindDecl("match_kind", list(c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def extern_decl(self, meta, c):
+        tparams = c[2] or []
+        methods = list(c[3:])
+        return ir.ExternDecl(str(c[1]), methods, tparams, annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ctor_decl(self, meta, c):
+        return ir.MethodDecl(str(c[1]), None, c[2], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def method_decl(self, meta, c):
+        return ir.MethodDecl(c[2], c[1], c[4], c[3] or [], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def abstract_method_decl(self, meta, c):
+        raise P4CompileError("abstract methods are not supported", *self._loc(meta))
+
+    @v_args(meta=True)
+    def extern_func_decl(self, meta, c):
+        return ir.ExternFuncDecl(c[2], c[1], c[4], c[3] or [], annotations=c[0], span=self._span(meta))
+
+    def params(self, c):
+        return [p for p in c if p is not None]
+
+    @v_args(meta=True)
+    def param(self, meta, c):
+        direction = str(c[1].children[0]) if isinstance(c[1], Tree) else ""
+        return ir.Param(c[3], direction, c[2], c[4], annotations=c[0], span=self._span(meta))
+
+    def _type_decl(self, kind, meta, c):
+        tparams = c[2] or []
+        return ir.TypeDeclOnly(str(c[1]), kind, c[3], tparams, annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def parser_type_decl(self, meta, c):
+        return self._type_decl("parser", meta, c)
+
+    @v_args(meta=True)
+    def control_type_decl(self, meta, c):
+        return self._type_decl("control", meta, c)
+
+    @v_args(meta=True)
+    def package_decl(self, meta, c):
+        return self._type_decl("package", meta, c)
+
+    def ctor_params(self, c):
+        return c[0]
+
+    @v_args(meta=True)
+    def parser_decl(self, meta, c):
+        tparams = c[2] or []
+        params = c[3]
+        ctor = c[4] or []
+        rest = c[5:]
+        states = [x for x in rest if isinstance(x, ir.ParserState)]
+        local = [x for x in rest if not isinstance(x, ir.ParserState)]
+        return ir.ParserDecl(str(c[1]), params, ctor, local, states, tparams, annotations=c[0],
+                             span=self._span(meta))
+
+    @v_args(meta=True)
+    def value_set_decl(self, meta, c):
+        s = self._span(meta)
+        raise P4UnsupportedError("parser value sets (value_set)", s.file, s.line, s.col)
+
+    @v_args(meta=True)
+    def parser_state(self, meta, c):
+        trans = c[-1] if isinstance(c[-1], ir.Transition) or c[-1] is None else None
+        stmts = [s for s in c[2:] if isinstance(s, ir.Stmt)]
+        return ir.ParserState(c[1], stmts, trans, annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def transition_direct(self, meta, c):
+        return ir.Transition(target=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def transition_select(self, meta, c):
+        sel = c[0]
+        return ir.Transition(select=sel[0], cases=sel[1], span=self._span(meta))
+
+    def select_expr(self, c):
+        exprs = [x for x in c if isinstance(x, ir.Expr)]
+        cases = [x for x in c if isinstance(x, tuple)]
+        return (exprs, cases)
+
+    @v_args(meta=True)
+    def select_case(self, meta, c):
+        return (c[0], c[1], self._span(meta))
+
+    def keyset(self, c):
+        return c[0]
+
+    @v_args(meta=True)
+    def tuple_keyset(self, meta, c):
+        return ir.TupleKs(list(c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ks_mask(self, meta, c):
+        return ir.Mask(c[0], c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ks_range(self, meta, c):
+        return ir.RangeKs(c[0], c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ks_default(self, meta, c):
+        return ir.DefaultKs(span=self._span(meta))
+
+    @v_args(meta=True)
+    def ks_dontcare(self, meta, c):
+        return ir.DefaultKs(span=self._span(meta))
+
+    @v_args(meta=True)
+    def control_decl(self, meta, c):
+        tparams = c[2] or []
+        params = c[3]
+        ctor = c[4] or []
+        body = c[-1]
+        local = [x for x in c[5:-1] if x is not None]
+        return ir.ControlDecl(str(c[1]), params, ctor, local, body, tparams, annotations=c[0],
+                              span=self._span(meta))
+
+    @v_args(meta=True)
+    def action_decl(self, meta, c):
+        return ir.ActionDecl(c[1], c[2], c[3], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def function_decl(self, meta, c):
+        return ir.FunctionDecl(c[2], c[1], c[4], c[5], c[3] or [], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def void_function_decl(self, meta, c):
+        void = ir.TypeRef("void", span=self._span(meta))
+        return ir.FunctionDecl(c[1], void, c[3], c[4], c[2] or [], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def instantiation(self, meta, c):
+        t = ir.TypeRef("named", name=str(c[1]), span=self._tspan(c[1]))
+        return ir.Instantiation(c[3], t, c[2][0], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def generic_instantiation(self, meta, c):
+        # annotations, TYPE_NAME, TLT, type_args, TGT, args, name
+        c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
+        t = ir.TypeRef("named", name=str(c[1]), args=c[2], span=self._tspan(c[1]))
+        return ir.Instantiation(c[4], t, c[3][0], annotations=c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def table_decl(self, meta, c):
+        t = ir.TableDecl(c[1], annotations=c[0], span=self._span(meta))
+        for prop in c[2:]:
+            kind = prop[0]
+            if kind == "key":
+                t.keys = prop[1]
+            elif kind == "actions":
+                t.actions = prop[1]
+            elif kind == "entries":
+                t.entries, t.entries_const = prop[1], prop[2]
+            else:
+                t.props[prop[1]] = (prop[2], prop[3], prop[4])
+        return t
+
+    def key_prop(self, c):
+        return ("key", list(c))
+
+    def actions_prop(self, c):
+        return ("actions", list(c))
+
+    def const_kw(self, c):
+        return True if c else False
+
+    def entries_prop(self, c):
+        return ("entries", [e for e in c[2:]], c[1])
+
+    @v_args(meta=True)
+    def generic_prop(self, meta, c):
+        return ("prop", c[2], c[3], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def key_elem(self, meta, c):
+        return ir.KeyElem(c[0], c[1], c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def action_ref_item(self, meta, c):
+        return ir.ActionRef(c[1], c[2][0] if c[2] is not None else None, c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def entry(self, meta, c):
+        prio = c[0]
+        ref = ir.ActionRef(c[3], c[4][0] if c[4] is not None else None, c[2], span=self._span(meta))
+        return ir.EntryDecl(c[1], ref, prio, c[5], span=self._span(meta))
+
+    def entry_priority(self, c):
+        return c[0]
+
+    # --------------------------------------------------------------------------- statements
+    @v_args(meta=True)
+    def block(self, meta, c):
+        return ir.Block(list(c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def assign_stmt(self, meta, c):
+        return ir.Assign(c[0], c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def call_stmt(self, meta, c):
+        if not isinstance(c[0], (ir.Call, ir.CtorCall)):
+            raise P4CompileError("expression statement must be a method or function call",
+                                 *self._loc(meta))
+        return ir.CallStmt(c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def if_stmt(self, meta, c):
+        return ir.If(c[0], c[1], c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def switch_stmt(self, meta, c):
+        return ir.Switch(c[0], list(c[1:]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def switch_case(self, meta, c):
+        label = None if c[0] == "default" else c[0]
+        return ir.SwitchCase(label, c[1], span=self._span(meta))
+
+    def default_label(self, c):
+        return "default"
+
+    def switch_label(self, c):
+        return c[0]
+
+    @v_args(meta=True)
+    def exit_stmt(self, meta, c):
+        return ir.Exit(span=self._span(meta))
+
+    @v_args(meta=True)
+    def return_stmt(self, meta, c):
+        return ir.Return(c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def empty_stmt(self, meta, c):
+        return ir.EmptyStmt(span=self._span(meta))
+
+    @v_args(meta=True)
+    def var_decl(self, meta, c):
+        return ir.VarDecl(c[1], c[0], c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def local_var_decl(self, meta, c):
+        return ir.VarDecl(c[2], c[1], c[3], annotations=c[0], span=self._span(meta))
+
+    # --------------------------------------------------------------------------- expressions
+    @v_args(meta=True)
+    def cond(self, meta, c):
+        return ir.Cond(c[0], c[1], c[2], span=self._span(meta))
+
+    def _bin(self, op, meta, c):
+        return ir.Binary(op, c[0], c[-1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def lor(self, meta, c):
+        return self._bin("||", meta, c)
+
+    @v_args(meta=True)
+    def land(self, meta, c):
+        return self._bin("&&", meta, c)
+
+    @v_args(meta=True)
+    def bor(self, meta, c):
+        return self._bin("|", meta, c)
+
+    @v_args(meta=True)
+    def bxor(self, meta, c):
+        return self._bin("^", meta, c)
+
+    @v_args(meta=True)
+    def band(self, meta, c):
+        return self._bin("&", meta, c)
+
+    @v_args(meta=True)
+    def binop(self, meta, c):
+        return ir.Binary(str(c[1]), c[0], c[2], span=self._tspan(c[1]))
+
+    @v_args(meta=True)
+    def lnot(self, meta, c):
+        return ir.Unary("!", c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def bnot(self, meta, c):
+        return ir.Unary("~", c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def neg(self, meta, c):
+        return ir.Unary("-", c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def pos(self, meta, c):
+        return ir.Unary("+", c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def cast(self, meta, c):
+        return ir.Cast(c[0], c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def member_access(self, meta, c):
+        return ir.Member(c[0], c[1], span=self._span(meta))
+
+    def kw_member(self, c):
+        return str(c[0]) if c else ""
+
+    @v_args(meta=True)
+    def index(self, meta, c):
+        return ir.Index(c[0], c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def slice(self, meta, c):
+        return ir.Slice(c[0], c[1], c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def call(self, meta, c):
+        args, names = c[1]
+        return ir.Call(c[0], args, [], names, span=self._span(meta))
+
+    @v_args(meta=True)
+    def generic_call(self, meta, c):
+        c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
+        args, names = c[2]
+        return ir.Call(c[0], args, c[1], names, span=self._span(meta))
+
+    @v_args(meta=True)
+    def int_lit(self, meta, c):
+        v, w, s = _int_literal(str(c[0]))
+        return ir.IntLit(v, w, s, str(c[0]), span=self._tspan(c[0]))
+
+    @v_args(meta=True)
+    def true_lit(self, meta, c):
+        return ir.BoolLit(True, span=self._span(meta))
+
+    @v_args(meta=True)
+    def false_lit(self, meta, c):
+        return ir.BoolLit(False, span=self._span(meta))
+
+    @v_args(meta=True)
+    def string_lit(self, meta, c):
+        raw = str(c[0])[1:-1]
+        return ir.StringLit(bytes(raw, "utf-8").decode("unicode_escape"), span=self._tspan(c[0]))
+
+    @v_args(meta=True)
+    def path(self, meta, c):
+        return ir.Path(c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def top_path(self, meta, c):
+        return ir.Path(c[0], top=True, span=self._span(meta))
+
+    @v_args(meta=True)
+    def type_member(self, meta, c):
+        return ir.TypeMember(str(c[0]), c[1], span=self._span(meta))
+
+    @v_args(meta=True)
+    def error_member(self, meta, c):
+        return ir.TypeMember("error", c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def ctor_call(self, meta, c):
+        t = ir.TypeRef("named", name=str(c[0]), span=self._tspan(c[0]))
+        return ir.CtorCall(t, c[1][0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def generic_ctor_call(self, meta, c):
+        c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
+        t = ir.TypeRef("named", name=str(c[0]), args=c[1], span=self._tspan(c[0]))
+        return ir.CtorCall(t, c[2][0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def list_expr(self, meta, c):
+        return ir.ListExpr([x for x in c if x is not None], span=self._span(meta))
+
+    @v_args(meta=True)
+    def struct_expr(self, meta, c):
+        return ir.StructExpr([k for k, _ in c], [v for _, v in c], span=self._span(meta))
+
+    def kv_pair(self, c):
+        return (c[0], c[1])
+
+    def args(self, c):
+        items = [x for x in c if x is not None]
+        names = []
+        out = []
+        for x in items:
+            if isinstance(x, tuple):
+                names.append(x[0])
+                out.append(x[1])
+            else:
+                names.append("")
+                out.append(x)
+        return (out, names)
+
+    @v_args(meta=True)
+    def dontcare_arg(self, meta, c):
+        return ir.DontCare(span=self._span(meta))
+
+    def named_arg(self, c):
+        return (c[0], c[1])
+
+
+def parse(text: str, filename: str = "<input>") -> ir.Program:
+    """Parse preprocessed text. Raises P4CompileError located in the original file."""
+    linemap = LineMap(text, filename)
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        line = getattr(exc, "line", 0) or 0
+        col = getattr(exc, "column", 0) or 0
+        f, orig_line = linemap.locate(line)
+        if isinstance(exc, UnexpectedToken):
+            tok = exc.token
+            what = "end of file" if tok.type == "$END" else repr(str(tok))
+            if tok.type == "NAME" and "TYPE_NAME" in getattr(exc, "expected", ()):
+                what += " (not a declared type)"
+            raise P4CompileError(f"syntax error, unexpected {what}", f, orig_line, col) from None
+        if isinstance(exc, UnexpectedCharacters):
+            ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
+            raise P4CompileError(f"syntax error, unexpected character {ch!r}", f, orig_line, col) from None
+        raise P4CompileError("syntax error", f, orig_line, col) from None
+    try:
+        program = IRBuilder(linemap).transform(tree)
+    except VisitError as exc:      # an error raised while building a node: report it as is
+        if isinstance(exc.orig_exc, P4CompileError):
+            raise exc.orig_exc from None
+        raise
+    program.span = ir.Span(filename, linemap.last_line(filename), 1)
+    return program
