@@ -1,0 +1,154 @@
+"""Test helpers: install HINA jobs on a target, build worker frames, read results back.
+
+The entry-building knowledge lives in :mod:`hina.pipeline`; this module only applies it to a
+:class:`bmv2_tests.target.Target` and adds the frame plumbing the tests share.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from hina import pipeline
+from hina import protocol as P
+from hina.layers import HINA, pack_nibbles
+from hina.pipeline import JobSpec, WorkerAddress
+
+SWITCH_MAC = "02:00:00:00:00:fe"
+SWITCH_IP = "10.0.0.254"
+WORKER_UDP_BASE = 40000
+
+
+def worker_address(index: int) -> WorkerAddress:
+    """Worker ``index`` (0..): port index+1, MAC 02:00:00:00:01:xx, IP 10.0.1.xx, UDP 40000+index."""
+    return WorkerAddress(port=index + 1, mac=0x020000000100 + index, ip=0x0A000100 + index,
+                         udp_port=WORKER_UDP_BASE + index)
+
+
+def make_job(job_id: int, n_workers: int, *, first_worker: int = 0, n_slots: int = 4,
+             reg_base: int = 0, words: int = 64, **kwargs) -> JobSpec:
+    workers = tuple(worker_address(first_worker + w) for w in range(n_workers))
+    return JobSpec(job_id=job_id, workers=workers, n_slots=n_slots, reg_base=reg_base,
+                   words=words, **kwargs)
+
+
+def install(target, job: JobSpec) -> None:
+    """Write a job's entries and multicast group (its registers start at zero on a new load)."""
+    target.insert(pipeline.job_entries(job))
+    group, replicas = pipeline.multicast_group(job)
+    target.set_mcast_group(group, replicas)
+
+
+def install_lut(target, lut_id: int, table=pipeline.THC_DEFAULT_TABLE, words: int = 64) -> None:
+    target.insert(pipeline.lut_entries(lut_id, table, words))
+
+
+def _ip(n: int) -> str:
+    return ".".join(str((n >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+
+def _mac(n: int) -> str:
+    return ":".join(f"{(n >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+
+
+def frame(addr: WorkerAddress, payload: bytes, *, msg_type: int = P.MsgType.AGGREGATE,
+          op: int = 0, job_id: int = 0, slot: int = 0, pool: int = 0, seq: int = 0,
+          flags: int = 0, version: int = P.VERSION, dport: int = P.UDP_PORT_BASE) -> bytes:
+    """A frame from ``addr`` to the switch with the given HINA header and payload."""
+    pkt = (Ether(src=_mac(addr.mac), dst=SWITCH_MAC)
+           / IP(src=_ip(addr.ip), dst=SWITCH_IP)
+           / UDP(sport=addr.udp_port, dport=dport)
+           / HINA(version=version, msg_type=msg_type, op=op, flags=flags, job_id=job_id,
+                  pool=pool, slot=slot, seq=seq)
+           / Raw(payload))
+    return bytes(pkt)
+
+
+def words_payload(values) -> bytes:
+    """Big-endian 32-bit words (signed or unsigned input)."""
+    return np.asarray(values, dtype=np.int64).astype(np.uint32).astype(">u4").tobytes()
+
+
+def contribution(job: JobSpec, worker: int, op: P.Op, values, *, slot: int = 0, pool: int = 0,
+                 seq: int = 0, flags: int = 0) -> bytes:
+    """An AGGREGATE frame; ``values`` are words (SUM/MAX/OR) or THC indices (LUT_SUM)."""
+    payload = pack_nibbles(values) if op == P.Op.LUT_SUM else words_payload(values)
+    return frame(job.workers[worker], payload, op=op, job_id=job.job_id, slot=slot, pool=pool,
+                 seq=seq, flags=flags)
+
+
+@dataclass
+class Reply:
+    """A frame the switch sent, dissected."""
+    port: int
+    dst_mac: int
+    dst_ip: int
+    dst_port: int
+    src_port: int
+    msg_type: int
+    op: int
+    flags: int
+    count: int
+    job_id: int
+    pool: int
+    slot: int
+    seq: int
+    payload: bytes
+    ip_ok: bool          # IPv4 total length and checksum are right
+
+    def words(self, dtype=">i4") -> np.ndarray:
+        return np.frombuffer(self.payload, dtype=dtype)
+
+
+def _ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack("!10H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total) & 0xFFFF
+
+
+def parse(port: int, data: bytes) -> Reply:
+    """Dissect a switch output (Ethernet/IPv4/UDP/HINA) without scapy, for speed."""
+    eth, ip, udp = data[:14], data[14:34], data[34:42]
+    hina = data[42:42 + P.HEADER_BYTES]
+    total_len = struct.unpack("!H", ip[2:4])[0]
+    ip_ok = (total_len == len(data) - P.ETHERNET_BYTES
+             and _ipv4_checksum(ip[:10] + b"\0\0" + ip[12:]) == struct.unpack("!H", ip[10:12])[0]
+             and struct.unpack("!H", udp[4:6])[0] == len(data) - P.ETHERNET_BYTES - P.IPV4_BYTES)
+    vt, op, flags, count, job_id, ps, seq = struct.unpack("!BBBBHHI", hina)
+    return Reply(port=port, dst_mac=int.from_bytes(eth[:6], "big"),
+                 dst_ip=int.from_bytes(ip[16:20], "big"),
+                 dst_port=struct.unpack("!H", udp[2:4])[0], src_port=struct.unpack("!H", udp[:2])[0],
+                 msg_type=vt & 0xF, op=op, flags=flags, count=count, job_id=job_id,
+                 pool=ps >> 15, slot=ps & 0x7FFF, seq=seq, payload=data[42 + P.HEADER_BYTES:],
+                 ip_ok=ip_ok)
+
+
+def send(target, job: JobSpec, worker: int, data: bytes) -> list[Reply]:
+    """Send a worker's frame into its port; return the switch's replies, dissected."""
+    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data)]
+
+
+def reason_count(target, reason: P.DropReason) -> int:
+    return target.counter_packets(P.REASON_COUNTER, int(reason))
+
+
+def reference(op: P.Op, contributions: Sequence[np.ndarray],
+              table: Optional[Sequence[int]] = None) -> np.ndarray:
+    """numpy reference of what the switch returns, as the words a RESULT carries."""
+    stack = np.stack([np.asarray(c, dtype=np.int64) for c in contributions])
+    if op == P.Op.SUM:
+        return stack.sum(axis=0).astype(np.int32)
+    if op == P.Op.MAX:
+        return stack.astype(np.uint32).max(axis=0).astype(np.int32)
+    if op == P.Op.OR:
+        return np.bitwise_or.reduce(stack.astype(np.uint32), axis=0).astype(np.int32)
+    if op == P.Op.LUT_SUM:
+        values = np.asarray(table, dtype=np.int64)[stack].sum(axis=0)
+        return values.astype(">u2").view(">i4").astype(np.int32)   # 16-bit lanes, 2 per word
+    raise ValueError(f"reference: unknown op {op!r}")

@@ -1,0 +1,170 @@
+"""The wire protocol's single source (hina.protocol) against the P4 #defines, the scapy layers
+and the entry builders. No switch needed."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import raw
+
+from hina import hashing, pipeline
+from hina import protocol as P
+from hina.layers import (HINA, HINAHarvest, HINAPair, HINAPairs, HINAThc, HINAWords, pack_nibbles,
+                         unpack_nibbles)
+
+INCLUDE = Path(__file__).resolve().parent.parent / "p4" / "include"
+_DEFINE = re.compile(r"^#define\s+(\w+)\s+(?:(\d+)w)?(0x[0-9A-Fa-f]+|\d+)\s*(?://.*)?$", re.M)
+
+
+def p4_defines() -> dict[str, int]:
+    out = {}
+    for name in ("config.p4", "types.p4"):
+        for m in _DEFINE.finditer((INCLUDE / name).read_text()):
+            out.setdefault(m.group(1), int(m.group(3), 0))
+    return out
+
+
+def test_p4_defines_match_protocol_constants():
+    d = p4_defines()
+    pairs = {
+        "HINA_UDP_PORT_BASE": P.UDP_PORT_BASE, "HINA_UDP_PORT_MASK": P.UDP_PORT_MASK,
+        "HINA_VERSION": P.VERSION, "HINA_HEADER_BYTES": P.HEADER_BYTES,
+        "HINA_HARVEST_BYTES": P.HARVEST_HEADER_BYTES, "HINA_PAIR_BYTES": P.PAIR_BYTES,
+        "IPV4_BYTES": P.IPV4_BYTES, "UDP_BYTES": P.UDP_BYTES,
+        "HINA_WORDS": P.WORDS, "HINA_PAIRS": P.PAIRS_PER_PACKET,
+        "HINA_MAX_WORKERS": P.MAX_WORKERS, "HINA_SLOT_CAPACITY": P.SLOT_CAPACITY,
+        "HINA_SKETCH_ROWS": P.SKETCH_ROWS, "HINA_SKETCH_CAPACITY": P.SKETCH_CAPACITY,
+        "HINA_PAIR_STREAMS": P.PAIR_STREAMS, "HINA_REASONS": P.REASONS,
+        "HINA_ROW_OFFSET_MULTIPLIER": hashing.ROW_OFFSET_MULTIPLIER,
+        "HINA_HASH_PASSES": hashing.HASH_PASSES,
+    }
+    pairs.update({f"MSG_{m.name}": m.value for m in P.MsgType})
+    pairs.update({f"OP_{o.name}": o.value for o in P.Op})
+    pairs.update({f"FLAG_{f.name}": f.value for f in P.Flag})
+    pairs.update({f"REASON_{r.name}": r.value for r in P.DropReason})
+    mismatched = {k: (d.get(k), v) for k, v in pairs.items() if d.get(k) != v}
+    assert not mismatched, f"P4 #define != hina.protocol (p4, python): {mismatched}"
+    # And nothing on the P4 side that Python lacks.
+    p4_only = {k for k in d if k.startswith(("MSG_", "OP_", "FLAG_", "REASON_"))} - set(pairs)
+    assert p4_only == {"REASON_NONE"}
+    assert max(P.DropReason) < P.REASONS
+
+
+def test_p4_hina_header_is_header_bytes_long():
+    text = (INCLUDE / "headers.p4").read_text()
+    body = re.search(r"header hina_t \{(.*?)\}", text, re.S).group(1)
+    bits = sum(int(b) for b in re.findall(r"bit<(\d+)>", body))
+    assert bits == 8 * P.HEADER_BYTES == 8 * len(HINA())
+
+
+def test_header_golden_bytes_and_dissection():
+    h = HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.LUT_SUM, flags=P.Flag.RETRANSMIT, count=0,
+             job_id=0x0102, pool=1, slot=0x0304, seq=0xA0B0C0D0)
+    assert raw(h) == bytes.fromhex("11 02 02 00 0102 8304 A0B0C0D0")
+    pkt = Ether(raw(Ether() / IP() / UDP(sport=40000, dport=P.UDP_PORT_BASE + 3) / h
+                    / HINAThc.from_indices([1, 2, 15, 0])))
+    assert pkt[HINA].slot == 0x304 and pkt[HINA].pool == 1 and pkt[HINA].job_id == 0x102
+    assert list(pkt[HINAThc].indices()) == [1, 2, 15, 0]
+    assert "LUT_SUM" in pkt[HINA].mysummary() and "job=258" in pkt[HINA].mysummary()
+
+
+def test_result_and_pairs_and_harvest_layers():
+    res = Ether(raw(Ether() / IP() / UDP(sport=P.UDP_PORT_BASE, dport=40000)
+                    / HINA(msg_type=P.MsgType.RESULT, op=P.Op.SUM) / HINAWords(words=[1, -2, 3])))
+    assert res[HINAWords].words == [1, -2, 3]
+    np.testing.assert_array_equal(res[HINAWords].as_array(), [1, -2, 3])
+    pairs = Ether(raw(Ether() / IP() / UDP(sport=40000, dport=P.UDP_PORT_BASE)
+                      / HINA(msg_type=P.MsgType.PAIRS)
+                      / HINAPairs(pairs=[HINAPair(index=7, value=-3), HINAPair(index=9, value=4)])))
+    assert [(p.index, p.value) for p in pairs[HINAPairs].pairs] == [(7, -3), (9, 4)]
+    data = Ether(raw(Ether() / IP() / UDP(sport=P.UDP_PORT_BASE, dport=40000)
+                     / HINA(msg_type=P.MsgType.HARVEST_DATA) / HINAHarvest(row=2, block=5)
+                     / HINAWords(words=[0, 1])))
+    assert data[HINAHarvest].row == 2 and data[HINAWords].words == [0, 1]
+
+
+def test_nibble_packing_first_coordinate_high():
+    assert pack_nibbles([0xA, 0x5, 0x0, 0xF]) == b"\xa5\x0f"
+    np.testing.assert_array_equal(unpack_nibbles(b"\xa5\x0f"), [0xA, 0x5, 0, 0xF])
+    with pytest.raises(ValueError, match="even"):
+        pack_nibbles([1, 2, 3])
+    with pytest.raises(ValueError, match=r"\[0, 15\]"):
+        pack_nibbles([1, 16])
+
+
+def test_payload_sizes():
+    assert P.payload_bytes(P.MsgType.AGGREGATE, P.Op.SUM) == 4 * P.WORDS
+    assert P.payload_bytes(P.MsgType.AGGREGATE, P.Op.LUT_SUM) == P.WORDS
+    assert P.payload_bytes(P.MsgType.HARVEST_DATA) == 4 + 4 * P.WORDS
+    with pytest.raises(ValueError, match="needs an op"):
+        P.payload_bytes(P.MsgType.AGGREGATE)
+
+
+# -- hina.pipeline -----------------------------------------------------------------------------
+def _workers(n):
+    return tuple(pipeline.WorkerAddress(port=i + 1, mac=i + 1, ip=0x0A000001 + i, udp_port=40000)
+                 for i in range(n))
+
+
+def test_job_entries_and_group():
+    job = pipeline.JobSpec(job_id=3, workers=_workers(2), n_slots=8, reg_base=16, lut_id=1,
+                           sketch_columns=1024, sketch_base=2048, sketch_seed=9)
+    entries = pipeline.job_entries(job)
+    assert [e.table for e in entries] == ([pipeline.JOB_CONFIG] + [pipeline.WORKER_ADMISSION] * 2
+                                          + [pipeline.REPLICA_REWRITE] * 2)
+    assert entries[0].action.args == (8, 1, 2048, 1023, 9)
+    assert entries[2].action.args == (1, 2, 2, job.mcast_grp, 16, 1)
+    group, replicas = pipeline.multicast_group(job)
+    assert group == 4 and [(r.port, r.rid) for r in replicas] == [(1, 193), (2, 194)]
+    assert len(pipeline.lut_entries(1, words=64)) == 2 * 64 * 16
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_slots=0), "n_slots"),
+    (dict(n_slots=4, reg_base=P.SLOT_CAPACITY - 2), "reg_base"),
+    (dict(job_id=P.MAX_JOB_ID + 1), "job_id"),
+    (dict(sketch_columns=1000), "power of two"),
+    (dict(thc_max_value=70000), "16-bit"),
+])
+def test_job_spec_refuses_bad_input(kwargs, message):
+    base = dict(job_id=1, workers=_workers(2), n_slots=4, reg_base=0)
+    base.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        pipeline.JobSpec(**base)
+
+
+def test_too_many_workers_for_thc_sums():
+    with pytest.raises(ValueError, match="16-bit"):
+        pipeline.JobSpec(job_id=1, workers=_workers(32), n_slots=1, reg_base=0,
+                         thc_max_value=4000)
+
+
+def test_check_isolated_refuses_overlaps():
+    a = pipeline.JobSpec(job_id=1, workers=_workers(1), n_slots=4, reg_base=0)
+    b = pipeline.JobSpec(job_id=2, workers=_workers(1), n_slots=4, reg_base=3, pair_stream_base=1)
+    with pytest.raises(ValueError, match="share slots"):
+        pipeline.check_isolated([a, b])
+    c = pipeline.JobSpec(job_id=2, workers=_workers(1), n_slots=4, reg_base=4, pair_stream_base=1)
+    pipeline.check_isolated([a, c])
+
+
+# -- scapy round trip over the whole header space ------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(msg_type=st.integers(0, 15), op=st.integers(0, 255), flags=st.integers(0, 255),
+       count=st.integers(0, 255), job_id=st.integers(0, 0xFFFF), pool=st.integers(0, 1),
+       slot=st.integers(0, 0x7FFF), seq=st.integers(0, 0xFFFFFFFF))
+def test_header_round_trip(msg_type, op, flags, count, job_id, pool, slot, seq):
+    h = HINA(msg_type=msg_type, op=op, flags=flags, count=count, job_id=job_id, pool=pool,
+             slot=slot, seq=seq)
+    data = raw(h)
+    assert len(data) == P.HEADER_BYTES
+    assert data[0] == (P.VERSION << 4) | msg_type
+    back = HINA(data)
+    assert (back.msg_type, back.op, int(back.flags), back.count, back.job_id, back.pool,
+            back.slot, back.seq) == (msg_type, op, flags, count, job_id, pool, slot, seq)

@@ -1,0 +1,247 @@
+"""Table entries, multicast groups and register ranges of HINA jobs: pure functions.
+
+The controller and the dataplane tests both install jobs with what this module builds, so the
+knowledge of the P4 names (``p4/hina.p4``) lives in one place. Nothing here talks to a switch:
+each function turns a :class:`JobSpec` (or a THC table) into
+:class:`softswitch.api.TableEntry` objects, :class:`softswitch.api.Replica` lists and
+``(register, first, count)`` ranges, which a target then writes.
+
+Example::
+
+    >>> job = JobSpec(job_id=1, workers=(WorkerAddress(port=1, mac=0x020000000001,
+    ...               ip=0x0A000001, udp_port=40000),), n_slots=4, reg_base=0)
+    >>> [e.table for e in job_entries(job)][:2]
+    ['HinaIngress.admission.job_config', 'HinaIngress.admission.worker_admission']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from softswitch.api import ActionCall, Exact, Replica, TableEntry
+
+from . import protocol as P
+
+__all__ = ["WorkerAddress", "JobSpec", "job_entries", "lut_entries", "multicast_group",
+           "register_ranges", "check_isolated", "replica_id", "THC_DEFAULT_TABLE",
+           "JOB_CONFIG", "WORKER_ADMISSION", "REPLICA_REWRITE", "lut_table_names",
+           "lane_register", "lane_word", "sketch_register"]
+
+# -- P4 names (p4c's fully qualified P4Info names) ------------------------------------------
+JOB_CONFIG = f"{P.INGRESS}.admission.job_config"
+SET_JOB = f"{P.INGRESS}.admission.set_job"
+WORKER_ADMISSION = f"{P.INGRESS}.admission.worker_admission"
+ADMIT_WORKER = f"{P.INGRESS}.admission.admit_worker"
+REPLICA_REWRITE = f"{P.EGRESS}.replica_rewrite.replica_rewrite"
+SET_WORKER_ADDRESS = f"{P.EGRESS}.replica_rewrite.set_worker_address"
+THC_LUT = f"{P.INGRESS}.thc_lut"
+SLOT_SEQ = f"{P.INGRESS}.slot_state.slot_seq"
+SLOT_BITMAP = f"{P.INGRESS}.slot_state.slot_bitmap"
+SLOT_COUNT = f"{P.INGRESS}.slot_state.slot_count"
+SLOT_FLAGS = f"{P.INGRESS}.slot_flags.slot_flags"
+PAIR_NEXT_SEQ = f"{P.INGRESS}.sketch_update.pair_next_seq"
+
+#: THC's default table for b=4, g=30 (DESIGN.md).
+THC_DEFAULT_TABLE = (0, 3, 5, 7, 9, 11, 13, 14, 16, 17, 19, 21, 23, 25, 27, 30)
+
+_U16 = (1 << 16) - 1
+_U32 = (1 << 32) - 1
+
+
+def lane_register(word: int) -> str:
+    """P4 name of the register array holding payload word ``word``.
+
+    Words live in 64-bit register pairs (as SwitchML's): ``lanes_<p>`` holds word ``2p`` in its
+    upper half and ``2p + 1`` in its lower half; :func:`lane_word` extracts one.
+    """
+    return f"{P.INGRESS}.lane_alu.lanes_{word // 2}"
+
+
+def lane_word(pair_value: int, word: int) -> int:
+    """Payload word ``word`` (unsigned 32-bit) out of the value of its :func:`lane_register`."""
+    return (pair_value >> (32 if word % 2 == 0 else 0)) & _U32
+
+
+def sketch_register(row: int) -> str:
+    """P4 name of the in-switch sketch register of ``row``."""
+    return f"{P.INGRESS}.sketch_update.sketch_row_{row}"
+
+
+def lut_table_names(word: int) -> tuple[str, str]:
+    """(table, action) names of the THC lookups of coordinates 2*word (hi) and 2*word+1 (lo)."""
+    return ((f"{THC_LUT}.lut_hi_{word}", f"{THC_LUT}.set_hi_{word}"),
+            (f"{THC_LUT}.lut_lo_{word}", f"{THC_LUT}.set_lo_{word}"))
+
+
+def _check_range(name: str, value: int, low: int, high: int, why: str) -> None:
+    if not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r}: must be an integer in [{low}, {high}] ({why})")
+
+
+@dataclass(frozen=True)
+class WorkerAddress:
+    """Where a worker is: switch port, MAC, IPv4 and UDP source port (all ints)."""
+    port: int
+    mac: int
+    ip: int
+    udp_port: int
+
+    def __post_init__(self):
+        _check_range("port", self.port, 0, 510, "a v1model port; 511 means drop")
+        _check_range("mac", self.mac, 0, (1 << 48) - 1, "48-bit MAC")
+        _check_range("ip", self.ip, 0, _U32, "IPv4 address")
+        _check_range("udp_port", self.udp_port, 1, _U16, "UDP port")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One aggregation job and the switch resources it owns.
+
+    Args:
+        job_id: the HINA header's job id, in [0, MAX_JOB_ID] so replica ids stay unique.
+        workers: the job's workers in worker-index order (1..MAX_WORKERS of them).
+        n_slots: aggregation slots; the job owns slots [reg_base, reg_base + n_slots).
+        reg_base: first slot of the job in the shared slot registers.
+        mcast_grp: multicast group of the job's results (default: job_id + 1; 0 is invalid).
+        lut_id: THC table id (0 = the job does no LUT-SUM; THC packets are then BAD_JOB).
+        thc_max_value: largest THC table value the job will use (checks n * g < 2**16).
+        sketch_base, sketch_columns, sketch_seed: the job's in-switch sketch columns
+            [sketch_base, sketch_base + sketch_columns) of every row and its hash seed
+            (sketch_columns = 0: no in-switch sketch).
+        pair_stream_base: first PAIRS sequence register; worker w uses pair_stream_base + w.
+    """
+    job_id: int
+    workers: tuple[WorkerAddress, ...]
+    n_slots: int
+    reg_base: int
+    mcast_grp: int = 0
+    lut_id: int = 0
+    thc_max_value: int = THC_DEFAULT_TABLE[-1]
+    sketch_base: int = 0
+    sketch_columns: int = 0
+    sketch_seed: int = 0
+    pair_stream_base: int = 0
+    words: int = field(default=P.WORDS)
+
+    def __post_init__(self):
+        object.__setattr__(self, "workers", tuple(self.workers))
+        _check_range("job_id", self.job_id, 0, P.MAX_JOB_ID,
+                     f"replica ids are job_id * {P.RID_WORKERS} + worker + 1 in 16 bits")
+        n = len(self.workers)
+        _check_range("len(workers)", n, 1, P.MAX_WORKERS, "the contributor bitmap is 32 bits")
+        if len({(w.ip, w.udp_port) for w in self.workers}) != n:
+            raise ValueError(f"job {self.job_id}: two workers share an (ip, udp_port) address")
+        _check_range("n_slots", self.n_slots, 1, P.SLOT_CAPACITY, "slots shared by all jobs")
+        _check_range("reg_base", self.reg_base, 0, P.SLOT_CAPACITY - self.n_slots,
+                     f"the job's slots must fit in the {P.SLOT_CAPACITY} slot registers")
+        if self.mcast_grp == 0:
+            object.__setattr__(self, "mcast_grp", self.job_id + 1)
+        _check_range("mcast_grp", self.mcast_grp, 1, _U16, "0 means no multicast")
+        _check_range("lut_id", self.lut_id, 0, 255, "8-bit table id")
+        _check_range("thc_max_value * len(workers)", self.thc_max_value * n, 0, _U16,
+                     "THC sums are 16-bit lanes")
+        if self.sketch_columns:
+            if self.sketch_columns & (self.sketch_columns - 1) or self.sketch_columns < self.words:
+                raise ValueError(f"sketch_columns={self.sketch_columns}: must be a power of two "
+                                 f">= {self.words} (the switch masks with columns - 1 and "
+                                 "harvests whole blocks of HINA_WORDS counters)")
+            _check_range("sketch_base", self.sketch_base, 0,
+                         P.SKETCH_CAPACITY - self.sketch_columns, "the sketch must fit its rows")
+        _check_range("sketch_seed", self.sketch_seed, 0, _U32, "32-bit hash seed")
+        _check_range("pair_stream_base", self.pair_stream_base, 0, P.PAIR_STREAMS - n,
+                     f"{P.PAIR_STREAMS} PAIRS streams in the switch")
+        if self.words not in P.SUPPORTED_WORDS:
+            raise ValueError(f"words={self.words}: must be one of {P.SUPPORTED_WORDS}")
+
+
+def replica_id(job: JobSpec, worker: int) -> int:
+    """The multicast replica id (egress_rid) of ``worker`` of ``job`` (never 0)."""
+    return job.job_id * P.RID_WORKERS + worker + 1
+
+
+def job_entries(job: JobSpec) -> list[TableEntry]:
+    """Entries of job_config, worker_admission and replica_rewrite for ``job``."""
+    mask = job.sketch_columns - 1 if job.sketch_columns else 0
+    entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
+                          ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
+                                               job.sketch_seed)))]
+    n = len(job.workers)
+    for w, addr in enumerate(job.workers):
+        entries.append(TableEntry(
+            WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.ip), Exact(addr.udp_port)),
+            ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
+                                      job.pair_stream_base + w))))
+    for w, addr in enumerate(job.workers):
+        entries.append(TableEntry(REPLICA_REWRITE, (Exact(replica_id(job, w)),),
+                                  ActionCall(SET_WORKER_ADDRESS, (addr.mac, addr.ip, addr.udp_port))))
+    return entries
+
+
+def multicast_group(job: JobSpec) -> tuple[int, list[Replica]]:
+    """(group id, replicas) delivering a job's results to each of its workers."""
+    return job.mcast_grp, [Replica(port=a.port, rid=replica_id(job, w))
+                           for w, a in enumerate(job.workers)]
+
+
+def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
+                words: int = P.WORDS) -> list[TableEntry]:
+    """Entries mapping every THC index to its table value, for all 2 * ``words`` coordinates.
+
+    Args:
+        lut_id: the table id jobs refer to (1..255; 0 is "no table").
+        table: the 2**b integer table values (non-decreasing, in [0, 2**16)).
+        words: HINA_WORDS of the program.
+    """
+    _check_range("lut_id", lut_id, 1, 255, "8-bit table id; 0 means none")
+    table = tuple(table)
+    if len(table) != P.THC_TABLE_SIZE:
+        raise ValueError(f"THC table has {len(table)} values: need {P.THC_TABLE_SIZE} (b=4)")
+    for i, v in enumerate(table):
+        _check_range(f"table[{i}]", v, 0, _U16, "16-bit lane values")
+    if words not in P.SUPPORTED_WORDS:
+        raise ValueError(f"words={words}: must be one of {P.SUPPORTED_WORDS}")
+    entries = []
+    for word in range(words):
+        for tname, aname in lut_table_names(word):
+            for index, value in enumerate(table):
+                entries.append(TableEntry(tname, (Exact(lut_id), Exact(index)),
+                                          ActionCall(aname, (value,))))
+    return entries
+
+
+def register_ranges(job: JobSpec) -> list[tuple[str, int, int]]:
+    """``(register, first index, count)`` the controller zeroes when it (re)installs ``job``."""
+    per_copy = (2 * job.reg_base, 2 * job.n_slots)
+    ranges = [(SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy), (SLOT_FLAGS, *per_copy),
+              (SLOT_BITMAP, job.reg_base, job.n_slots),
+              (PAIR_NEXT_SEQ, job.pair_stream_base, len(job.workers))]
+    ranges += [(lane_register(w), *per_copy) for w in range(0, job.words, 2)]
+    if job.sketch_columns:
+        ranges += [(sketch_register(r), job.sketch_base, job.sketch_columns)
+                   for r in range(P.SKETCH_ROWS)]
+    return ranges
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
+
+
+def check_isolated(jobs: Iterable[JobSpec]) -> None:
+    """Refuse jobs that would share an id, a slot, a sketch column, a stream or a group."""
+    jobs = list(jobs)
+    for i, a in enumerate(jobs):
+        for b in jobs[i + 1:]:
+            what = None
+            if a.job_id == b.job_id:
+                what = "job id"
+            elif _overlap((a.reg_base, a.n_slots), (b.reg_base, b.n_slots)):
+                what = "slots"
+            elif a.sketch_columns and b.sketch_columns and _overlap(
+                    (a.sketch_base, a.sketch_columns), (b.sketch_base, b.sketch_columns)):
+                what = "sketch columns"
+            elif _overlap((a.pair_stream_base, len(a.workers)), (b.pair_stream_base, len(b.workers))):
+                what = "PAIRS streams"
+            elif a.mcast_grp == b.mcast_grp:
+                what = "multicast group"
+            if what:
+                raise ValueError(f"jobs {a.job_id} and {b.job_id} share {what}: jobs must be isolated")

@@ -1,0 +1,181 @@
+"""HINA wire protocol constants: the single Python definition of the switch's numbers.
+
+Every number that both the P4 program (``p4/include/*.p4``) and Python (workers, controller,
+scapy layers, tests) need is defined here once. The P4 side writes the same values as
+``#define``s in ``p4/include/config.p4`` and ``p4/include/types.p4``;
+``bmv2_tests/test_protocol_parity.py`` reads those files and fails on any difference.
+
+Frame layout (see ``docs/protocol.md``)::
+
+    Ethernet (14) | IPv4 (20, no options) | UDP (8, dst port in [UDP_PORT_BASE, +UDP_PORT_COUNT))
+    | HINA header (HEADER_BYTES) | payload
+
+Payloads by message type and lane operation:
+
+* ``AGGREGATE`` with op ``SUM``, ``MAX`` or ``OR``: ``words`` -- ``WORDS`` big-endian 32-bit lanes.
+* ``AGGREGATE`` with op ``LUT_SUM`` (THC): ``WORDS`` bytes, two 4-bit table indices per byte,
+  first coordinate in the high nibble. The RESULT carries ``WORDS`` 32-bit words, that is
+  ``2 * WORDS`` big-endian 16-bit sums of table values in coordinate order.
+* ``RESULT``: ``words``.
+* ``PAIRS`` / ``PAIRS_ACK``: ``PAIRS_PER_PACKET`` (index u32, value i32) pairs (value 0 = padding).
+* ``HARVEST`` / ``RESET``: a 4-byte harvest header (row, block); ``HARVEST_DATA`` adds ``words``.
+"""
+from __future__ import annotations
+
+import enum
+
+# --------------------------------------------------------------------------------------------
+# Addressing
+# --------------------------------------------------------------------------------------------
+#: First UDP destination port that carries HINA (0xBEE0). Workers pick any port of the range.
+UDP_PORT_BASE = 0xBEE0
+#: Number of ports in the HINA range; a power of two so the parser can match with a mask.
+UDP_PORT_COUNT = 16
+#: Mask the parser applies to the UDP destination port (``dport & mask == base``).
+UDP_PORT_MASK = 0xFFFF & ~(UDP_PORT_COUNT - 1)
+#: Protocol version carried in the header; anything else is MALFORMED.
+VERSION = 1
+
+# --------------------------------------------------------------------------------------------
+# Sizes (compile-time ``#define``s of the P4 program, defaults)
+# --------------------------------------------------------------------------------------------
+ETHERNET_BYTES = 14
+IPV4_BYTES = 20
+UDP_BYTES = 8
+#: Bytes of the fixed HINA header.
+HEADER_BYTES = 12
+#: Bytes of the harvest header (HARVEST, RESET, HARVEST_DATA).
+HARVEST_HEADER_BYTES = 4
+#: 32-bit payload words per packet (P4 ``HINA_WORDS``; 64, 128 or 256).
+WORDS = 128
+#: Values of ``HINA_WORDS`` the P4 program can be compiled with.
+SUPPORTED_WORDS = (64, 128, 256)
+#: Bits per THC table index on the wire.
+THC_INDEX_BITS = 4
+#: Entries of a THC table (2 ** THC_INDEX_BITS).
+THC_TABLE_SIZE = 1 << THC_INDEX_BITS
+#: Bits of one THC sum lane in results (two lanes per 32-bit word).
+THC_SUM_BITS = 16
+#: (index, value) pairs per PAIRS packet (P4 ``HINA_PAIRS``).
+PAIRS_PER_PACKET = 16
+#: Bytes of one (index, value) pair.
+PAIR_BYTES = 8
+#: Workers per job: the contributor bitmap is 32 bits (P4 ``HINA_MAX_WORKERS``).
+MAX_WORKERS = 32
+#: Aggregation slots shared by all jobs (P4 ``HINA_SLOT_CAPACITY``); each has two pool copies.
+SLOT_CAPACITY = 512
+#: Rows of the in-switch count sketch (P4 ``HINA_SKETCH_ROWS``).
+SKETCH_ROWS = 3
+#: Counters per row shared by all jobs (P4 ``HINA_SKETCH_CAPACITY``).
+SKETCH_CAPACITY = 65536
+#: Sketch columns of one job: at least one harvest block, a power of two.
+SKETCH_MIN_COLUMNS = WORDS
+#: Workers per job whose PAIRS sequence numbers the switch tracks (P4 ``HINA_PAIR_STREAMS``).
+PAIR_STREAMS = 1024
+#: Multicast replica ids: ``rid = job_id * RID_WORKERS + worker + 1`` (so rid 0 means unicast).
+RID_WORKERS = 64
+#: Largest job id that still gets unique replica ids in 16 bits.
+MAX_JOB_ID = (1 << 16) // RID_WORKERS - 1
+
+
+def payload_bytes(msg_type: "MsgType", op: "Op" = None, words: int = WORDS,
+                  pairs: int = PAIRS_PER_PACKET) -> int:
+    """Payload bytes after the HINA header for a message.
+
+    Args:
+        msg_type: the message type.
+        op: the lane operation (needed for AGGREGATE).
+        words: ``HINA_WORDS`` of the program.
+        pairs: ``HINA_PAIRS`` of the program.
+
+    Returns:
+        The number of payload bytes the switch expects or emits.
+
+    Example::
+        >>> payload_bytes(MsgType.AGGREGATE, Op.LUT_SUM, words=128)
+        128
+    """
+    msg_type = MsgType(msg_type)
+    if msg_type is MsgType.AGGREGATE:
+        if op is None:
+            raise ValueError("payload_bytes: AGGREGATE needs an op")
+        return words if Op(op) is Op.LUT_SUM else 4 * words
+    if msg_type is MsgType.RESULT:
+        return 4 * words
+    if msg_type in (MsgType.PAIRS, MsgType.PAIRS_ACK):
+        return pairs * PAIR_BYTES
+    if msg_type in (MsgType.HARVEST, MsgType.RESET):
+        return HARVEST_HEADER_BYTES
+    if msg_type is MsgType.HARVEST_DATA:
+        return HARVEST_HEADER_BYTES + 4 * words
+    raise ValueError(f"payload_bytes: unknown message type {msg_type!r}")
+
+
+def slot_and_pool(seq: int, n_slots: int) -> tuple[int, int]:
+    """Where chunk ``seq`` of a job with ``n_slots`` slots goes: ``(slot, pool)``.
+
+    Chunk ``seq`` uses slot ``seq mod n_slots`` and pool copy ``(seq div n_slots) mod 2``, so
+    consecutive uses of a slot alternate copies (docs/protocol.md, "Slot aggregation").
+
+    Example::
+        >>> slot_and_pool(5, 4)
+        (1, 1)
+    """
+    if not 0 < n_slots <= SLOT_CAPACITY:
+        raise ValueError(f"n_slots={n_slots!r}: must be in [1, {SLOT_CAPACITY}]")
+    if seq < 0:
+        raise ValueError(f"seq={seq!r}: must be >= 0")
+    return seq % n_slots, (seq // n_slots) % 2
+
+
+# --------------------------------------------------------------------------------------------
+# Header field values
+# --------------------------------------------------------------------------------------------
+class MsgType(enum.IntEnum):
+    """The 4-bit ``msg_type`` field."""
+    AGGREGATE = 1      # worker -> switch: one contribution to a slot
+    RESULT = 2         # switch -> workers: multicast on completion, unicast on retransmission
+    PAIRS = 3          # worker -> switch: sparse (index, value) pairs for the in-switch sketch
+    PAIRS_ACK = 4      # switch -> worker: pairs accepted (or already accepted), seq echoed
+    HARVEST = 5        # worker -> switch: read one block of one sketch row
+    HARVEST_DATA = 6   # switch -> worker: the block's counters (unicast to the requester)
+    RESET = 7          # worker -> switch: zero one block of one sketch row; answered by RESET
+
+
+class Op(enum.IntEnum):
+    """The 8-bit ``op`` field: the lane operation of an AGGREGATE (and its RESULT)."""
+    SUM = 1            # signed 32-bit integer sum, overflow flagged
+    LUT_SUM = 2        # THC: 4-bit indices -> controller-installed table values, 16-bit sums
+    MAX = 3            # unsigned 32-bit maximum (non-negative float32 bits order as integers)
+    OR = 4             # bitwise OR (sketch index bitmaps)
+
+
+class Flag(enum.IntFlag):
+    """The 8-bit ``flags`` field."""
+    OVERFLOW = 0x01    # a SUM lane of this slot overflowed 32-bit signed (result not usable)
+    RETRANSMIT = 0x02  # worker: this is a retransmission; switch: this result answers one
+
+
+class DropReason(enum.IntEnum):
+    """Index into the ``HinaIngress.reason_counter`` counter array (P4 ``REASON_*``).
+
+    OVERFLOW and DUPLICATE packets are counted but not dropped for an error: an overflow is
+    flagged in the result; a duplicate into a filling slot is absorbed by design.
+    """
+    UNKNOWN_WORKER = 1   # job exists, (source IPv4, source port) is not one of its workers
+    BAD_JOB = 2          # job id not installed, or its LUT is missing
+    BAD_SLOT = 3         # slot (or harvest block / row) out of the job's range
+    MALFORMED = 4        # wrong version, truncated, unknown type/op, switch-only message type
+    STALE_POOL = 5       # an old round's packet for a pool copy that has moved on
+    OVERFLOW = 6         # a SUM lane or sketch counter overflowed (flagged, not dropped)
+    DUPLICATE = 7        # retransmission into a slot that is still filling (ignored)
+    OUT_OF_ORDER = 8     # PAIRS packet ahead of the stream's next sequence number
+
+
+#: Size of the reason counter array (P4 ``HINA_REASONS``): reasons are 1..REASONS-1.
+REASONS = 16
+
+#: P4 names the tests and the controller use (``@name`` of the top-level controls).
+INGRESS = "HinaIngress"
+EGRESS = "HinaEgress"
+REASON_COUNTER = f"{INGRESS}.reason_counter"

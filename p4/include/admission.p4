@@ -1,0 +1,112 @@
+// Packet validation and worker admission.
+#ifndef _HINA_ADMISSION_P4_
+#define _HINA_ADMISSION_P4_
+
+#include "headers.p4"
+
+// Checks what the parser cannot: a clean parse, a known type/op for a worker-to-switch message,
+// and a UDP length that is exactly the message's size (so no trailing bytes leak into results).
+control Validate(inout headers_t hdr,
+                 inout metadata_t meta,
+                 in standard_metadata_t standard_metadata) {
+    apply {
+        bit<16> expected = 0;   // UDP length of a well-formed message, 0 = no such message
+        if (hdr.hina.msg_type == MSG_AGGREGATE) {
+            if (hdr.thc.isValid()) {
+                expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_WORDS;
+            } else if (hdr.words.isValid()) {
+                expected = UDP_BYTES + HINA_HEADER_BYTES + 4 * HINA_WORDS;
+            }
+        } else if (hdr.hina.msg_type == MSG_PAIRS) {
+            if (hdr.pairs.isValid()) {
+                expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS;
+            }
+        } else if (hdr.hina.msg_type == MSG_HARVEST || hdr.hina.msg_type == MSG_RESET) {
+            if (hdr.harvest.isValid()) {
+                expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_HARVEST_BYTES;
+            }
+        }
+        if (standard_metadata.parser_error != error.NoError
+                || hdr.hina.version != HINA_VERSION
+                || expected == 0
+                || hdr.udp.length != expected) {
+            meta.reason = REASON_MALFORMED;
+        }
+    }
+}
+
+// Who may send what. Both tables are written by the controller when a job is installed
+// (hina.pipeline.job_entries); each is applied once per packet.
+control Admission(inout headers_t hdr,
+                  inout metadata_t meta,
+                  in standard_metadata_t standard_metadata) {
+
+    // Job-wide settings. Parameters: n_slots - slots the job owns; lut_id - its THC table;
+    // sketch_base, sketch_mask, sketch_seed - its in-switch sketch columns and hash seed.
+    action set_job(bit<16> n_slots, bit<8> lut_id, bit<32> sketch_base, bit<32> sketch_mask,
+                   bit<32> sketch_seed) {
+        meta.n_slots = n_slots;
+        meta.lut_id = lut_id;
+        meta.sketch_base = sketch_base;
+        meta.sketch_mask = sketch_mask;
+        meta.sketch_seed = sketch_seed;
+    }
+
+    action reject_job() {
+        meta.reason = REASON_BAD_JOB;
+    }
+
+    // Written by the controller: one entry per job.
+    table job_config {
+        key = {
+            hdr.hina.job_id: exact @name("job_id");
+        }
+        actions = {
+            set_job;
+            @defaultonly reject_job;
+        }
+        size = HINA_JOB_TABLE_SIZE;
+        default_action = reject_job();
+    }
+
+    // Admit a worker. Parameters: worker_id - its index in the job; worker_bit - 1 << worker_id;
+    // n_workers - the job's worker count; mcast_grp - the job's multicast group; reg_base - the
+    // job's first slot; pair_stream - the worker's PAIRS sequence register.
+    action admit_worker(bit<8> worker_id, bit<32> worker_bit, bit<8> n_workers,
+                        bit<16> mcast_grp, bit<32> reg_base, bit<32> pair_stream) {
+        meta.worker_id = worker_id;
+        meta.worker_bit = worker_bit;
+        meta.n_workers = n_workers;
+        meta.mcast_grp = mcast_grp;
+        meta.reg_base = reg_base;
+        meta.pair_stream = pair_stream;
+    }
+
+    action reject_worker() {
+        meta.reason = REASON_UNKNOWN_WORKER;
+    }
+
+    // Written by the controller: one entry per worker of each job.
+    table worker_admission {
+        key = {
+            hdr.hina.job_id:   exact @name("job_id");
+            hdr.ipv4.src_addr: exact @name("src_addr");
+            hdr.udp.src_port:  exact @name("src_port");
+        }
+        actions = {
+            admit_worker;
+            @defaultonly reject_worker;
+        }
+        size = HINA_ADMISSION_SIZE;
+        default_action = reject_worker();
+    }
+
+    apply {
+        job_config.apply();
+        if (meta.reason == REASON_NONE) {
+            worker_admission.apply();
+        }
+    }
+}
+
+#endif  // _HINA_ADMISSION_P4_

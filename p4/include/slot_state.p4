@@ -1,0 +1,103 @@
+// Slot state: exactly-once aggregation with two pool copies per slot (SwitchML's shadow set).
+//
+// A job owns slots [reg_base, reg_base + n_slots). Per slot copy (reg_index = slot_index*2+pool):
+// the sequence number of its current use, the contributor count and the result flags; per slot,
+// one 64-bit bitmap holding both copies' contributor bits, so that a contribution to one copy
+// clears the worker's bit in the other copy in the same read-modify-write. A worker sends into
+// copy p only after it has the result of the other copy's previous use, so when every worker
+// has moved to copy p, copy !p is drained and its result may be overwritten two rounds later.
+// Every register array below is touched once per packet, read-modify-write inside one action.
+#ifndef _HINA_SLOT_STATE_P4_
+#define _HINA_SLOT_STATE_P4_
+
+#include "headers.p4"
+
+control SlotState(inout headers_t hdr, inout metadata_t meta) {
+
+    // seq + 1 of the current use of each slot copy; 0 = never used. Written by this control;
+    // the controller zeroes a job's range when it installs the job.
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_seq;
+    // {pool 1 bitmap, pool 0 bitmap} of each slot. Written by this control.
+    register<bit<64>, reg_index_t>(HINA_SLOT_CAPACITY) slot_bitmap;
+    // Contributors to the current use of each slot copy. Written by this control.
+    register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_count;
+
+    // Serial-number comparison (RFC 1982) of the packet's seq with the copy's current use.
+    action check_round() {
+        bit<32> stored;
+        slot_seq.read(stored, meta.reg_index);
+        bit<32> seq1 = hdr.hina.seq + 1;
+        bit<32> diff = seq1 - stored;
+        meta.new_round = (diff != 0 && diff[31:31] == 0) ? 1w1 : 1w0;
+        meta.stale = (diff[31:31] == 1) ? 1w1 : 1w0;
+        slot_seq.write(meta.reg_index, (meta.new_round == 1) ? seq1 : stored);
+    }
+
+    // Classify the packet (new contribution, retransmission, stale) and update both bitmaps.
+    action update_bitmap() {
+        bit<64> both;
+        slot_bitmap.read(both, meta.slot_index);
+        bit<32> cur = (hdr.hina.pool == 0) ? both[31:0] : both[63:32];
+        bit<32> other = (hdr.hina.pool == 0) ? both[63:32] : both[31:0];
+        bool seen = (cur & meta.worker_bit) != 0;
+        bool drained = cur == 0;
+        bool fresh = meta.new_round == 1;
+        bool add = fresh || (!seen && !drained);
+        meta.contribute = add ? 1w1 : 1w0;
+        meta.retransmit = (!fresh && seen) ? 1w1 : 1w0;
+        // Same use, but every worker has moved on to the other copy: an old duplicate.
+        meta.stale = (!fresh && drained) ? 1w1 : 1w0;
+        bit<32> cur_next = fresh ? meta.worker_bit : (add ? (cur | meta.worker_bit) : cur);
+        bit<32> other_next = add ? (other & ~meta.worker_bit) : other;
+        slot_bitmap.write(meta.slot_index,
+                          (hdr.hina.pool == 0) ? (other_next ++ cur_next) : (cur_next ++ other_next));
+    }
+
+    action update_count() {
+        bit<8> count;
+        slot_count.read(count, meta.reg_index);
+        count = (meta.new_round == 1) ? 8w1 : ((meta.contribute == 1) ? count + 1 : count);
+        slot_count.write(meta.reg_index, count);
+        meta.count = count;
+    }
+
+    apply {
+        if ((bit<16>)hdr.hina.slot >= meta.n_slots) {
+            meta.reason = REASON_BAD_SLOT;
+        } else {
+            meta.slot_index = meta.reg_base + (reg_index_t)hdr.hina.slot;
+            meta.reg_index = (meta.slot_index << 1) | (reg_index_t)hdr.hina.pool;
+            check_round();
+            if (meta.stale == 0) {
+                update_bitmap();
+            }
+            if (meta.stale == 1) {
+                meta.reason = REASON_STALE_POOL;
+            } else {
+                update_count();
+            }
+        }
+    }
+}
+
+// The result flags of a slot copy, after the lanes (sticky overflow of the current use).
+control SlotFlags(inout headers_t hdr, inout metadata_t meta) {
+
+    // FLAG_* of the current use of each slot copy. Written by this control.
+    register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_flags;
+
+    action update_flags() {
+        bit<8> flags;
+        slot_flags.read(flags, meta.reg_index);
+        flags = ((meta.new_round == 1) ? 8w0 : flags)
+                | ((meta.lane_overflow == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0);
+        slot_flags.write(meta.reg_index, flags);
+        meta.result_flags = flags;
+    }
+
+    apply {
+        update_flags();
+    }
+}
+
+#endif  // _HINA_SLOT_STATE_P4_
