@@ -1,0 +1,248 @@
+"""Benchmark the worker codecs: encode/decode throughput and NMSE next to baselines.
+
+Throughput is GB/s of fp32 input (4 bytes per coordinate) for one worker's ``agreement + encode``
+and for ``decode`` of the switch's aggregated lanes, median of ``--repeats`` runs after one warm-up.
+On CPU the run is pinned to ``--threads`` threads (1 by default: the one-core figure).
+
+NMSE is ``||decode - x||^2 / ||x||^2`` for one worker (n = 1, first step, no error feedback) on
+three inputs: Gaussian, heavy-tailed (Student t, 3 d.o.f.) and sparse (1% nonzeros, Gaussian).
+Baselines at the bits they spend per coordinate:
+
+* fp16 cast (16 bits);
+* uniform 4-bit stochastic quantisation: the 15 symmetric levels m * {-7..7} / 7 (zero included,
+  one of the 16 codes unused), m = max|x| per block of 1024, unbiased stochastic rounding
+  (4 bits + 32 bits per block);
+* top-k at THC's bytes: k = d / 16 (int32 index + fp32 value = 64 bits each, so 4 bits/coord);
+* PowerSGD rank r in 1..4: our own faithful single step of torch's ``powerSGD_hook`` math on the
+  vector reshaped to a near-square m x n matrix M: Q ~ N(0, 1) (n x r), P = M Q, P orthonormalised
+  (QR), Q = M^T P, M ~ P Q^T; one power iteration, no warm start, no error feedback
+  (32 r (m + n) / d bits per coordinate).
+
+Usage::
+
+    python bench/bench_codecs.py                      # 1M, 16M, 64M on one CPU thread
+    python bench/bench_codecs.py --sizes 1M --quick   # fast smoke run
+    python bench/bench_codecs.py --device cuda
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Tuple
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from worker.codecs.base import Codec, reference_aggregate, reference_agree  # noqa: E402
+from worker.codecs.fixedpoint import FixedPointCodec  # noqa: E402
+from worker.codecs.hadamard import cuda_kernel_available  # noqa: E402
+from worker.codecs.sketch import LosslessSketchCodec, SketchCodec  # noqa: E402
+from worker.codecs.thc import ThcCodec  # noqa: E402
+from worker.codecs.thc_table import PUBLISHED_TABLE  # noqa: E402
+
+FP32_BYTES = 4
+MEGA = 1 << 20
+UNIFORM_BITS = 4
+UNIFORM_BLOCK = 1024
+TOPK_ENTRY_BITS = 64
+SPARSE_DENSITY = 0.01
+STUDENT_DOF = 3.0
+SKETCH_ROWS = 5
+#: top-k of the sketch codec: k = columns / 8 keeps it in the count sketch's heavy-hitter regime
+SKETCH_K_DIVISOR = 8
+
+
+def parse_size(text: str) -> int:
+    """'1M' -> 2**20, '16M', '512K', or a plain int."""
+    text = text.strip().upper()
+    mult = {"K": 1 << 10, "M": MEGA, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text[:-1] if text[-1:] in "KMG" else text) * mult
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """Median seconds of ``fn`` after one warm-up."""
+    fn()
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sketch_columns(d: int, bits_per_coord: float, rows: int) -> int:
+    """Largest power-of-two width with rows * c * 32 <= bits_per_coord * d."""
+    return max(1, 1 << int(math.log2(max(1.0, bits_per_coord * d / (32 * rows)))))
+
+
+def make_sketch(d: int) -> Tuple[str, SketchCodec]:
+    """FetchSGD codec at <= 4 bits/coord, k = c / SKETCH_K_DIVISOR (heavy-hitter regime)."""
+    c = sketch_columns(d, UNIFORM_BITS, SKETCH_ROWS)
+    k = max(1, c // SKETCH_K_DIVISOR)
+    return (f"count sketch {SKETCH_ROWS}x{c}, top-{k}",
+            SketchCodec(1, rows=SKETCH_ROWS, columns=c, k=k, momentum=0.0, error_feedback=False))
+
+
+def make_codecs(d: int) -> Dict[str, Codec]:
+    name, sketch = make_sketch(d)
+    return {"thc (ours, b=4 g=30)": ThcCodec(1, error_feedback=False),
+            "fixed point int32": FixedPointCodec(1), name: sketch}
+
+
+def throughput(d: int, device: torch.device, repeats: int, only: str = "") -> List[Tuple[str, float, float]]:
+    x = torch.randn(d, device=device)
+    rows = []
+    for name, codec in make_codecs(d).items():
+        if only not in name:
+            continue
+        agreed = codec.agreement(x)
+        lanes = codec.encode(x, agreed)
+        agg = reference_aggregate([lanes])
+
+        def enc():
+            codec.encode(x, codec.agreement(x))
+
+        def dec():
+            codec.decode(agg, agreed, meta=lanes.meta)
+
+        gbps = d * FP32_BYTES / 1e9
+        rows.append((name, gbps / timed(enc, device, repeats), gbps / timed(dec, device, repeats)))
+        codec.reset()
+    return rows
+
+
+# ------------------------------------------------------------------ baselines (one worker)
+def nmse(approx: torch.Tensor, x: torch.Tensor) -> float:
+    return ((approx.double() - x.double()).norm() ** 2 / x.double().norm() ** 2).item()
+
+
+def codec_roundtrip(codec: Codec, x: torch.Tensor) -> Tuple[torch.Tensor, float]:
+    agreed = reference_agree([codec.agreement(x)])
+    lanes = codec.encode(x, agreed)
+    out = codec.decode(reference_aggregate([lanes]), agreed, meta=lanes.meta)
+    return out, 8 * lanes.nbytes / x.numel()
+
+
+def uniform_stochastic(x: torch.Tensor, gen: torch.Generator) -> Tuple[torch.Tensor, float]:
+    half = (1 << (UNIFORM_BITS - 1)) - 1  # levels -half..half
+    pad = -x.numel() % UNIFORM_BLOCK
+    xb = torch.cat([x, x.new_zeros(pad)]).view(-1, UNIFORM_BLOCK)
+    m = xb.abs().amax(dim=1, keepdim=True).clamp_min(torch.finfo(torch.float32).tiny)
+    u = xb / m * half
+    q = (u + torch.rand(u.shape, generator=gen, device=u.device)).floor()
+    out = (q / half * m).reshape(-1)[: x.numel()]
+    return out, UNIFORM_BITS + 32 / UNIFORM_BLOCK
+
+
+def topk_equal_bytes(x: torch.Tensor, bits_per_coord: float) -> Tuple[torch.Tensor, float]:
+    k = max(1, int(bits_per_coord * x.numel() / TOPK_ENTRY_BITS))
+    idx = x.abs().topk(k, sorted=False).indices
+    out = torch.zeros_like(x)
+    out[idx] = x[idx]
+    return out, TOPK_ENTRY_BITS * k / x.numel()
+
+
+def powersgd(x: torch.Tensor, rank: int, gen: torch.Generator) -> Tuple[torch.Tensor, float]:
+    d = x.numel()
+    rows = 1 << (int(math.log2(d)) // 2)
+    cols = -(-d // rows)
+    m = torch.cat([x, x.new_zeros(rows * cols - d)]).view(rows, cols)
+    q = torch.randn(cols, rank, generator=gen, device=x.device)
+    p = m @ q
+    p, _ = torch.linalg.qr(p)
+    q = m.T @ p
+    out = (p @ q.T).reshape(-1)[:d]
+    return out, 32 * rank * (rows + cols) / d
+
+
+def datasets(d: int, device: torch.device) -> Dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    gauss = torch.randn(d, generator=gen)
+    torch.manual_seed(0)  # StudentT samples from the global generator
+    heavy = torch.distributions.StudentT(STUDENT_DOF).sample((d,))
+    sparse = torch.zeros(d)
+    nz = torch.randperm(d, generator=gen)[: max(1, int(SPARSE_DENSITY * d))]
+    sparse[nz] = torch.randn(nz.numel(), generator=gen)
+    return {"gaussian": gauss.to(device), "student-t3": heavy.to(device), "sparse 1%": sparse.to(device)}
+
+
+def nmse_table(d: int, device: torch.device) -> Tuple[Dict[str, Tuple[List[float], List[float]]], List[str]]:
+    """{codec: (bits per coordinate per dataset, NMSE per dataset)}, dataset names."""
+    data = datasets(d, device)
+    gen = torch.Generator(device=device).manual_seed(1)
+    rows: Dict[str, Tuple[List[float], List[float]]] = {}
+
+    def add(name: str, result: Tuple[torch.Tensor, float], x: torch.Tensor) -> None:
+        bits, errs = rows.setdefault(name, ([], []))
+        bits.append(result[1])
+        errs.append(nmse(result[0], x))
+
+    for x in data.values():
+        nnz = max(1, int((x != 0).sum()))
+        lossless_cols = 1 << max(1, math.ceil(math.log2(nnz / (0.5 * 3))))
+        add("thc (ours table)", codec_roundtrip(ThcCodec(1, error_feedback=False), x), x)
+        add("thc (published table)", codec_roundtrip(ThcCodec(1, table=PUBLISHED_TABLE, error_feedback=False), x), x)
+        add("fixed point int32", codec_roundtrip(FixedPointCodec(1), x), x)
+        name, sketch = make_sketch(d)
+        add(name, codec_roundtrip(sketch, x), x)
+        add("lossless sketch (bitmap + 3 x c, load 0.5)",
+            codec_roundtrip(LosslessSketchCodec(1, columns=lossless_cols), x), x)
+        add("fp16 cast", (x.half().float(), 16.0), x)
+        add("uniform 4-bit stochastic", uniform_stochastic(x, gen), x)
+        add("top-k at 4 bits/coord", topk_equal_bytes(x, UNIFORM_BITS), x)
+        for rank in range(1, 5):
+            add(f"PowerSGD rank {rank} (1 iter)", powersgd(x, rank, gen), x)
+    return rows, list(data)
+
+
+def main(argv: List[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1M,16M,64M", help="comma list, e.g. 1M,16M,64M")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads (1 = one-core figure)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--nmse-size", default="1M", help="coordinates for the NMSE table")
+    parser.add_argument("--quick", action="store_true", help="1M only, 1 repeat, 256K NMSE")
+    parser.add_argument("--skip-nmse", action="store_true")
+    parser.add_argument("--only", default="", help="throughput only for codecs whose name contains this")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeats, args.nmse_size = "1M", 1, "256K"
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device available")
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, device {device}"
+          + (f" ({torch.cuda.get_device_name(device)}, fast_hadamard_transform: {cuda_kernel_available()})"
+             if device.type == "cuda" else f", {torch.get_num_threads()} thread(s)"))
+    print("\n== throughput, GB/s of fp32 input (agreement+encode | decode) ==")
+    print(f"{'codec':<34}{'size':>6}{'encode':>10}{'decode':>10}{'enc+dec':>10}")
+    for size in [parse_size(s) for s in args.sizes.split(",")]:
+        for name, enc, dec in throughput(size, device, args.repeats, args.only):
+            both = 1.0 / (1.0 / enc + 1.0 / dec)
+            print(f"{name:<34}{size // MEGA:>5}M{enc:>10.3f}{dec:>10.3f}{both:>10.3f}", flush=True)
+    if args.skip_nmse:
+        return
+    d = parse_size(args.nmse_size)
+    table, names = nmse_table(d, device)
+    print(f"\n== NMSE, one worker, d = {d} ==")
+    print("each cell: NMSE [bits per coordinate]")
+    print(f"{'codec':<44}" + "".join(f"{n:>22}" for n in names))
+    for name, (bits, errs) in table.items():
+        print(f"{name:<44}" + "".join(f"{e:>12.3e} [{b:>6.3g}]" for b, e in zip(bits, errs)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""THC codec: packing, unbiasedness, NMSE vs theory, decode of sums, error feedback, bad input."""
+import math
+
+import pytest
+import torch
+
+from worker.codecs.base import (LaneOp, float_to_max_code, reference_aggregate, reference_agree)
+from worker.codecs.errors import CodecError, NonFiniteGradientError
+from worker.codecs.hadamard import fwht, random_signs
+from worker.codecs.packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
+from worker.codecs.thc import ThcCodec, quantise_two_stage
+from worker.codecs.thc_table import DEFAULT_T, DEFAULT_TABLE, clamp_error, expected_variance
+
+EPS32 = torch.finfo(torch.float32).eps
+#: a two-sided normal quantile: a mean of many draws stays within Z_BOUND standard errors (p ~ 1e-9
+#: per coordinate, so also over the ~1e4 coordinates/intervals these tests look at)
+Z_BOUND = 6.0
+
+
+def run_round(codecs, grads, key=0):
+    agreed = reference_agree([c.agreement(g, key) for c, g in zip(codecs, grads)])
+    lanes = [c.encode(g, agreed, key) for c, g in zip(codecs, grads)]
+    return agreed, lanes, reference_aggregate(lanes)
+
+
+# ----------------------------------------------------------------------- packing
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 1000, 1001])
+def test_pack_roundtrip(count):
+    idx = torch.randint(0, 16, (count,), dtype=torch.uint8)
+    packed = pack_nibbles(idx)
+    assert packed.numel() == (count + 1) // 2
+    assert torch.equal(unpack_nibbles(packed, count), idx)
+
+
+def test_nibble_order_is_documented_constant():
+    assert EVEN_COORD_IN_HIGH_NIBBLE
+    assert pack_nibbles(torch.tensor([0xA, 0x5], dtype=torch.uint8)).tolist() == [0xA5]
+    with pytest.raises(ValueError, match="ceil"):
+        unpack_nibbles(torch.zeros(2, dtype=torch.uint8), 5)
+    with pytest.raises(ValueError, match="uint8"):
+        pack_nibbles(torch.zeros(2, dtype=torch.int64))
+
+
+# ----------------------------------------------------------------------- quantiser
+def test_one_draw_rounding_equals_two_stage():
+    """Both choose the upper level with probability (u - a) / (b - a): binomial bounds."""
+    trials = 20_000
+    codec = ThcCodec(1)
+    state = codec._state(0)
+    levels = torch.tensor(DEFAULT_TABLE, dtype=torch.float64)
+    for u0 in [0.3, 13.5, 14.2, 15.7, 29.9]:
+        u = torch.full((trials,), u0)
+        ours = codec._quantise(u.clone(), state).long()
+        ref = quantise_two_stage(u, DEFAULT_TABLE, torch.Generator().manual_seed(1))
+        k = int(torch.searchsorted(levels, torch.tensor(u0, dtype=torch.float64), right=True)) - 1
+        a, b = levels[k].item(), levels[k + 1].item()
+        p = (u0 - a) / (b - a)
+        se = math.sqrt(p * (1 - p) / trials)
+        for got in (ours, ref):
+            assert set(got.unique().tolist()) <= {k, k + 1}
+            assert abs((got == k + 1).double().mean().item() - p) <= Z_BOUND * se
+
+
+# ----------------------------------------------------------------------- statistics
+def test_unbiased_over_seeds_without_clamping():
+    """T = sqrt(D) never clamps (|s y_j| <= sqrt(D)); the mean over seeds converges to x."""
+    d, seeds = 1024, 300
+    x = torch.randn(d, generator=torch.Generator().manual_seed(0))
+    t = math.sqrt(d)
+    acc = torch.zeros(d, dtype=torch.float64)
+    c = ThcCodec(1, threshold=t, error_feedback=False)
+    for key in range(seeds):  # each bucket key has its own rotation seed
+        agreed, lanes, agg = run_round([c], [x], key)
+        acc += c.decode(agg, agreed, key, meta=lanes[0].meta).double()
+    # per-coordinate variance <= (max gap / 2)**2 table units -> (2T / (g s))**2 with s = sqrt(d)/|x|
+    gap = max(b - a for a, b in zip(DEFAULT_TABLE, DEFAULT_TABLE[1:]))
+    var_bound = (gap / 2) ** 2 * (2 * t / (30 * math.sqrt(d) / x.norm().item())) ** 2
+    err = (acc / seeds - x.double()).abs().max().item()
+    assert err <= Z_BOUND * math.sqrt(var_bound / seeds)
+
+
+def test_unbiased_given_rotation_with_clamping():
+    """With clamping, E[decode] = R^-1 clamp(R x) (rotation fixed, quantisation noise varies)."""
+    d, ranks = 1024, 256
+    x = torch.randn(d, generator=torch.Generator().manual_seed(3))
+    x[:4] *= 40  # heavy coordinates so that clamping happens
+    codecs = [ThcCodec(ranks, rank=r, error_feedback=False) for r in range(ranks)]
+    agreed, lanes, agg = run_round(codecs, [x] * ranks)
+    mean = codecs[0].decode(agg, agreed, meta=lanes[0].meta).double()
+    signs = random_signs(codecs[0].states[0].rotation_seed, d, torch.float64)
+    y = fwht(x.double() * signs, d)
+    s = math.sqrt(d) / y.norm().item()
+    expected = fwht((y * s).clamp(-DEFAULT_T, DEFAULT_T) / s, d) * signs
+    assert ((y * s).abs() > DEFAULT_T).any()
+    gap = max(b - a for a, b in zip(DEFAULT_TABLE, DEFAULT_TABLE[1:]))
+    sd = (gap / 2) * (2 * DEFAULT_T / (30 * s)) / math.sqrt(ranks)
+    assert (mean - expected).abs().max().item() <= Z_BOUND * sd
+
+
+def test_nmse_matches_theory():
+    """vNMSE = (2T/g)^2 E[var] + E[(|X|-T)+^2] for one worker, no error feedback, D = d."""
+    d = 1 << 14
+    x = torch.randn(d, generator=torch.Generator().manual_seed(5))
+    c = ThcCodec(1, error_feedback=False)
+    agreed, lanes, agg = run_round([c], [x])
+    err2 = (c.decode(agg, agreed, meta=lanes[0].meta) - x).double() ** 2
+    nmse = err2.sum().item() / x.double().norm().item() ** 2
+    theory = (2 * DEFAULT_T / 30) ** 2 * expected_variance(DEFAULT_TABLE) + clamp_error(DEFAULT_T)
+    # sampling error: the sum of d roughly independent squared errors, plus the normalisation by
+    # the empirical norm (relative sd 1/sqrt(2d)); both at Z_BOUND
+    se = err2.std().item() * math.sqrt(d) / x.double().norm().item() ** 2
+    assert abs(nmse - theory) <= Z_BOUND * (se + theory / math.sqrt(2 * d))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 16])
+def test_decode_of_sum_is_mean_of_decodes(n):
+    d = 3000  # not a multiple of the block: padding on the way
+    grads = [torch.randn(d, generator=torch.Generator().manual_seed(i)) * (i + 1) for i in range(n)]
+    codecs = [ThcCodec(n, rank=r, seed=9, error_feedback=False) for r in range(n)]
+    agreed, lanes, agg = run_round(codecs, grads)
+    mean = codecs[0].decode(agg, agreed, meta=lanes[0].meta)
+    single = ThcCodec(1, seed=9)
+    lut = torch.tensor(DEFAULT_TABLE, dtype=torch.int32)
+    singles = [single.decode([lut[unpack_nibbles(l.streams[0].data, l.streams[0].count).long()]],
+                             agreed, meta=l.meta) for l in lanes]
+    expected = torch.stack(singles).mean(0)
+    scale = expected.abs().max().item()
+    # float32: a few roundings of values up to `scale` through a 1024-point orthonormal transform
+    torch.testing.assert_close(mean, expected, rtol=0, atol=64 * EPS32 * scale * math.log2(1024))
+    assert agg[0].max().item() <= n * 30 and lanes[0].streams[0].op is LaneOp.LUTSUM
+
+
+def test_error_feedback_telescopes():
+    """n = 1: sum of K decodes = K x - R^-1 e_K exactly (up to float32)."""
+    d, steps = 2048, 6
+    x = torch.randn(d, generator=torch.Generator().manual_seed(2))
+    c = ThcCodec(1)
+    total = torch.zeros(d)
+    for _ in range(steps):
+        agreed, lanes, agg = run_round([c], [x])
+        total += c.decode(agg, agreed, meta=lanes[0].meta)
+    state = c.states[0]
+    residual = fwht(state.residual, 1024) * state.signs
+    torch.testing.assert_close(total + residual, steps * x, rtol=0, atol=steps * 1e3 * EPS32 * x.abs().max().item())
+    assert (total / steps - x).norm() < (c.decode(agg, agreed, meta=lanes[0].meta) - x).norm()
+
+
+# ----------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_refused(bad):
+    c = ThcCodec(2)
+    g = torch.randn(100)
+    g[17] = bad
+    with pytest.raises(NonFiniteGradientError, match="non-finite"):
+        c.agreement(g, key="b0")
+    poisoned = float_to_max_code(torch.tensor([bad]).abs())
+    with pytest.raises(NonFiniteGradientError, match="agreed"):
+        c.encode(torch.randn(100), poisoned, key="b1")
+
+
+@pytest.mark.parametrize("d", [0, 1, 3, 1025])
+def test_empty_and_odd_sizes(d):
+    x = torch.randn(d, dtype=torch.float64)
+    c = ThcCodec(1, threshold=math.sqrt(max(d, 1) * 2))
+    agreed, lanes, agg = run_round([c], [x])
+    out = c.decode(agg, agreed, meta=lanes[0].meta)
+    assert out.shape == x.shape and out.dtype == x.dtype and torch.isfinite(out).all()
+    if d == 0:
+        assert lanes[0].nbytes == 0
+
+
+def test_wrong_table_and_shape_refused():
+    with pytest.raises(ValueError, match="table"):
+        ThcCodec(2, table=(0, 1, 2))
+    with pytest.raises(ValueError, match="lut_lane_bits"):
+        ThcCodec(1093, lut_lane_bits=16)
+    with pytest.raises(ValueError, match="rank"):
+        ThcCodec(2, rank=2)
+    c = ThcCodec(1)
+    agreed, lanes, agg = run_round([c], [torch.randn(100)])
+    with pytest.raises(CodecError, match="expected 128"):
+        c.decode([agg[0][:-1]], agreed, meta=lanes[0].meta)
+    with pytest.raises(CodecError, match="reset"):
+        c.agreement(torch.randn(5000))

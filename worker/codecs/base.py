@@ -1,0 +1,320 @@
+"""The codec interface shared by the transport and the DDP comm hook.
+
+A codec turns one flat gradient bucket into *lane streams* whose element-wise switch operation
+(SUM, LUT-SUM, MAX or OR over the ``n`` workers) decodes to the mean of the workers' gradients.
+One step of one bucket, for every worker::
+
+    agree = codec.agreement(grad, key)          # 1. small uint32 values, MAX over workers
+    agreed = <switch MAX or any all-reduce MAX>(agree)
+    lanes = codec.encode(grad, agreed, key)     # 2. EncodedLanes: streams with their op
+    aggregated = [<switch op>(s.data) for s in lanes.streams]
+    mean = codec.decode(aggregated, agreed, key, lanes.meta)   # 3. same shape/dtype as grad
+
+Wire dtypes (what the packetizer copies, element by element, into the packet):
+
+============  ====================================  ==========================================
+op            worker sends                          switch returns (what ``decode`` takes)
+============  ====================================  ==========================================
+``SUM``       int32 fixed point                     int32 sum (overflow is flagged by switch)
+``LUTSUM``    uint8, two 4-bit table indices/byte   int32 per coordinate: sum of ``lut[idx]``
+              (see :mod:`worker.codecs.packing`)
+``MAX``       uint32 (monotone codes)               uint32 max
+``OR``        uint32 bitmap words                   uint32 or
+============  ====================================  ==========================================
+
+Codecs keep per-bucket state (error feedback, momentum, the work between ``agreement`` and
+``encode``) in ``codec.states[key]``; ``key`` is the bucket index (as in torch's PowerSGD hook) or
+any hashable tensor id. Everything stays on the gradient's device; the only host transfers are
+the agreement values (a few words) and whatever the packetizer copies.
+
+:func:`reference_aggregate` is the switch, in torch, for tests and loopback runs.
+"""
+from __future__ import annotations
+
+import abc
+import enum
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Hashable, List, Optional, Sequence
+
+import torch
+
+from .errors import CodecError, NonFiniteGradientError
+
+__all__ = [
+    "Codec",
+    "EncodedLanes",
+    "LaneOp",
+    "LaneOverflowError",
+    "LaneStream",
+    "float_from_max_code",
+    "float_to_max_code",
+    "reference_agree",
+    "reference_aggregate",
+    "to_u32_lanes",
+]
+
+_log = logging.getLogger(__name__)
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+_U32_MASK = (1 << 32) - 1
+
+
+class LaneOp(enum.Enum):
+    """Element-wise operations the switch applies across workers."""
+
+    SUM = "sum"        #: int32 two's complement sum, overflow flagged
+    LUTSUM = "lutsum"  #: 4-bit index -> table value (controller-installed LUT), summed in int32
+    MAX = "max"        #: unsigned 32-bit max
+    OR = "or"          #: 32-bit bitwise or
+
+
+_WIRE_DTYPE = {LaneOp.SUM: torch.int32, LaneOp.LUTSUM: torch.uint8,
+               LaneOp.MAX: torch.uint32, LaneOp.OR: torch.uint32}
+
+
+class LaneOverflowError(CodecError):
+    """The emulated switch saw an int32 SUM leave [-2**31, 2**31 - 1]."""
+
+
+@dataclass
+class LaneStream:
+    """One stream of lanes with the switch operation that combines it across workers.
+
+    Attributes:
+        op: the switch operation.
+        data: flat wire tensor: int32 (SUM), packed uint8 nibbles (LUTSUM), uint32 (MAX, OR).
+        count: logical lanes: coordinates for LUTSUM (two per byte), ``data.numel()`` otherwise.
+        lut: LUTSUM only: int32 table of the values the switch maps each index to.
+        name: what the stream carries (for logs and packet headers).
+    """
+
+    op: LaneOp
+    data: torch.Tensor
+    count: int
+    lut: Optional[torch.Tensor] = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        want = _WIRE_DTYPE[self.op]
+        if self.data.dtype != want or self.data.dim() != 1:
+            raise CodecError(f"{self.op.name} stream {self.name!r}: data must be a flat {want} "
+                             f"tensor, got {self.data.dtype} with shape {tuple(self.data.shape)}")
+        if (self.op is LaneOp.LUTSUM) != (self.lut is not None):
+            raise CodecError(f"stream {self.name!r}: a lut is given exactly for LUTSUM streams")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this worker puts on the wire for this stream."""
+        return self.data.numel() * self.data.element_size()
+
+
+@dataclass
+class EncodedLanes:
+    """What one worker sends for one bucket.
+
+    Attributes:
+        streams: the lane streams, in wire order.
+        meta: what ``decode`` needs besides the aggregated lanes (shape, dtype, numel, ...);
+            identical on every worker for the same bucket, never sent.
+    """
+
+    streams: List[LaneStream]
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        """Total wire bytes (without headers)."""
+        return sum(s.nbytes for s in self.streams)
+
+
+def float_to_max_code(values: torch.Tensor) -> torch.Tensor:
+    """Encode non-negative floats as uint32 codes whose unsigned order is the float order.
+
+    The code is the IEEE-754 float32 bit pattern, monotone for non-negative floats; +Inf and
+    NaN (any sign bit cleared) get codes above every finite value, so a poisoned value wins MAX.
+
+    Args:
+        values: float tensor of values >= 0 (or NaN/Inf).
+
+    Returns:
+        uint32 tensor of the same shape.
+
+    Example::
+        >>> float_to_max_code(torch.tensor([1.0])).tolist()
+        [1065353216]
+    """
+    v = values.to(torch.float32)
+    v = torch.where(torch.isnan(v), torch.full_like(v, float("nan")).abs(), v)  # canonical +NaN
+    if bool((v < 0).any()):
+        raise ValueError("values: must be >= 0 (a norm or magnitude) to encode for MAX")
+    return v.contiguous().view(torch.int32).view(torch.uint32)
+
+
+def float_from_max_code(codes: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`float_to_max_code` (uint32 or int64 codes)."""
+    return to_u32_lanes(codes).view(torch.int32).view(torch.float32)
+
+
+def to_u32_lanes(values: torch.Tensor) -> torch.Tensor:
+    """Normalise unsigned 32-bit lane values given as uint32 or int64 to a uint32 tensor."""
+    if values.dtype == torch.uint32:
+        return values
+    if values.dtype == torch.int64:
+        return values.to(torch.uint32)
+    raise CodecError(f"values.dtype={values.dtype}: unsigned lanes must be uint32 or int64")
+
+
+def _u32_as_int64(values: torch.Tensor) -> torch.Tensor:
+    return to_u32_lanes(values).view(torch.int32).to(torch.int64) & _U32_MASK
+
+
+def reference_agree(agreements: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Emulate the switch MAX round over the workers' agreement values (uint32)."""
+    stacked = torch.stack([_u32_as_int64(a) for a in agreements])
+    return stacked.max(dim=0).values.to(torch.uint32)
+
+
+def reference_aggregate(encoded: Sequence[EncodedLanes]) -> List[torch.Tensor]:
+    """Emulate the switch: combine the workers' streams element-wise with each stream's op.
+
+    Args:
+        encoded: one :class:`EncodedLanes` per worker, same layout.
+
+    Returns:
+        One tensor per stream: int32 for SUM and LUTSUM (per coordinate), uint32 for MAX/OR.
+
+    Raises:
+        LaneOverflowError: an int32 SUM (or LUT-SUM) overflowed.
+        CodecError: the workers' layouts differ.
+    """
+    from .packing import unpack_nibbles  # local: packing is a leaf module
+
+    if not encoded:
+        raise CodecError("encoded: need at least one worker's lanes")
+    layout = [(s.op, s.count) for s in encoded[0].streams]
+    for worker, enc in enumerate(encoded):
+        if [(s.op, s.count) for s in enc.streams] != layout:
+            raise CodecError(f"worker {worker}: stream layout differs from worker 0's")
+    out = []
+    for j, (op, count) in enumerate(layout):
+        streams = [enc.streams[j] for enc in encoded]
+        if op is LaneOp.SUM or op is LaneOp.LUTSUM:
+            total = torch.zeros(count, dtype=torch.int64, device=streams[0].data.device)
+            for s in streams:
+                if op is LaneOp.SUM:
+                    total += s.data.to(torch.int64)
+                else:
+                    total += s.lut.to(torch.int64)[unpack_nibbles(s.data, count).long()]
+            if count and (int(total.min()) < _INT32_MIN or int(total.max()) > _INT32_MAX):
+                raise LaneOverflowError(f"stream {j} ({streams[0].name!r}): int32 sum overflowed")
+            out.append(total.to(torch.int32))
+        elif op is LaneOp.MAX:
+            out.append(reference_agree([s.data for s in streams]))
+        else:
+            acc = torch.zeros(count, dtype=torch.int64, device=streams[0].data.device)
+            for s in streams:
+                acc |= _u32_as_int64(s.data)
+            out.append(acc.to(torch.uint32))
+    return out
+
+
+class Codec(abc.ABC):
+    """A homomorphic gradient codec: the switch's lane ops on the encodings give the sum.
+
+    Subclasses implement :meth:`agreement`, :meth:`encode` and :meth:`decode`; per-bucket state
+    lives in ``self.states[key]``.
+
+    Args:
+        n_workers: number of workers whose lanes the switch combines (fixes the headroom that
+            keeps integer sums from overflowing).
+    """
+
+    #: short name used by the bench and logs
+    name = "codec"
+
+    def __init__(self, n_workers: int) -> None:
+        if not isinstance(n_workers, int) or n_workers < 1:
+            raise ValueError(f"n_workers={n_workers!r}: must be an int >= 1")
+        self.n_workers = n_workers
+        self.states: Dict[Hashable, Any] = {}
+
+    def log_config(self) -> None:
+        """Log the configuration once (subclasses call it at the end of ``__init__``)."""
+        config = {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "states"}
+        _log.info("%s codec: %s", self.name, config)
+
+    @abc.abstractmethod
+    def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
+        """Values this worker contributes to the MAX agreement round for bucket ``key``.
+
+        Args:
+            grad: the bucket's gradient (any shape, floating point).
+            key: bucket/tensor id.
+
+        Returns:
+            A small uint32 tensor; the transport MAX-reduces it over the workers.
+
+        Raises:
+            NonFiniteGradientError: ``grad`` holds NaN or Inf.
+        """
+
+    @abc.abstractmethod
+    def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:
+        """Encode ``grad`` into lane streams, given the agreed (MAX-reduced) values.
+
+        Args:
+            grad: the same gradient that was passed to :meth:`agreement`.
+            agreed: the MAX over the workers of their :meth:`agreement` values.
+            key: bucket/tensor id.
+
+        Returns:
+            The :class:`EncodedLanes` to send.
+        """
+
+    @abc.abstractmethod
+    def decode(self, aggregated: Sequence[torch.Tensor], agreed: torch.Tensor, key: Hashable = 0,
+               meta: Optional[Dict[str, Any]] = None) -> torch.Tensor:
+        """Decode the switch's combined streams to the MEAN of the workers' gradients.
+
+        Args:
+            aggregated: one tensor per stream, as :func:`reference_aggregate` returns.
+            agreed: the agreed values used at encode.
+            key: bucket/tensor id.
+            meta: the ``meta`` of this worker's :class:`EncodedLanes` for the same step.
+
+        Returns:
+            Tensor with the gradient's shape and dtype, on the device of ``aggregated``.
+        """
+
+    def reset(self, key: Optional[Hashable] = None) -> None:
+        """Forget the state of bucket ``key`` (all buckets when None)."""
+        if key is None:
+            self.states.clear()
+        else:
+            self.states.pop(key, None)
+
+
+def check_gradient(grad: torch.Tensor, name: str = "grad") -> torch.Tensor:
+    """Check ``grad`` is a floating tensor and return it flattened (float32 view or copy)."""
+    if not isinstance(grad, torch.Tensor) or not grad.is_floating_point():
+        raise ValueError(f"{name}: must be a floating-point torch.Tensor, got "
+                         f"{getattr(grad, 'dtype', type(grad).__name__)}")
+    return grad.reshape(-1).to(torch.float32)
+
+
+def check_finite_scalar(value: float, key: Hashable, where: str) -> None:
+    """Raise :class:`NonFiniteGradientError` when an agreement value is NaN or Inf."""
+    if not math.isfinite(value):
+        raise NonFiniteGradientError(key, where, f"agreement value is {value}")
+
+
+def check_aggregated(aggregated: Sequence[torch.Tensor], expected: Sequence[tuple], codec: str) -> None:
+    """Refuse aggregated streams whose count or dtype differ from ``expected`` [(numel, dtypes)]."""
+    if len(aggregated) != len(expected):
+        raise CodecError(f"{codec}: got {len(aggregated)} aggregated streams, expected {len(expected)}")
+    for j, (t, (numel, dtypes)) in enumerate(zip(aggregated, expected)):
+        if t.numel() != numel or t.dtype not in dtypes:
+            raise CodecError(f"{codec}: aggregated stream {j} has {t.numel()} x {t.dtype}; "
+                             f"expected {numel} x one of {[str(d) for d in dtypes]}")
