@@ -80,6 +80,13 @@ def entry_update(index: P4InfoIndex, kind: str, entry: TableEntry) -> p4runtime_
     return SwitchConnection.update(kind, table_entry=msg)
 
 
+def _program_words(index: P4InfoIndex) -> int:
+    """``HINA_WORDS`` of the pushed program: two words per lane register pair (0: unknown)."""
+    prefix = pipeline.lane_register(0).rsplit("_", 1)[0] + "_"
+    pairs = sum(1 for name in index.registers if name.startswith(prefix))
+    return 2 * pairs
+
+
 @dataclass
 class JobRecord:
     """A job as installed: its spec, its THC table (if any) and the entries written for it."""
@@ -120,9 +127,8 @@ class JobManager:
         """
         if config.job_id in self.jobs:
             raise JobError(f"job {config.job_id} already exists; delete it first")
-        others = [r.config for r in self.jobs.values() if r.config is not None]
         try:
-            config = allocate(config, others)
+            config = allocate(config, [r.spec for r in self.jobs.values()])
             spec = config.to_spec()
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except (ConfigError, ValueError) as exc:
@@ -197,6 +203,10 @@ class JobManager:
         """
         if spec.job_id in self.jobs:
             raise JobError(f"job {spec.job_id} already exists; delete it first")
+        program_words = _program_words(self.switch.require_index())
+        if program_words and spec.words != program_words:
+            raise JobError(f"job {spec.job_id}: words={spec.words}, but the pushed program has "
+                           f"HINA_WORDS={program_words}")
         try:
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except ValueError as exc:

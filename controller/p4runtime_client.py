@@ -37,6 +37,14 @@ log = logging.getLogger("hina.controller")
 MatchValue = Union[int, tuple[int, int]]
 
 _GRPC_TIMEOUT_S = 10.0
+# A failed Write carries one p4.v1.Error per update in its trailing metadata (PI and the embedded
+# target alike): a batch of hundreds of updates exceeds gRPC's default 16 KiB metadata limit,
+# and the client would see RESOURCE_EXHAUSTED instead of the errors.
+#: Seconds a pipeline push may take: the device compiles or loads the program (the embedded
+#: target compiles the P4 source, several seconds for hina.p4), far longer than an entry write.
+PIPELINE_TIMEOUT_S = 300.0
+_CHANNEL_OPTIONS = [("grpc.max_metadata_size", 16 << 20),
+                    ("grpc.max_receive_message_length", 64 << 20)]
 
 
 class P4RuntimeClientError(RuntimeError):
@@ -122,7 +130,8 @@ class P4InfoIndex:
         try:
             return kind[name]
         except KeyError:
-            raise P4RuntimeClientError(f"{what} {name!r} is not in the P4Info", "NOT_FOUND") from None
+            raise P4RuntimeClientError(f"{what} {name!r} is not in the P4Info",
+                                       "NOT_FOUND") from None
 
     def table(self, name: str) -> p4info_pb2.Table:
         return self._get(self.tables, name, "table")
@@ -231,7 +240,7 @@ class SwitchConnection:
         self.address, self.device_id, self.election_id = address, device_id, election_id
         self.timeout = timeout
         self.index: Optional[P4InfoIndex] = None
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
@@ -328,7 +337,11 @@ class SwitchConnection:
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
         req.config.cookie.cookie = cookie
-        self._call(self._stub.SetForwardingPipelineConfig, req, "set pipeline")
+        try:
+            self._stub.SetForwardingPipelineConfig(req, timeout=max(self.timeout,
+                                                                    PIPELINE_TIMEOUT_S))
+        except grpc.RpcError as exc:
+            raise _wrap_rpc_error(exc, "set pipeline") from None
         self.index = P4InfoIndex(p4info)
 
     def fetch_pipeline(self) -> Optional[p4info_pb2.P4Info]:

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     need=()
-    for pkg in python3-venv cpp mininet iproute2 ethtool; do
+    for pkg in python3-venv cpp mininet iproute2 ethtool protobuf-compiler protobuf-compiler-grpc; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then
@@ -19,6 +19,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv --system-site-packages .venv
 fi
 # torch first and pinned: the CPU build on disk; an unpinned torch would pull CUDA wheels.
-.venv/bin/pip install -q torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/pip install -q -e ".[dev,demo]" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import torch, p4runtime_sh, scapy, lark" 
+# (pip's failures still fail the script: only its noise about absent local index folders is cut.)
+pip_install() { .venv/bin/pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
+pip_install torch==2.13.0
+pip_install -e ".[dev,demo]"
+# gRPC code of the project's own .proto files (the job service), generated here, not committed.
+bash scripts/gen_protos.sh
+.venv/bin/python -c "import torch, p4runtime_sh, scapy, lark, grpc, rich, sklearn, hina.generated.jobservice_pb2"

@@ -1,0 +1,563 @@
+"""``hina-ctl``: deploy the HINA pipeline, manage aggregation jobs, inspect aggregation state.
+
+Every command talks to one switch over P4Runtime (``--switch HOST:PORT``) and keeps what it
+installed in a state file (``--state FILE``), so jobs survive a switch restart (``resync``) and
+later commands (``job delete``) know what to remove. Read commands accept ``--json`` for scripts.
+
+Errors are one line on stderr and exit status 1 (usage errors: 2); the traceback of an
+unexpected error goes to the log file (``--log-file``, default beside the state file).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from hina import pipeline
+from hina import protocol as P
+
+from .config import CODECS, ConfigError, JobConfig, parse_worker
+from .jobs import JobError, JobManager
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+from .state import ControllerState, default_state_path
+from .target import TARGETS, PipelineConfig, register_access
+
+__all__ = ["main", "build_parser"]
+
+log = logging.getLogger("hina.controller")
+
+PROG = "hina-ctl"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+DEFAULT_SWITCH = "127.0.0.1:9559"
+DEFAULT_LISTEN = "127.0.0.1:50051"
+SWITCH_ENV = "HINA_SWITCH"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DEFAULT_LANES_SHOWN = 8
+
+#: Errors that are the user's to fix: one line, no traceback.
+USER_ERRORS = (ConfigError, JobError, P4RuntimeClientError, ValueError, OSError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (exit status 2)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _help(description: str, example: str) -> dict:
+    return dict(description=description, epilog=f"example:\n  {example}",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+# ------------------------------------------------------------------------------------------------
+# Context: state file, switch connection, output
+# ------------------------------------------------------------------------------------------------
+class Context:
+    """What every command needs, built from the global options."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.state_path = Path(args.state) if args.state else default_state_path()
+        self.state = ControllerState.load(self.state_path)
+        self._conn: Optional[SwitchConnection] = None
+
+    @property
+    def target(self) -> str:
+        if self.state.pipeline is not None:
+            return self.state.pipeline.target
+        return self.args.target or "embedded"
+
+    def connect(self, primary: bool) -> SwitchConnection:
+        a = self.args
+        self._conn = SwitchConnection(a.switch, device_id=a.device_id, election_id=a.election_id,
+                                      timeout=a.timeout, primary=primary)
+        return self._conn
+
+    def manager(self) -> JobManager:
+        """A primary connection's JobManager that knows the jobs of the state file."""
+        conn = self.connect(primary=True)
+        jobs = JobManager(conn, registers=register_access(self.target, conn, self.args.thrift_port))
+        for config in self.state.jobs.values():
+            jobs.adopt(config)
+        return jobs
+
+    def registers(self):
+        return register_access(self.target, self._conn or self.connect(primary=False),
+                               self.args.thrift_port)
+
+    def job(self, job_id: int) -> JobConfig:
+        job = self.state.jobs.get(job_id)
+        if job is None:
+            known = ", ".join(map(str, sorted(self.state.jobs))) or "none"
+            raise JobError(f"job {job_id} does not exist (jobs: {known})")
+        return job
+
+    def save(self) -> None:
+        self.state.save(self.state_path)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+    def print_json(self, data: Any) -> None:
+        print(json.dumps(data, indent=1, sort_keys=True))
+
+    def console(self):
+        from rich.console import Console
+        return Console()
+
+
+# ------------------------------------------------------------------------------------------------
+# Commands
+# ------------------------------------------------------------------------------------------------
+def cmd_pipeline_push(ctx: Context) -> int:
+    a = ctx.args
+    config = PipelineConfig(target=a.target or ctx.target, p4=a.p4, defines=dict(a.defines),
+                            bmv2_json=a.bmv2_json or "", p4info=a.p4info or "")
+    p4info, device_config = config.build()
+    conn = ctx.connect(primary=True)
+    conn.set_pipeline(p4info, device_config)
+    dropped = sorted(ctx.state.jobs)
+    ctx.state.pipeline, ctx.state.jobs = config, {}
+    ctx.save()
+    msg = f"pipeline {Path(config.p4).name} pushed to {a.switch} ({config.target})"
+    if dropped:
+        msg += f"; jobs {', '.join(map(str, dropped))} were removed with the old pipeline"
+    print(msg)
+    return EXIT_OK
+
+
+def cmd_resync(ctx: Context) -> int:
+    if ctx.state.pipeline is None:
+        raise ConfigError(f"nothing to resync: the state file {ctx.state_path} has no pipeline "
+                          "(run 'hina-ctl pipeline push' first)")
+    p4info, device_config = ctx.state.pipeline.build()
+    conn = ctx.connect(primary=True)
+    conn.set_pipeline(p4info, device_config)
+    jobs = JobManager(conn, registers=register_access(ctx.target, conn, ctx.args.thrift_port))
+    done = jobs.resync([ctx.state.jobs[j] for j in sorted(ctx.state.jobs)])
+    print(f"pipeline re-pushed to {ctx.args.switch}; {len(done)} job(s) re-installed"
+          + (f": {', '.join(str(c.job_id) for c in done)}" if done else ""))
+    return EXIT_OK
+
+
+def _words_default(ctx: Context) -> int:
+    if ctx.state.pipeline is not None and "HINA_WORDS" in ctx.state.pipeline.defines:
+        return int(ctx.state.pipeline.defines["HINA_WORDS"])
+    return P.WORDS
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v, 0) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+
+
+def cmd_job_create(ctx: Context) -> int:
+    a = ctx.args
+    workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
+    config = JobConfig(
+        job_id=a.id, codec=a.codec, workers=workers, n_slots=a.slots, reg_base=a.reg_base,
+        words=a.words or _words_default(ctx), thc_table=a.thc_table, rht_seed=a.rht_seed,
+        sketch_rows=a.sketch_rows, sketch_columns=a.sketch_columns, sketch_seed=a.sketch_seed,
+        in_switch_sketch=a.in_switch_sketch, switch_ip=a.switch_ip, switch_mac=a.switch_mac)
+    jobs = ctx.manager()
+    config = jobs.create_job(config)
+    ctx.state.jobs[config.job_id] = config
+    ctx.save()
+    if a.json:
+        ctx.print_json(config.to_json())
+    else:
+        print(f"job {config.job_id} created: {config.codec} ({config.lane_op}), "
+              f"{len(config.workers)} workers, slots {config.reg_base}.."
+              f"{config.reg_base + config.n_slots - 1}")
+    return EXIT_OK
+
+
+def cmd_job_delete(ctx: Context) -> int:
+    job_id = ctx.args.id
+    ctx.job(job_id)
+    jobs = ctx.manager()
+    jobs.delete(job_id)
+    del ctx.state.jobs[job_id]
+    ctx.save()
+    print(f"job {job_id} deleted")
+    return EXIT_OK
+
+
+def _job_row(c: JobConfig) -> dict:
+    return {"job": c.job_id, "codec": c.codec, "lane_op": c.lane_op, "workers": len(c.workers),
+            "slots": c.n_slots, "reg_base": c.reg_base, "lut_id": c.lut_id, "words": c.words}
+
+
+def cmd_job_list(ctx: Context) -> int:
+    rows = [_job_row(c) for _, c in sorted(ctx.state.jobs.items())]
+    if ctx.args.json:
+        ctx.print_json(rows)
+        return EXIT_OK
+    from rich.table import Table
+    table = Table(title=f"jobs on {ctx.args.switch}")
+    for col in ("job", "codec", "lane_op", "workers", "slots", "reg_base", "lut_id", "words"):
+        table.add_column(col, justify="right" if col not in ("codec", "lane_op") else "left")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    ctx.console().print(table if rows else "no jobs")
+    return EXIT_OK
+
+
+def cmd_job_show(ctx: Context) -> int:
+    config = ctx.job(ctx.args.id)
+    spec = config.to_spec()
+    data = config.to_json()
+    data["lane_op"] = config.lane_op
+    data["multicast_group"] = spec.mcast_grp
+    data["entries"] = len(pipeline.job_entries(spec)) + (
+        len(pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words))
+        if config.thc_table else 0)
+    if ctx.args.json:
+        ctx.print_json(data)
+        return EXIT_OK
+    from rich.table import Table
+    console = ctx.console()
+    head = Table(show_header=False, title=f"job {config.job_id}")
+    for key in ("codec", "lane_op", "n_slots", "reg_base", "words", "lut_id", "rht_seed",
+                "multicast_group", "entries", "switch_ip", "switch_mac"):
+        head.add_row(key, str(data[key]))
+    if config.thc_table:
+        head.add_row("thc_table", ",".join(map(str, config.thc_table)))
+    if config.sketch_rows:
+        head.add_row("sketch", f"{config.sketch_rows} x {config.sketch_columns}, seed "
+                     f"{config.sketch_seed}" + (" (in switch)" if config.in_switch_sketch else ""))
+    console.print(head)
+    workers = Table(title="workers")
+    for col in ("index", "address", "switch port", "mac", "tunnel"):
+        workers.add_column(col)
+    for i, w in enumerate(config.workers):
+        workers.add_row(str(i), w.key, str(w.port), w.mac,
+                        f"{w.tunnel_local} > {w.tunnel_switch}" if w.tunnel_local else "-")
+    console.print(workers)
+    return EXIT_OK
+
+
+def cmd_state(ctx: Context) -> int:
+    from .inspect import job_progress, slot_state
+    a = ctx.args
+    config = ctx.job(a.job)
+    registers = ctx.registers()
+    if a.slot is None:
+        data = job_progress(registers, config)
+        data["slots"] = [slot_state(registers, config, s, lanes=0) for s in range(config.n_slots)]
+    else:
+        data = slot_state(registers, config, a.slot)
+    if a.json:
+        ctx.print_json(data)
+        return EXIT_OK
+    from rich.table import Table
+    slots = data["slots"] if a.slot is None else [data]
+    title = (f"job {config.job_id} ({config.codec}, {config.lane_op}): "
+             + (f"{data['chunks']} chunks started" if a.slot is None else f"slot {a.slot}"))
+    table = Table(title=title)
+    for col in ("slot", "pool", "seq", "count", "contributors", "overflow"):
+        table.add_column(col)
+    if a.slot is not None:
+        table.add_column(f"lanes (first {min(a.lanes, len(slots[0]['pools'][0]['lanes']))})")
+    for s in slots:
+        for p in s["pools"]:
+            row = [str(s["slot"]), str(p["pool"]), "-" if p["seq"] is None else str(p["seq"]),
+                   f"{p['count']}/{s['n_workers']}", ",".join(map(str, p["contributors"])) or "-",
+                   "yes" if p["overflow"] else ""]
+            if a.slot is not None:
+                row.append(" ".join(map(str, p["lanes"][:a.lanes])))
+            table.add_row(*row)
+    ctx.console().print(table)
+    return EXIT_OK
+
+
+def _counters(ctx: Context) -> dict:
+    from .inspect import job_progress, reason_counts
+    conn = ctx._conn or ctx.connect(primary=False)
+    registers = ctx.registers()
+    return {"reasons": reason_counts(conn),
+            "jobs": [job_progress(registers, c) for _, c in sorted(ctx.state.jobs.items())]}
+
+
+def _counters_tables(data: dict):
+    from rich.console import Group
+    from rich.table import Table
+    reasons = Table(title="packets by reason")
+    reasons.add_column("reason")
+    reasons.add_column("packets", justify="right")
+    for name, n in data["reasons"].items():
+        reasons.add_row(name, str(n))
+    jobs = Table(title="jobs")
+    for col in ("job", "chunks started", "complete copies", "filling copies"):
+        jobs.add_column(col, justify="right")
+    for j in data["jobs"]:
+        jobs.add_row(str(j["job"]), str(j["chunks"]), str(j["complete_copies"]),
+                     str(j["filling_copies"]))
+    return Group(reasons, jobs)
+
+
+def cmd_counters(ctx: Context) -> int:
+    data = _counters(ctx)
+    if ctx.args.json:
+        ctx.print_json(data)
+    else:
+        ctx.console().print(_counters_tables(data))
+    return EXIT_OK
+
+
+def cmd_watch(ctx: Context) -> int:
+    a = ctx.args
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    shown = 0
+    if a.json:
+        while not stop.is_set() and (a.count == 0 or shown < a.count):
+            print(json.dumps({"time": time.time(), **_counters(ctx)}), flush=True)
+            shown += 1
+            stop.wait(a.interval)
+        return EXIT_OK
+    from rich.live import Live
+    try:
+        with Live(_counters_tables(_counters(ctx)), console=ctx.console(),
+                  refresh_per_second=4) as live:
+            shown = 1
+            while not stop.wait(a.interval) and (a.count == 0 or shown < a.count):
+                live.update(_counters_tables(_counters(ctx)))
+                shown += 1
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def cmd_reset(ctx: Context) -> int:
+    job_id = ctx.args.job
+    ctx.job(job_id)
+    ctx.manager().reset(job_id)
+    print(f"job {job_id}: slot registers zeroed")
+    return EXIT_OK
+
+
+def cmd_serve(ctx: Context) -> int:
+    from .jobservice import StateFileJobs, serve
+    a = ctx.args
+    server = serve(StateFileJobs(ctx.state_path), a.listen, lease_s=a.lease)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"hina-ctl serve: job service listening on {a.listen} (state {ctx.state_path})",
+          flush=True)
+    stop.wait()
+    server.stop(grace=1.0).wait()
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------
+# Parser
+# ------------------------------------------------------------------------------------------------
+def _define(text: str) -> tuple[str, str]:
+    name, _, value = text.partition("=")
+    if not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"-D {text!r}: expected NAME or NAME=VALUE")
+    return name, value or "1"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=PROG, **_help(
+            "Control HINA aggregation on a P4 switch (BMv2 or the embedded target) over "
+            "P4Runtime: push the pipeline, create and delete jobs, inspect slots and counters, "
+            "serve the worker job service.",
+            "hina-ctl --switch 127.0.0.1:9559 pipeline push && "
+            "hina-ctl job create --id 1 --codec thc --worker 10.0.1.1:40000 "
+            "--worker 10.0.1.2:40000"))
+    parser.add_argument("--switch", default=os.environ.get(SWITCH_ENV, DEFAULT_SWITCH),
+                        metavar="HOST:PORT",
+                        help=f"the switch's P4Runtime address (default ${SWITCH_ENV} or "
+                             f"{DEFAULT_SWITCH})")
+    parser.add_argument("--device-id", type=int, default=0, help="P4Runtime device id")
+    parser.add_argument("--election-id", type=int, default=1,
+                        help="election id for primaryship (default 1)")
+    parser.add_argument("--target", choices=TARGETS, default=None,
+                        help="switch kind (default: as pushed, else embedded)")
+    parser.add_argument("--thrift-port", type=int, default=None,
+                        help="BMv2 Thrift port for register access (default 9090)")
+    parser.add_argument("--state", metavar="FILE",
+                        help="controller state file (default $HINA_CTL_STATE or "
+                             "~/.local/state/hina/ctl.json)")
+    parser.add_argument("--timeout", type=float, default=10.0,
+                        help="seconds to wait for the switch (default 10)")
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-file", metavar="FILE",
+                        help="log file (default: the state file with .log appended)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=OneLineParser)
+
+    # pipeline push
+    pipe = sub.add_parser("pipeline", help="push the P4 pipeline", **_help(
+        "Manage the switch's pipeline.", "hina-ctl pipeline push -D HINA_WORDS=64"))
+    pipe_sub = pipe.add_subparsers(dest="action", metavar="ACTION", required=True,
+                                   parser_class=OneLineParser)
+    push = pipe_sub.add_parser("push", help="compile and push the program", **_help(
+        "Compile the HINA program and push it (SetForwardingPipelineConfig). Every entry on the "
+        "switch is lost: installed jobs are forgotten. For BMv2 the program is compiled with "
+        "p4c-bm2-ss when it is on PATH; otherwise give --bmv2-json and --p4info.",
+        "hina-ctl --target bmv2 pipeline push --bmv2-json build/hina.json "
+        "--p4info build/hina.p4info.txt"))
+    push.add_argument("--p4", default=str(PipelineConfig().p4), help="the P4 program")
+    push.add_argument("-D", dest="defines", action="append", default=[], type=_define,
+                      metavar="NAME[=VALUE]", help="preprocessor define (e.g. HINA_WORDS=64)")
+    push.add_argument("--bmv2-json", help="prebuilt BMv2 JSON (with --p4info)")
+    push.add_argument("--p4info", help="prebuilt text P4Info (with --bmv2-json)")
+    push.set_defaults(func=cmd_pipeline_push)
+
+    resync = sub.add_parser("resync", help="re-push pipeline and jobs after a switch restart",
+                            **_help("Push the pipeline of the state file and re-install every "
+                                    "job it lists (a restarted switch has lost them).",
+                                    "hina-ctl resync"))
+    resync.set_defaults(func=cmd_resync)
+
+    # jobs
+    job = sub.add_parser("job", help="create, list, show, delete jobs", **_help(
+        "Aggregation jobs.", "hina-ctl job list --json"))
+    job_sub = job.add_subparsers(dest="action", metavar="ACTION", required=True,
+                                 parser_class=OneLineParser)
+    create = job_sub.add_parser("create", help="install a job (all or nothing)", **_help(
+        "Install a job: worker admission, a multicast group with one replica per worker, egress "
+        "rewrite entries and (THC) the table entries. On any failure nothing stays installed.\n"
+        "Workers: IP:UDP_PORT[,port=N][,mac=MAC][,tunnel=LOCAL_HOST:PORT>SWITCH_HOST:PORT]\n"
+        "(port: switch port, default index+1; tunnel: the embedded target's loopback UDP port).",
+        "hina-ctl job create --id 1 --codec thc --slots 32 "
+        "--worker 10.0.1.1:40000,port=1 --worker 10.0.1.2:40000,port=2"))
+    create.add_argument("--id", type=int, required=True, help="job id (0..1023)")
+    create.add_argument("--codec", required=True, choices=list(CODECS),
+                        help="codec; sets the lane op: " +
+                             ", ".join(f"{k}={v}" for k, v in CODECS.items()))
+    create.add_argument("--worker", dest="workers", action="append", required=True,
+                        metavar="IP:PORT[,...]", help="a worker (repeat, in worker order)")
+    create.add_argument("--slots", type=int, default=32, help="slots (window), default 32")
+    create.add_argument("--reg-base", type=int, default=None,
+                        help="first slot register (default: first free range)")
+    create.add_argument("--words", type=int, default=None,
+                        help="HINA_WORDS of the pushed program (default: as pushed)")
+    create.add_argument("--thc-table", type=_int_list, default=None, metavar="V0,V1,...",
+                        help="THC table (16 values; default g=30 table)")
+    create.add_argument("--rht-seed", type=int, default=0, help="THC rotation seed")
+    create.add_argument("--sketch-rows", type=int, default=0)
+    create.add_argument("--sketch-columns", type=int, default=0)
+    create.add_argument("--sketch-seed", type=int, default=0)
+    create.add_argument("--in-switch-sketch", action="store_true",
+                        help="reserve in-switch sketch columns (PAIRS)")
+    create.add_argument("--switch-ip", default="10.0.0.254",
+                        help="the switch's IPv4 address on the aggregation network")
+    create.add_argument("--switch-mac", default="02:00:00:00:00:fe")
+    create.add_argument("--json", action="store_true", help="print the job as JSON")
+    create.set_defaults(func=cmd_job_create)
+    lst = job_sub.add_parser("list", help="list jobs", **_help("List installed jobs.",
+                                                                "hina-ctl job list"))
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_job_list)
+    show = job_sub.add_parser("show", help="show one job", **_help(
+        "Show a job: codec parameters, resources, workers.", "hina-ctl job show 1 --json"))
+    show.add_argument("id", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_job_show)
+    delete = job_sub.add_parser("delete", help="remove a job", **_help(
+        "Remove every entry and the multicast group the job installed.", "hina-ctl job delete 1"))
+    delete.add_argument("id", type=int)
+    delete.set_defaults(func=cmd_job_delete)
+
+    state = sub.add_parser("state", help="a job's slot registers, decoded", **_help(
+        "Read a job's slot state from the switch: per pool copy the sequence number, "
+        "contributor bitmap, count, overflow flag and (with --slot) the partial sums decoded "
+        "by the codec's lane op (SUM int32, LUT_SUM two 16-bit sums per word, MAX/OR uint32).",
+        "hina-ctl state --job 1 --slot 0 --json"))
+    state.add_argument("--job", type=int, required=True)
+    state.add_argument("--slot", type=int, default=None, help="one slot, with its lanes")
+    state.add_argument("--lanes", type=int, default=DEFAULT_LANES_SHOWN,
+                       help=f"lane values shown in the table (default {DEFAULT_LANES_SHOWN}; "
+                            "--json has them all)")
+    state.add_argument("--json", action="store_true")
+    state.set_defaults(func=cmd_state)
+
+    counters = sub.add_parser("counters", help="drops by reason, progress per job", **_help(
+        "Packets per drop/exception reason (reason_counter) and each job's progress "
+        "(chunks started, slot copies complete or filling).", "hina-ctl counters --json"))
+    counters.add_argument("--json", action="store_true")
+    counters.set_defaults(func=cmd_counters)
+
+    reset = sub.add_parser("reset", help="zero a job's slot registers", **_help(
+        "Zero the job's slot and sketch registers (its workers then start again at seq 0).",
+        "hina-ctl reset --job 1"))
+    reset.add_argument("--job", type=int, required=True)
+    reset.set_defaults(func=cmd_reset)
+
+    watch = sub.add_parser("watch", help="live view of counters and jobs", **_help(
+        "Refresh the counters view every --interval seconds (Ctrl-C ends it).",
+        "hina-ctl watch --interval 0.5"))
+    watch.add_argument("--interval", type=float, default=1.0)
+    watch.add_argument("--count", type=int, default=0, help="stop after N refreshes (0: never)")
+    watch.add_argument("--json", action="store_true", help="one JSON object per line")
+    watch.set_defaults(func=cmd_watch)
+
+    serve = sub.add_parser("serve", help="run the worker job service", **_help(
+        "Serve hina/jobservice.proto: workers join jobs of the state file (re-read when it "
+        "changes), learn their parameters and meet at barriers.",
+        "hina-ctl serve --listen 0.0.0.0:50051"))
+    serve.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT")
+    serve.add_argument("--lease", type=float, default=30.0,
+                       help="seconds without a request before a worker's seat is freed")
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def _setup_logging(args: argparse.Namespace, state_path: Path) -> None:
+    path = Path(args.log_file) if args.log_file else state_path.with_name(state_path.name + ".log")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path)
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(getattr(logging, args.log_level.upper()))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    state_path = Path(args.state) if args.state else default_state_path()
+    _setup_logging(args, state_path)
+    ctx = None
+    try:
+        ctx = Context(args)
+        return args.func(ctx)
+    except USER_ERRORS as exc:
+        log.info("command failed: %s", exc, exc_info=True)   # the traceback goes to the log
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+    except Exception as exc:       # a bug: one line for the user, the traceback to the log
+        log.exception("unexpected error")
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} (traceback in the log)",
+              file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        if ctx is not None:
+            ctx.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

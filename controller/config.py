@@ -1,0 +1,291 @@
+"""What an operator asks for: jobs (codec, workers, slots, codec parameters) and the pipeline.
+
+A :class:`JobConfig` is the controller's record of a job. It holds more than the switch needs
+(:class:`hina.pipeline.JobSpec` is derived from it): the codec and its parameters, which the job
+service hands to the workers, and how each worker reaches the switch. It is stored as JSON in the
+controller's state file (:mod:`controller.state`), so everything here round-trips through
+:meth:`JobConfig.to_json` / :meth:`JobConfig.from_json`.
+
+Worker syntax on the command line (``hina-ctl job create --worker ...``)::
+
+    IP:UDP_PORT[,port=N][,mac=MAC][,tunnel=LOCAL_HOST:PORT>SWITCH_HOST:PORT]
+
+``port`` is the switch port the worker is wired to (default: worker index + 1), ``mac`` its MAC
+(default ``02:00`` followed by the IPv4 address), ``tunnel`` the embedded target's loopback UDP
+tunnel (the worker binds LOCAL, the switch port listens on SWITCH; without it the worker uses an
+ordinary UDP socket).
+
+Example::
+
+    >>> w = parse_worker("10.0.1.1:40000,port=3")
+    >>> (w.ip, w.udp_port, w.port, w.mac)
+    ('10.0.1.1', 40000, 3, '02:00:0a:00:01:01')
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from hina import pipeline
+from hina import protocol as P
+
+__all__ = ["ConfigError", "WorkerConfig", "JobConfig", "CODECS", "parse_worker", "parse_mac",
+           "format_mac", "parse_host_port", "allocate", "DEFAULT_SWITCH_IP", "DEFAULT_SWITCH_MAC"]
+
+#: The switch's address on the aggregation network: the destination of the workers' requests
+#: (the same defaults as demo/local.py and bmv2_tests/jobs.py).
+DEFAULT_SWITCH_IP = "10.0.0.254"
+DEFAULT_SWITCH_MAC = "02:00:00:00:00:fe"
+
+#: codec name -> lane operation of its main stream (worker/codecs; docs/codecs.md). Every codec
+#: also runs a MAX agreement round; ``lossless`` adds an OR bitmap stream.
+CODECS = {
+    "thc": "LUT_SUM",
+    "fixedpoint": "SUM",
+    "sketch": "SUM",
+    "lossless": "SUM",
+    "max": "MAX",
+    "or": "OR",
+}
+SKETCH_CODECS = ("sketch", "lossless")
+DEFAULT_SKETCH_ROWS = {"sketch": 5, "lossless": 3}
+DEFAULT_SKETCH_COLUMNS = {"sketch": 1 << 16, "lossless": 1 << 12}
+
+_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+class ConfigError(ValueError):
+    """A job or pipeline request that cannot work; ``str()`` is one line for the user."""
+
+
+def parse_mac(text: str) -> int:
+    if not _MAC_RE.match(text):
+        raise ConfigError(f"MAC address {text!r}: expected six hex bytes like 02:00:00:00:01:00")
+    return int(text.replace(":", ""), 16)
+
+
+def format_mac(value: int) -> str:
+    return ":".join(f"{(value >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+
+
+def _parse_ip(text: str, what: str) -> int:
+    try:
+        return int(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise ConfigError(f"{what} {text!r}: not an IPv4 address") from None
+
+
+def parse_host_port(text: str, what: str = "address") -> tuple[str, int]:
+    """``host:port`` -> (host, port); refuses a missing or out-of-range port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 1 << 16:
+        raise ConfigError(f"{what} {text!r}: expected HOST:PORT with a port in [1, 65535]")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """One worker of a job: its address on the aggregation network and how it reaches the switch.
+
+    Attributes:
+        ip, udp_port: the worker's IPv4 source address and UDP source port (admission key).
+        port: the switch port it is wired to (where its results are multicast).
+        mac: its MAC address (results are sent to it).
+        tunnel_local, tunnel_switch: ``host:port`` of the loopback UDP tunnel to an embedded
+            target's port ("" for a real network: the worker then uses a UDP socket).
+    """
+    ip: str
+    udp_port: int
+    port: int
+    mac: str
+    tunnel_local: str = ""
+    tunnel_switch: str = ""
+
+    def __post_init__(self):
+        _parse_ip(self.ip, "worker IP")
+        parse_mac(self.mac)
+        if bool(self.tunnel_local) != bool(self.tunnel_switch):
+            raise ConfigError(f"worker {self.ip}:{self.udp_port}: a tunnel needs both ends")
+        if self.tunnel_local:
+            parse_host_port(self.tunnel_local, "tunnel address")
+            parse_host_port(self.tunnel_switch, "tunnel address")
+        try:
+            self.address()
+        except ValueError as exc:
+            raise ConfigError(f"worker {self.ip}:{self.udp_port}: {exc}") from None
+
+    @property
+    def key(self) -> str:
+        return f"{self.ip}:{self.udp_port}"
+
+    def address(self) -> pipeline.WorkerAddress:
+        return pipeline.WorkerAddress(port=self.port, mac=parse_mac(self.mac),
+                                      ip=_parse_ip(self.ip, "worker IP"), udp_port=self.udp_port)
+
+
+def parse_worker(text: str, index: int = 0) -> WorkerConfig:
+    """Parse ``IP:UDP_PORT[,port=N][,mac=MAC][,tunnel=LOCAL>SWITCH]`` (see the module doc)."""
+    head, *options = [part.strip() for part in text.split(",")]
+    ip, udp_port = parse_host_port(head, "worker address")
+    ip_value = _parse_ip(ip, "worker IP")
+    values = {"port": str(index + 1), "mac": format_mac((0x0200 << 32) | ip_value), "tunnel": ""}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or key not in values:
+            raise ConfigError(f"worker {text!r}: unknown option {option!r} "
+                              "(expected port=N, mac=MAC, tunnel=LOCAL:PORT>SWITCH:PORT)")
+        values[key] = value
+    if not values["port"].isdigit():
+        raise ConfigError(f"worker {text!r}: port={values['port']!r} is not a switch port number")
+    local, _, remote = values["tunnel"].partition(">")
+    if values["tunnel"] and not remote:
+        raise ConfigError(f"worker {text!r}: tunnel must be LOCAL_HOST:PORT>SWITCH_HOST:PORT")
+    return WorkerConfig(ip=ip, udp_port=udp_port, port=int(values["port"]), mac=values["mac"],
+                        tunnel_local=local, tunnel_switch=remote)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """An aggregation job as the operator asked for it.
+
+    Args:
+        job_id: the HINA header's job id (0..1023).
+        codec: one of :data:`CODECS`.
+        workers: the workers, in worker-index order.
+        n_slots: slots (the workers' window).
+        reg_base: first slot register of the job (None: the controller picks a free range).
+        words: ``HINA_WORDS`` of the pushed program.
+        thc_table: THC table values (thc only; default THC's g=30 table).
+        thc_granularity: THC's g (thc only; default: the table's largest value).
+        rht_seed: THC's shared randomized-Hadamard seed.
+        sketch_rows, sketch_columns, sketch_seed: sketch codecs' shape and hash seed.
+        in_switch_sketch: also reserve in-switch sketch columns (PAIRS) of ``sketch_columns``.
+        switch_ip, switch_mac: the switch's address on the aggregation network.
+    """
+    job_id: int
+    codec: str
+    workers: tuple[WorkerConfig, ...]
+    n_slots: int = 32
+    reg_base: Optional[int] = None
+    words: int = P.WORDS
+    thc_table: Optional[tuple[int, ...]] = None
+    thc_granularity: int = 0
+    rht_seed: int = 0
+    sketch_rows: int = 0
+    sketch_columns: int = 0
+    sketch_seed: int = 0
+    in_switch_sketch: bool = False
+    sketch_base: Optional[int] = None
+    pair_stream_base: Optional[int] = None
+    lut_id: int = 0
+    switch_ip: str = DEFAULT_SWITCH_IP
+    switch_mac: str = DEFAULT_SWITCH_MAC
+
+    def __post_init__(self):
+        object.__setattr__(self, "workers", tuple(self.workers))
+        if self.codec not in CODECS:
+            raise ConfigError(f"job {self.job_id}: unknown codec {self.codec!r} "
+                              f"(known: {', '.join(CODECS)})")
+        if not self.workers:
+            raise ConfigError(f"job {self.job_id}: no workers")
+        if len(self.workers) > P.MAX_WORKERS:
+            raise ConfigError(f"job {self.job_id}: {len(self.workers)} workers; the program "
+                              f"supports at most {P.MAX_WORKERS} (32-bit contributor bitmap)")
+        seen: dict[str, int] = {}
+        for i, w in enumerate(self.workers):
+            if w.key in seen:
+                raise ConfigError(f"job {self.job_id}: workers {seen[w.key]} and {i} share the "
+                                  f"address {w.key}; the switch tells workers apart by it")
+            seen[w.key] = i
+        if self.codec == "thc":
+            table = tuple(self.thc_table or pipeline.THC_DEFAULT_TABLE)
+            object.__setattr__(self, "thc_table", table)
+            if not self.thc_granularity:
+                object.__setattr__(self, "thc_granularity", max(table))
+        elif self.thc_table is not None:
+            raise ConfigError(f"job {self.job_id}: a THC table is only for codec thc")
+        if self.codec in SKETCH_CODECS:
+            if not self.sketch_rows:
+                object.__setattr__(self, "sketch_rows", P.SKETCH_ROWS if self.in_switch_sketch
+                                   else DEFAULT_SKETCH_ROWS[self.codec])
+            if not self.sketch_columns:
+                object.__setattr__(self, "sketch_columns", DEFAULT_SKETCH_COLUMNS[self.codec])
+        elif self.in_switch_sketch:
+            raise ConfigError(f"job {self.job_id}: in-switch sketching needs a sketch codec")
+        if self.in_switch_sketch and self.sketch_rows != P.SKETCH_ROWS:
+            raise ConfigError(f"job {self.job_id}: in-switch sketches have {P.SKETCH_ROWS} rows "
+                              f"(sketch_rows={self.sketch_rows})")
+        _parse_ip(self.switch_ip, "switch IP")
+        parse_mac(self.switch_mac)
+
+    @property
+    def lane_op(self) -> str:
+        return CODECS[self.codec]
+
+    def to_spec(self) -> pipeline.JobSpec:
+        """The switch resources of the job (``reg_base`` etc. must have been allocated).
+
+        Raises:
+            ConfigError: a value the switch cannot take (the message names it).
+        """
+        try:
+            return pipeline.JobSpec(
+                job_id=self.job_id, workers=tuple(w.address() for w in self.workers),
+                n_slots=self.n_slots, reg_base=self.reg_base or 0, lut_id=self.lut_id,
+                thc_max_value=max(self.thc_table) if self.thc_table else 0,
+                sketch_base=self.sketch_base or 0,
+                sketch_columns=self.sketch_columns if self.in_switch_sketch else 0,
+                sketch_seed=self.sketch_seed, pair_stream_base=self.pair_stream_base or 0,
+                words=self.words)
+        except ValueError as exc:
+            raise ConfigError(f"job {self.job_id}: {exc}") from None
+
+    def replace(self, **changes) -> "JobConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["workers"] = [dataclasses.asdict(w) for w in self.workers]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "JobConfig":
+        data = dict(data)
+        data["workers"] = tuple(WorkerConfig(**w) for w in data["workers"])
+        if data.get("thc_table") is not None:
+            data["thc_table"] = tuple(data["thc_table"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _free_base(used: Sequence[tuple[int, int]], size: int, capacity: int, what: str) -> int:
+    """First start in [0, capacity - size] whose range [start, start + size) overlaps none."""
+    start = 0
+    for base, count in sorted(used):
+        if start + size <= base:
+            break
+        start = max(start, base + count)
+    if start + size > capacity:
+        raise ConfigError(f"no {size} free {what} left (capacity {capacity}, "
+                          f"{sum(c for _, c in used)} in use)")
+    return start
+
+
+def allocate(config: JobConfig, others: Sequence[pipeline.JobSpec]) -> JobConfig:
+    """Fill in the job's unset resource bases with ranges none of the ``others`` uses."""
+    changes: dict[str, int] = {}
+    if config.reg_base is None:
+        changes["reg_base"] = _free_base([(o.reg_base, o.n_slots) for o in others],
+                                         config.n_slots, P.SLOT_CAPACITY, "slots")
+    if config.pair_stream_base is None:
+        changes["pair_stream_base"] = _free_base(
+            [(o.pair_stream_base, len(o.workers)) for o in others], len(config.workers),
+            P.PAIR_STREAMS, "PAIRS streams")
+    if config.in_switch_sketch and config.sketch_base is None:
+        used = [(o.sketch_base, o.sketch_columns) for o in others if o.sketch_columns]
+        changes["sketch_base"] = _free_base(used, config.sketch_columns, P.SKETCH_CAPACITY,
+                                            "sketch columns")
+    return config.replace(**changes) if changes else config

@@ -1,0 +1,123 @@
+"""Reading aggregation state back: a slot's registers decoded per codec, counters per reason.
+
+The register layout is the dataplane's (``docs/dataplane.md``): per slot copy ``c = (reg_base +
+slot) * 2 + pool``, ``slot_seq[c]`` holds ``seq + 1`` of the copy's current use (0: unused),
+``slot_count[c]`` its contributors, ``slot_flags[c]`` its sticky OVERFLOW, ``lane_<w>[c]`` word
+``w`` of the aggregate (words live in 64-bit pairs, :func:`hina.pipeline.lane_register` and
+:func:`hina.pipeline.lane_word` know the layout); ``slot_bitmap[reg_base + slot]`` keeps both
+copies' contributor bitmaps (pool 1 in the upper 32 bits).
+
+Lane words decode by the job's lane operation: SUM as signed 32-bit, LUT_SUM as two unsigned
+16-bit sums (first coordinate in the upper half), MAX and OR as unsigned 32-bit.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from hina import pipeline
+from hina import protocol as P
+
+from .config import JobConfig
+from .p4runtime_client import SwitchConnection
+from .target import RegisterAccess
+
+__all__ = ["decode_lanes", "slot_state", "job_progress", "reason_counts"]
+
+_BITMAP_BITS = 32
+_MASK32 = (1 << 32) - 1
+_MASK16 = (1 << 16) - 1
+
+
+def decode_lanes(words: Sequence[int], lane_op: str) -> list[int]:
+    """Lane register words as the values they hold under ``lane_op``.
+
+    Example::
+
+        >>> decode_lanes([0xFFFFFFFF, 5], "SUM")
+        [-1, 5]
+        >>> decode_lanes([0x00030005], "LUT_SUM")
+        [3, 5]
+    """
+    if lane_op == "SUM":
+        return [w - (1 << 32) if w >> 31 else w for w in words]
+    if lane_op == "LUT_SUM":
+        return [v for w in words for v in ((w >> P.THC_SUM_BITS) & _MASK16, w & _MASK16)]
+    if lane_op in ("MAX", "OR"):
+        return [w & _MASK32 for w in words]
+    raise ValueError(f"lane op {lane_op!r}: expected SUM, LUT_SUM, MAX or OR")
+
+
+def _members(bitmap: int) -> list[int]:
+    return [w for w in range(_BITMAP_BITS) if bitmap >> w & 1]
+
+
+def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
+               lanes: Optional[int] = None) -> dict:
+    """Both pool copies of one slot of ``job``, decoded.
+
+    Args:
+        registers: the target's register path.
+        job: the job (its reg_base, words and codec).
+        slot: slot index within the job.
+        lanes: decode only the first ``lanes`` words (default all).
+
+    Returns:
+        ``{"job", "slot", "lane_op", "pools": [{"pool", "seq", "in_use", "count",
+        "contributors", "overflow", "lanes"}, ...]}``.
+
+    Raises:
+        ValueError: ``slot`` is not a slot of the job.
+    """
+    if not 0 <= slot < job.n_slots:
+        raise ValueError(f"slot {slot}: job {job.job_id} has slots 0..{job.n_slots - 1}")
+    words = job.words if lanes is None else max(0, min(lanes, job.words))
+    base = job.reg_base or 0
+    cells: list[tuple[str, int]] = [(pipeline.SLOT_BITMAP, base + slot)]
+    for pool in (0, 1):
+        c = (base + slot) * 2 + pool
+        cells += [(pipeline.SLOT_SEQ, c), (pipeline.SLOT_COUNT, c), (pipeline.SLOT_FLAGS, c)]
+        cells += [(pipeline.lane_register(w), c) for w in range(0, words, 2)]
+    values = registers.read(cells)
+    bitmap, rest = values[0], values[1:]
+    per_pool = 3 + (words + 1) // 2
+    pools = []
+    for pool in (0, 1):
+        seq1, count, flags, *pairs = rest[pool * per_pool:(pool + 1) * per_pool]
+        lane_words = [pipeline.lane_word(pairs[w // 2], w) for w in range(words)]
+        pool_bitmap = (bitmap >> (_BITMAP_BITS * pool)) & _MASK32
+        pools.append({
+            "pool": pool,
+            "in_use": seq1 != 0,
+            "seq": (seq1 - 1) & _MASK32 if seq1 else None,
+            "count": count,
+            "complete": count == len(job.workers),
+            "bitmap": pool_bitmap,
+            "contributors": _members(pool_bitmap),
+            "overflow": bool(flags & P.Flag.OVERFLOW),
+            "lanes": decode_lanes(lane_words, job.lane_op),
+        })
+    return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,
+            "n_workers": len(job.workers), "pools": pools}
+
+
+def job_progress(registers: RegisterAccess, job: JobConfig) -> dict:
+    """Chunks a job has started (highest sequence number seen + 1) and copies complete now.
+
+    The program has no per-job packet counter; this is read from ``slot_seq`` and
+    ``slot_count`` (one Read of ``4 * n_slots`` cells).
+    """
+    base = job.reg_base or 0
+    copies = range(2 * base, 2 * (base + job.n_slots))
+    values = registers.read([(pipeline.SLOT_SEQ, c) for c in copies] +
+                            [(pipeline.SLOT_COUNT, c) for c in copies])
+    seqs, counts = values[:len(copies)], values[len(copies):]
+    started = max(seqs, default=0)          # seq + 1 of the newest use: chunks 0..seq
+    complete = sum(1 for s, n in zip(seqs, counts) if s and n == len(job.workers))
+    return {"job": job.job_id, "chunks": started, "complete_copies": complete,
+            "filling_copies": sum(1 for s, n in zip(seqs, counts) if s and n < len(job.workers))}
+
+
+def reason_counts(switch: SwitchConnection) -> dict[str, int]:
+    """Packets per drop/exception reason (``HinaIngress.reason_counter``)."""
+    counts = switch.read_counter(P.REASON_COUNTER)
+    return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}

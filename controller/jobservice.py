@@ -1,0 +1,280 @@
+"""The worker-facing gRPC job service (``hina/jobservice.proto``; ``hina-ctl serve``).
+
+Workers join a job and get what they need to reach the switch: their worker index, their address
+as the switch admits it, the switch's address, the link (UDP socket or loopback tunnel), slots,
+words and the codec's parameters (THC table and RHT seed, sketch shape and seed). A named barrier
+releases every worker once all of the job's seats are taken and every worker has reached it.
+
+Seats are leased: any request renews the lease, and a worker silent for ``lease_s`` seconds loses
+its seat (as does one that calls Leave). A barrier that was waiting for a worker who leaves is
+broken: its waiters get ABORTED and may join again. A barrier that is not complete within its
+timeout answers DEADLINE_EXCEEDED, naming the missing workers.
+
+The service reads jobs from a callable (the controller's state file, reloaded when it changes),
+so ``hina-ctl job create`` in another process is seen by a running ``hina-ctl serve``.
+"""
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import grpc
+
+from hina import protocol as P
+from hina.generated import jobservice_pb2 as pb
+from hina.generated import jobservice_pb2_grpc as pb_grpc
+
+from .config import JobConfig
+from .state import ControllerState
+
+__all__ = ["JobService", "StateFileJobs", "serve", "DEFAULT_LEASE_S"]
+
+log = logging.getLogger("hina.controller.jobservice")
+
+DEFAULT_LEASE_S = 30.0
+DEFAULT_BARRIER_TIMEOUT_S = 60.0
+_WAIT_TICK_S = 0.25            # how often a waiting barrier re-checks leases and cancellation
+_SERVER_THREADS = 64           # each waiting Barrier holds one
+
+
+class StateFileJobs:
+    """Jobs from the controller's state file, re-read whenever the file changes."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._stamp: Optional[tuple[int, int]] = None
+        self._jobs: dict[int, JobConfig] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self) -> dict[int, JobConfig]:
+        with self._lock:
+            try:
+                st = self.path.stat()
+                stamp = (st.st_mtime_ns, st.st_size)
+            except FileNotFoundError:
+                stamp = None
+            if stamp != self._stamp:
+                self._jobs = ControllerState.load(self.path).jobs if stamp else {}
+                self._stamp = stamp
+            return self._jobs
+
+
+@dataclass
+class _Seat:
+    session: str
+    name: str
+    last_seen: float
+
+
+@dataclass
+class _Barrier:
+    generation: int = 0
+    arrived: set[int] = field(default_factory=set)
+    outcome: dict[int, Optional[str]] = field(default_factory=dict)   # generation -> broken why
+
+
+@dataclass
+class _JobSeats:
+    seats: dict[int, _Seat] = field(default_factory=dict)
+    barriers: dict[str, _Barrier] = field(default_factory=dict)
+
+
+class _Abort(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class JobService(pb_grpc.JobServiceServicer):
+    """The servicer.
+
+    Args:
+        jobs: returns the installed jobs by id (e.g. :class:`StateFileJobs`).
+        lease_s: a seat is freed after this long without a request from its worker.
+        clock: monotonic time source (tests).
+    """
+
+    def __init__(self, jobs: Callable[[], dict[int, JobConfig]], lease_s: float = DEFAULT_LEASE_S,
+                 clock: Callable[[], float] = time.monotonic):
+        if lease_s <= 0:
+            raise ValueError(f"lease_s={lease_s}: must be > 0")
+        self.jobs, self.lease_s, self.clock = jobs, lease_s, clock
+        self._cond = threading.Condition()
+        self._state: dict[int, _JobSeats] = {}
+
+    # -- helpers (call with the lock held) ------------------------------------------------
+    def _job(self, job_id: int) -> JobConfig:
+        job = self.jobs().get(job_id)
+        if job is None:
+            raise _Abort(grpc.StatusCode.NOT_FOUND, f"job {job_id} does not exist")
+        return job
+
+    def _free_seat(self, job_id: int, index: int, why: str) -> None:
+        state = self._state[job_id]
+        seat = state.seats.pop(index, None)
+        if seat is None:
+            return
+        log.info("job %d: worker %d (%s) %s", job_id, index, seat.name, why)
+        for name, barrier in state.barriers.items():
+            if barrier.arrived:       # someone waits for a worker who is gone: break it
+                barrier.outcome[barrier.generation] = f"worker {index} {why}"
+                barrier.generation += 1
+                barrier.arrived.clear()
+        self._cond.notify_all()
+
+    def _expire(self, job_id: int) -> None:
+        state = self._state.setdefault(job_id, _JobSeats())
+        now = self.clock()
+        for index, seat in list(state.seats.items()):
+            if now - seat.last_seen > self.lease_s:
+                self._free_seat(job_id, index, f"timed out (no request for {self.lease_s:g}s)")
+
+    def _seat(self, job_id: int, session: str) -> tuple[JobConfig, int]:
+        job = self._job(job_id)
+        self._expire(job_id)
+        for index, seat in self._state[job_id].seats.items():
+            if seat.session == session:
+                seat.last_seen = self.clock()
+                return job, index
+        raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                     f"job {job_id}: not joined (or the seat's lease ran out); join again")
+
+    def _run(self, context, what: str, body):
+        try:
+            return body()
+        except _Abort as exc:
+            log.info("%s refused: %s", what, exc.message)
+            context.abort(exc.code, exc.message)
+
+    # -- RPCs ------------------------------------------------------------------------------
+    def Join(self, request, context):
+        return self._run(context, "join", lambda: self._join(request))
+
+    def _join(self, request) -> pb.JoinReply:
+        with self._cond:
+            job = self._job(request.job_id)
+            self._expire(request.job_id)
+            seats = self._state[request.job_id].seats
+            if request.ip:
+                key = f"{request.ip}:{request.udp_port}"
+                index = next((i for i, w in enumerate(job.workers) if w.key == key), None)
+                if index is None:
+                    raise _Abort(grpc.StatusCode.NOT_FOUND,
+                                 f"job {job.job_id} has no worker {key} "
+                                 f"(workers: {', '.join(w.key for w in job.workers)})")
+                if index in seats:
+                    raise _Abort(grpc.StatusCode.ALREADY_EXISTS,
+                                 f"job {job.job_id}: worker {index} ({key}) has joined already "
+                                 f"({seats[index].name})")
+            else:
+                index = next((i for i in range(len(job.workers)) if i not in seats), None)
+                if index is None:
+                    raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"job {job.job_id}: all {len(job.workers)} seats are taken")
+            session = secrets.token_hex(8)
+            seats[index] = _Seat(session, request.name or "?", self.clock())
+            log.info("job %d: worker %d joined (%s)", job.job_id, index, request.name)
+            self._cond.notify_all()
+            return _join_reply(job, index, session, self.lease_s)
+
+    def Barrier(self, request, context):
+        return self._run(context, "barrier", lambda: self._barrier(request, context))
+
+    def _barrier(self, request, context) -> pb.BarrierReply:
+        timeout = request.timeout_s or DEFAULT_BARRIER_TIMEOUT_S
+        deadline = self.clock() + timeout
+        with self._cond:
+            job, me = self._seat(request.job_id, request.session)
+            state = self._state[job.job_id]
+            barrier = state.barriers.setdefault(request.name, _Barrier())
+            generation = barrier.generation
+            barrier.arrived.add(me)
+            while True:
+                if barrier.generation != generation:
+                    broken = barrier.outcome.get(generation)
+                    if broken:
+                        raise _Abort(grpc.StatusCode.ABORTED, f"barrier {request.name!r} of "
+                                                              f"job {job.job_id} broken: {broken}")
+                    return pb.BarrierReply(generation=barrier.generation)
+                if len(barrier.arrived) == len(job.workers) and \
+                        len(state.seats) == len(job.workers):
+                    barrier.outcome[generation] = None
+                    barrier.generation += 1
+                    barrier.arrived.clear()
+                    self._cond.notify_all()
+                    return pb.BarrierReply(generation=barrier.generation)
+                now = self.clock()
+                if now >= deadline or not context.is_active():
+                    barrier.arrived.discard(me)
+                    missing = sorted(set(range(len(job.workers))) - barrier.arrived - {me})
+                    raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 f"barrier {request.name!r} of job {job.job_id}: timed out after "
+                                 f"{timeout:g}s waiting for workers {missing}")
+                for index in barrier.arrived:          # waiting is being alive
+                    if index in state.seats:
+                        state.seats[index].last_seen = now
+                self._expire(job.job_id)
+                if me not in state.seats:
+                    raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"job {job.job_id}: this worker's seat was freed")
+                self._cond.wait(min(_WAIT_TICK_S, deadline - now))
+
+    def Leave(self, request, context):
+        def leave():
+            with self._cond:
+                job, index = self._seat(request.job_id, request.session)
+                self._free_seat(job.job_id, index, "left")
+                return pb.LeaveReply()
+        return self._run(context, "leave", leave)
+
+    def Heartbeat(self, request, context):
+        def beat():
+            with self._cond:
+                self._seat(request.job_id, request.session)
+                return pb.HeartbeatReply()
+        return self._run(context, "heartbeat", beat)
+
+
+def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.JoinReply:
+    w = job.workers[index]
+    link = pb.Link(kind=pb.Link.TUNNEL if w.tunnel_local else pb.Link.UDP,
+                   tunnel_local=w.tunnel_local, tunnel_switch=w.tunnel_switch)
+    codec = pb.CodecParams(name=job.codec, lane_op=job.lane_op,
+                           thc_table=list(job.thc_table or ()),
+                           thc_granularity=job.thc_granularity, rht_seed=job.rht_seed,
+                           sketch=pb.SketchShape(rows=job.sketch_rows,
+                                                 columns=job.sketch_columns,
+                                                 seed=job.sketch_seed))
+    return pb.JoinReply(
+        job_id=job.job_id, worker_index=index, n_workers=len(job.workers), n_slots=job.n_slots,
+        words=job.words, session=session, lease_s=lease_s, codec=codec, link=link,
+        me=pb.Endpoint(mac=w.mac, ip=w.ip, udp_port=w.udp_port),
+        switch=pb.Endpoint(mac=job.switch_mac, ip=job.switch_ip, udp_port=P.UDP_PORT_BASE))
+
+
+def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
+          lease_s: float = DEFAULT_LEASE_S) -> grpc.Server:
+    """Start the job service on ``address`` (``host:port``); returns the started server.
+
+    Raises:
+        RuntimeError: the address cannot be bound.
+    """
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=_SERVER_THREADS,
+                                                    thread_name_prefix="jobservice"))
+    servicer = JobService(jobs, lease_s)
+    pb_grpc.add_JobServiceServicer_to_server(servicer, server)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise RuntimeError(f"cannot listen on {address} (in use, or not a local address)")
+    server.start()
+    server.servicer = servicer
+    return server

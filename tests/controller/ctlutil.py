@@ -1,0 +1,106 @@
+"""Helpers of the controller tests: the embedded switch behind its real P4Runtime gRPC server,
+with loopback UDP ports.
+
+The switch runs in this process (``softswitch.switch.Switch`` + ``p4runtime_server.serve``) so a
+pipeline push reuses the compile cache; the controller reaches it only over gRPC, exactly as it
+reaches BMv2. Each worker port is a UDP tunnel (``softswitch.ports.UdpPort``) whose peer is the
+worker's ``FrameLink`` socket. :meth:`EmbeddedSwitch.restart` replaces the switch by a fresh one on
+the same addresses (a switch restart: every entry and register is gone).
+
+The BMv2 variant (``bmv2_switch``) runs ``simple_switch_grpc`` when it is on PATH and skips with
+the reason otherwise.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from typing import Optional
+
+from controller.config import JobConfig, WorkerConfig
+
+#: Tests compile the program with 64 words: half the LUT entries and lane registers of the
+#: default, same code paths.
+TEST_WORDS = 64
+TEST_DEFINES = {"HINA_WORDS": str(TEST_WORDS)}
+BMV2_MISSING = "simple_switch_grpc / p4c-bm2-ss not on PATH"
+BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss", "simple_switch_CLI")
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class EmbeddedSwitch:
+    """An embedded switch on ``address`` with ``n_ports`` UDP tunnel ports (1..n)."""
+    n_ports: int = 4
+    address: str = ""
+    switch_ports: list[int] = field(default_factory=list)    # UDP port of each switch port
+    worker_ports: list[int] = field(default_factory=list)    # UDP port of each worker's tunnel
+
+    def __post_init__(self):
+        self.address = f"127.0.0.1:{free_port()}"
+        self.switch_ports = [free_port(socket.SOCK_DGRAM) for _ in range(self.n_ports)]
+        self.worker_ports = [free_port(socket.SOCK_DGRAM) for _ in range(self.n_ports)]
+        self._start()
+
+    def _start(self) -> None:
+        from softswitch.p4runtime_server import serve
+        from softswitch.ports import UdpPort
+        from softswitch.switch import Switch
+        self.switch = Switch(device_id=0)
+        for i in range(self.n_ports):
+            self.switch.add_port(UdpPort(i + 1, ("127.0.0.1", self.switch_ports[i]),
+                                         ("127.0.0.1", self.worker_ports[i])))
+        self.server = serve(self.switch, self.address)
+
+    def stop(self) -> None:
+        self.server.stop(grace=None).wait(5)
+        self.server.servicer.close()
+        self.switch.close()
+
+    def restart(self) -> None:
+        """A switch restart: a fresh device (no pipeline, no state) on the same addresses."""
+        self.stop()
+        self._start()
+
+    def worker(self, index: int, udp_port: int = 40000) -> WorkerConfig:
+        """Worker ``index`` on switch port ``index + 1``, reaching it through the tunnel."""
+        return WorkerConfig(ip=f"10.0.1.{index + 1}", udp_port=udp_port, port=index + 1,
+                            mac=f"02:00:00:00:01:{index:02x}",
+                            tunnel_local=f"127.0.0.1:{self.worker_ports[index]}",
+                            tunnel_switch=f"127.0.0.1:{self.switch_ports[index]}")
+
+    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixedpoint",
+            **kwargs) -> JobConfig:
+        kwargs.setdefault("n_slots", 4)
+        return JobConfig(job_id=job_id, codec=codec,
+                         workers=tuple(self.worker(w) for w in range(n_workers)),
+                         words=TEST_WORDS, **kwargs)
+
+
+def bmv2_missing() -> Optional[str]:
+    if any(shutil.which(b) is None for b in BMV2_BINARIES):
+        return BMV2_MISSING
+    return None
+
+
+@dataclass
+class Bmv2Switch:
+    """``simple_switch_grpc --no-p4`` without ports (control-plane tests only)."""
+    address: str
+    thrift_port: int
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+
+

@@ -1,0 +1,182 @@
+"""``hina-ctl`` run as a subprocess against the embedded switch: the whole job lifecycle with
+``--json`` output checked, a restart and ``resync``, the job service, and one-line errors."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scapy.packet import raw
+
+from controller.p4runtime_client import SwitchConnection
+from ctlutil import TEST_WORDS, free_port
+from hina import protocol as P
+from hina.layers import HINA, HINAWords
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI_TIMEOUT_S = 60
+
+
+def _worker_arg(sw, w: int) -> str:
+    return (f"10.0.1.{w + 1}:40000,port={w + 1},mac=02:00:00:00:01:{w:02x},"
+            f"tunnel=127.0.0.1:{sw.worker_ports[w]}>127.0.0.1:{sw.switch_ports[w]}")
+
+
+class Ctl:
+    def __init__(self, switch_address: str, state: Path):
+        self.base = [sys.executable, "-m", "controller.cli", "--switch", switch_address,
+                     "--state", str(state), "--timeout", "3"]
+
+    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(self.base + list(args), capture_output=True, text=True, cwd=ROOT,
+                              timeout=CLI_TIMEOUT_S)
+        if ok:
+            assert proc.returncode == 0, proc.stderr
+        return proc
+
+    def json(self, *args: str):
+        return json.loads(self.run(*args, "--json").stdout)
+
+
+@pytest.fixture
+def ctl(embedded_switch, embedded_pipeline, tmp_path):
+    # embedded_pipeline: the in-process switch then finds the program in its compile cache
+    return Ctl(embedded_switch.address, tmp_path / "ctl.json")
+
+
+def _send(sw, w: int, job_id: int, words):
+    from worker.link import Endpoint, FrameLink
+    link = FrameLink(Endpoint.make(f"02:00:00:00:01:{w:02x}", f"10.0.1.{w + 1}", 40000),
+                     Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE),
+                     ("127.0.0.1", sw.worker_ports[w]), ("127.0.0.1", sw.switch_ports[w]))
+    try:
+        link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, job_id=job_id, slot=0,
+                           seq=0) / HINAWords(words=words)))
+        return link.recv(0.5 if w == 0 else 5.0)
+    finally:
+        link.close()
+
+
+def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
+    sw = embedded_switch
+    out = ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}").stdout
+    assert "pushed" in out
+
+    job = ctl.json("job", "create", "--id", "1", "--codec", "fixedpoint", "--slots", "4",
+                   "--worker", _worker_arg(sw, 0), "--worker", _worker_arg(sw, 1))
+    assert (job["job_id"], job["codec"], job["reg_base"], job["words"]) == (1, "fixedpoint", 0,
+                                                                            TEST_WORDS)
+    assert [w["ip"] for w in job["workers"]] == ["10.0.1.1", "10.0.1.2"]
+    assert ctl.json("job", "list") == [{"job": 1, "codec": "fixedpoint", "lane_op": "SUM",
+                                        "workers": 2, "slots": 4, "reg_base": 0, "lut_id": 0,
+                                        "words": TEST_WORDS}]
+    shown = ctl.json("job", "show", "1")
+    assert shown["multicast_group"] == 2 and shown["entries"] == 1 + 2 + 2
+
+    # traffic, then the slot read back and decoded
+    assert _send(sw, 0, 1, [-3] * TEST_WORDS) is None          # first half: no result yet
+    assert _send(sw, 1, 1, [5] * TEST_WORDS) is not None       # completes: multicast
+    slot = ctl.json("state", "--job", "1", "--slot", "0")
+    pool = slot["pools"][0]
+    assert (pool["seq"], pool["count"], pool["contributors"], pool["complete"]) == (0, 2, [0, 1],
+                                                                                   True)
+    assert pool["lanes"] == [2] * TEST_WORDS and slot["lane_op"] == "SUM"
+    summary = ctl.json("state", "--job", "1")
+    assert summary["chunks"] == 1 and len(summary["slots"]) == 4
+    counters = ctl.json("counters")
+    assert counters["reasons"]["UNKNOWN_WORKER"] == 0
+    assert counters["jobs"] == [{"job": 1, "chunks": 1, "complete_copies": 1,
+                                 "filling_copies": 0}]
+    lines = ctl.run("watch", "--json", "--count", "2", "--interval", "0.05").stdout.splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["jobs"][0]["chunks"] == 1
+    table = ctl.run("state", "--job", "1", "--slot", "0").stdout
+    assert "0,1" in table and "2/2" in table                    # the people's view
+
+    # a switch restart loses everything; resync puts pipeline and job back
+    sw.restart()
+    assert [j["job"] for j in ctl.json("job", "list")] == [1]      # the state file kept it
+    assert "1 job(s) re-installed" in ctl.run("resync").stdout
+    assert ctl.json("state", "--job", "1", "--slot", "0")["pools"][0]["in_use"] is False
+    assert _send(sw, 0, 1, [1] * TEST_WORDS) is None
+    assert _send(sw, 1, 1, [1] * TEST_WORDS) is not None
+
+    assert "zeroed" in ctl.run("reset", "--job", "1").stdout
+    assert "job 1 deleted" in ctl.run("job", "delete", "1").stdout
+    assert ctl.json("job", "list") == []
+    with SwitchConnection(sw.address, primary=False) as reader:
+        assert reader.read_multicast_groups() == {}
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, code: int, text: str) -> None:
+    assert proc.returncode == code
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], proc.stderr
+
+
+def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_pipeline):
+    _one_line_error(ctl.run("job", "show", "4", ok=False), 1, "job 4 does not exist")
+    _one_line_error(ctl.run("state", "--job", "4", ok=False), 1, "job 4 does not exist")
+    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "thc", "--worker",
+                            "10.0.1.1", ok=False), 1, "expected HOST:PORT")
+    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "zip", "--worker",
+                            "10.0.1.1:1", ok=False), 2, "invalid choice: 'zip'")
+    down = Ctl(f"127.0.0.1:{free_port()}", tmp_path / "other.json")
+    _one_line_error(down.run("counters", ok=False), 1, "cannot reach the P4Runtime server")
+    # another controller is primary: this one is refused, with one line
+    with SwitchConnection(embedded_switch.address, election_id=100) as primary:
+        primary.set_pipeline(*embedded_pipeline.build())
+        _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "fixedpoint",
+                                "--worker", "10.0.1.1:1", ok=False), 1,
+                        "another controller is primary")
+        # reads still work beside the primary
+        assert ctl.json("counters")["reasons"]["MALFORMED"] == 0
+
+
+def test_cli_help_has_examples():
+    for args in (["--help"], ["job", "create", "--help"], ["state", "--help"],
+                 ["serve", "--help"], ["pipeline", "push", "--help"]):
+        out = subprocess.run([sys.executable, "-m", "controller.cli", *args], capture_output=True,
+                             text=True, cwd=ROOT, timeout=CLI_TIMEOUT_S).stdout
+        assert "example:" in out and "hina-ctl" in out, args
+
+
+def test_cli_serve_answers_workers(ctl, embedded_switch, tmp_path):
+    from controller.config import JobConfig
+    from controller.state import ControllerState
+    from worker.jobclient import JobClient
+    state = ControllerState(jobs={5: embedded_switch.job(job_id=5, n_workers=1)})
+    state.save(tmp_path / "ctl.json")
+    listen = f"127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(ctl.base + ["serve", "--listen", listen], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert "listening" in proc.stdout.readline()
+        with JobClient(listen) as client:
+            seat = client.join(5)
+            assert (seat.worker_index, seat.n_workers) == (0, 1)
+            assert client.barrier("go", timeout=5) == 1
+        # a job created later (state file rewritten) is seen without a restart
+        state.jobs[6] = JobConfig.from_json({**state.jobs[5].to_json(), "job_id": 6})
+        state.save(tmp_path / "ctl.json")
+        with JobClient(listen) as client:
+            assert client.join(6).job_id == 6
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+def test_cli_bmv2_lifecycle(bmv2_switch, bmv2_pipeline, tmp_path):
+    """The CLI on simple_switch_grpc: push (p4c-bm2-ss), a job, its state through Thrift."""
+    ctl = Ctl(bmv2_switch.address, tmp_path / "ctl.json")
+    ctl.base += ["--target", "bmv2", "--thrift-port", str(bmv2_switch.thrift_port)]
+    ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
+    ctl.run("job", "create", "--id", "1", "--codec", "thc", "--worker", "10.0.1.1:40000",
+            "--worker", "10.0.1.2:40000")
+    assert ctl.json("state", "--job", "1", "--slot", "0")["pools"][0]["in_use"] is False
+    assert ctl.json("counters")["reasons"]["BAD_JOB"] == 0
+    ctl.run("job", "delete", "1")
+    assert ctl.json("job", "list") == []

@@ -1,0 +1,356 @@
+"""The controller library against the embedded target over real gRPC (BMv2 when present)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+from scapy.packet import raw
+
+from controller.config import ConfigError, JobConfig, WorkerConfig, parse_worker
+from controller.inspect import decode_lanes, job_progress, reason_counts, slot_state
+from controller.jobs import JobError, JobManager, UnknownJobError
+from controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
+from controller.state import ControllerState
+from controller.target import P4RuntimeRegisters, PipelineConfig, ThriftRegisters
+from hina import pipeline
+from hina import protocol as P
+from hina.layers import HINA, HINAThc, HINAWords, pack_nibbles
+
+from ctlutil import TEST_WORDS
+
+RECV_TIMEOUT_S = 5.0
+
+
+@pytest.fixture
+def conn(embedded_switch, embedded_pipeline):
+    sw = SwitchConnection(embedded_switch.address)
+    sw.set_pipeline(*embedded_pipeline.build())
+    yield sw
+    sw.close()
+
+
+def _entries(conn, table):
+    return conn.read_entries(table)
+
+
+def _aggregate(job_id, slot, seq, words, op=P.Op.SUM, pool=0):
+    payload = HINAThc(data=pack_nibbles(words)) if op == P.Op.LUT_SUM else HINAWords(words=words)
+    return raw(HINA(msg_type=P.MsgType.AGGREGATE, op=op, job_id=job_id, slot=slot, pool=pool,
+                    seq=seq) / payload)
+
+
+def _link(worker: WorkerConfig):
+    from worker.link import Endpoint, FrameLink
+    local = worker.tunnel_local.rpartition(":")
+    remote = worker.tunnel_switch.rpartition(":")
+    return FrameLink(Endpoint.make(worker.mac, worker.ip, worker.udp_port),
+                     Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE),
+                     (local[0], int(local[2])), (remote[0], int(remote[2])))
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+def test_job_lifecycle_installs_and_removes_everything(conn, embedded_switch):
+    jobs = JobManager(conn)
+    config = jobs.create_job(embedded_switch.job(job_id=3, n_workers=3, codec="thc"))
+    assert config.lut_id == 1 and config.reg_base == 0 and config.thc_table
+
+    assert [e["params"]["n_slots"] for e in _entries(conn, pipeline.JOB_CONFIG)] == [4]
+    admitted = _entries(conn, pipeline.WORKER_ADMISSION)
+    assert sorted(e["params"]["worker_id"] for e in admitted) == [0, 1, 2]
+    assert len(_entries(conn, pipeline.REPLICA_REWRITE)) == 3
+    groups = conn.read_multicast_groups()
+    assert groups == {4: [(w + 1, 3 * P.RID_WORKERS + w + 1) for w in range(3)]}
+    hi, _ = pipeline.lut_table_names(TEST_WORDS - 1)
+    lut = _entries(conn, hi[0])
+    assert sorted(e["params"]["value"] for e in lut) == sorted(config.thc_table)
+
+    # a second job gets the next free slots
+    second = jobs.create_job(embedded_switch.job(job_id=4, n_workers=1))
+    assert (second.reg_base, second.lut_id) == (4, 0)
+    assert sorted(jobs.configs()) == [3, 4]
+
+    jobs.delete(3)
+    jobs.delete(4)
+    for table in (pipeline.JOB_CONFIG, pipeline.WORKER_ADMISSION, pipeline.REPLICA_REWRITE,
+                  hi[0]):
+        assert _entries(conn, table) == [], table
+    assert conn.read_multicast_groups() == {}
+    with pytest.raises(UnknownJobError, match="job 3 does not exist"):
+        jobs.delete(3)
+
+
+def test_failure_mid_creation_rolls_back(conn, embedded_switch):
+    # Plant an entry the job's THC table will collide with: the job's registers, multicast
+    # group, admission and rewrite entries and part of its table are written before the failure.
+    hi, lo = pipeline.lut_table_names(1)
+    conn.insert_entry(lo[0], {"lut_id": 1, "index": 7}, lo[1], {"value": 99})
+    jobs = JobManager(conn)
+    with pytest.raises(JobError, match=r"job 1 not created \(rolled back\).*ALREADY_EXISTS"):
+        jobs.create_job(embedded_switch.job(job_id=1, n_workers=2, codec="thc"))
+    for table in (pipeline.JOB_CONFIG, pipeline.WORKER_ADMISSION, pipeline.REPLICA_REWRITE,
+                  hi[0]):
+        assert _entries(conn, table) == [], table
+    assert [e["params"]["value"] for e in _entries(conn, lo[0])] == [99]   # ours is left alone
+    assert conn.read_multicast_groups() == {}
+    assert jobs.configs() == {}
+    # and the job can be created once the obstacle is gone
+    conn.delete_entry(lo[0], {"lut_id": 1, "index": 7})
+    jobs.create_job(embedded_switch.job(job_id=1, n_workers=2, codec="thc"))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda sw: sw.job(n_workers=1).replace(workers=tuple(
+        WorkerConfig(f"10.0.2.{i // 200}", 1000 + i, 1, "02:00:00:00:00:01")
+        for i in range(33))), "33 workers; the program supports at most 32"),
+    (lambda sw: sw.job(n_workers=1).replace(workers=(sw.worker(0), sw.worker(0))),
+     "share the address 10.0.1.1:40000"),
+    (lambda sw: sw.job(codec="zip"), "unknown codec 'zip'"),
+])
+def test_impossible_jobs_are_refused(embedded_switch, make, message):
+    with pytest.raises(ConfigError, match=message):
+        make(embedded_switch)
+
+
+def test_conflicting_jobs_are_refused(conn, embedded_switch):
+    jobs = JobManager(conn)
+    jobs.create_job(embedded_switch.job(job_id=1, reg_base=0, n_slots=8))
+    with pytest.raises(JobError, match="jobs 1 and 2 share slots"):
+        jobs.create_job(embedded_switch.job(job_id=2, reg_base=4))
+    with pytest.raises(JobError, match="job 1 already exists"):
+        jobs.create_job(embedded_switch.job(job_id=1))
+    with pytest.raises(JobError, match="reg_base=510"):
+        jobs.create_job(embedded_switch.job(job_id=3, reg_base=510))
+    assert sorted(jobs.configs()) == [1]
+
+
+def test_worker_syntax():
+    w = parse_worker("10.0.1.7:40001,port=9,mac=02:00:00:00:00:09,tunnel=127.0.0.1:5>127.0.0.1:6")
+    assert (w.ip, w.udp_port, w.port, w.tunnel_local, w.tunnel_switch) == \
+        ("10.0.1.7", 40001, 9, "127.0.0.1:5", "127.0.0.1:6")
+    for bad, why in [("10.0.1.7", "HOST:PORT"), ("10.0.1.300:5", "not an IPv4"),
+                     ("10.0.1.7:5,speed=3", "unknown option"), ("10.0.1.7:5,mac=xx", "MAC")]:
+        with pytest.raises(ConfigError, match=why):
+            parse_worker(bad)
+
+
+# -- primaryship --------------------------------------------------------------------------------
+def test_second_controller_is_refused_as_non_primary(embedded_switch, embedded_pipeline):
+    with SwitchConnection(embedded_switch.address, election_id=10) as first:
+        first.set_pipeline(*embedded_pipeline.build())
+        with pytest.raises(NotPrimaryError, match="another controller is primary"):
+            SwitchConnection(embedded_switch.address, election_id=5, timeout=3)
+        with pytest.raises(NotPrimaryError, match="already used"):
+            SwitchConnection(embedded_switch.address, election_id=10, timeout=3)
+        # a read-only session does not arbitrate and may read, but not write
+        with SwitchConnection(embedded_switch.address, primary=False) as reader:
+            assert reason_counts(reader)["BAD_JOB"] == 0
+            with pytest.raises(JobError, match="PERMISSION_DENIED.*not the primary"):
+                JobManager(reader).create_job(embedded_switch.job())
+
+
+def test_unreachable_switch_is_one_clear_error():
+    with pytest.raises(P4RuntimeClientError, match="cannot reach the P4Runtime server"):
+        SwitchConnection("127.0.0.1:1", timeout=0.5)
+
+
+# -- state read-back ----------------------------------------------------------------------------
+def test_slot_state_after_traffic_sum(conn, embedded_switch):
+    jobs = JobManager(conn)
+    job = jobs.create_job(embedded_switch.job(job_id=5, n_workers=2, codec="fixedpoint",
+                                              reg_base=8))
+    regs = P4RuntimeRegisters(conn)
+    links = [_link(w) for w in job.workers]
+    try:
+        a = [i - 20 for i in range(TEST_WORDS)]
+        links[0].send(_aggregate(5, slot=1, seq=1, words=a))
+        state = slot_state(regs, job, 1)
+        half = state["pools"][0]
+        assert (half["seq"], half["count"], half["contributors"], half["complete"]) == \
+            (1, 1, [0], False)
+        assert half["lanes"] == a
+        assert state["pools"][1]["in_use"] is False
+
+        b = [1000] * TEST_WORDS
+        links[1].send(_aggregate(5, slot=1, seq=1, words=b))
+        for link in links:                       # the result is multicast to both
+            message = link.recv(RECV_TIMEOUT_S)
+            assert message is not None
+            assert HINA(message).msg_type == P.MsgType.RESULT
+        full = slot_state(regs, job, 1)["pools"][0]
+        assert (full["count"], full["contributors"], full["complete"]) == (2, [0, 1], True)
+        assert full["lanes"] == [x + 1000 for x in a]
+        assert job_progress(regs, job)["chunks"] == 2
+
+        # a stranger is counted by reason
+        stranger = dataclasses.replace(job.workers[0], udp_port=40999)
+        links[0].close()
+        links[0] = _link(stranger)
+        links[0].send(_aggregate(5, slot=0, seq=0, words=a))
+        assert links[0].recv(0.3) is None
+        assert reason_counts(conn)["UNKNOWN_WORKER"] == 1
+
+        jobs.reset(5)
+        assert slot_state(regs, job, 1)["pools"][0]["in_use"] is False
+    finally:
+        for link in links:
+            link.close()
+
+
+def test_slot_state_decodes_thc_sums(conn, embedded_switch):
+    jobs = JobManager(conn)
+    job = jobs.create_job(embedded_switch.job(job_id=6, n_workers=2, codec="thc"))
+    regs = P4RuntimeRegisters(conn)
+    links = [_link(w) for w in job.workers]
+    try:
+        indices = [i % 16 for i in range(2 * TEST_WORDS)]
+        links[0].send(_aggregate(6, 0, 0, indices, op=P.Op.LUT_SUM))
+        links[1].send(_aggregate(6, 0, 0, indices[::-1], op=P.Op.LUT_SUM))
+        assert links[0].recv(RECV_TIMEOUT_S) is not None
+        lanes = slot_state(regs, job, 0)["pools"][0]["lanes"]
+        table = job.thc_table
+        assert lanes == [table[x] + table[y] for x, y in zip(indices, indices[::-1])]
+    finally:
+        for link in links:
+            link.close()
+
+
+def test_decode_lanes():
+    assert decode_lanes([0x80000000, 7], "SUM") == [-(1 << 31), 7]
+    assert decode_lanes([0xFFFF0001], "LUT_SUM") == [0xFFFF, 1]
+    assert decode_lanes([0xFFFFFFFF], "MAX") == [0xFFFFFFFF]
+    with pytest.raises(ValueError, match="lane op"):
+        decode_lanes([1], "XOR")
+
+
+# -- restart ------------------------------------------------------------------------------------
+def test_resync_after_switch_restart(embedded_switch, embedded_pipeline, tmp_path: Path):
+    state_path = tmp_path / "ctl.json"
+    with SwitchConnection(embedded_switch.address) as conn:
+        conn.set_pipeline(*embedded_pipeline.build())
+        jobs = JobManager(conn)
+        state = ControllerState(embedded_pipeline)
+        for config in (embedded_switch.job(job_id=1, codec="thc"),
+                       embedded_switch.job(job_id=2, codec="fixedpoint")):
+            config = jobs.create_job(config)
+            state.jobs[config.job_id] = config
+        state.save(state_path)
+
+    embedded_switch.restart()
+    with SwitchConnection(embedded_switch.address) as conn:
+        assert conn.fetch_pipeline() is None                  # the restart lost everything
+        state = ControllerState.load(state_path)
+        conn.set_pipeline(*state.pipeline.build())
+        JobManager(conn).resync(list(state.jobs.values()))
+        assert sorted(e["match"]["job_id"].exact.value[-1]
+                      for e in conn.read_entries(pipeline.JOB_CONFIG)) == [1, 2]
+        assert sorted(conn.read_multicast_groups()) == [2, 3]
+        # traffic works again, with the THC table back in place
+        job = state.jobs[1]
+        links = [_link(w) for w in job.workers]
+        try:
+            for link in links:
+                link.send(_aggregate(1, 0, 0, [1] * (2 * TEST_WORDS), op=P.Op.LUT_SUM))
+            assert all(link.recv(RECV_TIMEOUT_S) is not None for link in links)
+        finally:
+            for link in links:
+                link.close()
+        # a job adopted from the state file is deleted completely
+        jobs = JobManager(conn)
+        for config in state.jobs.values():
+            jobs.adopt(config)
+        jobs.delete(1)
+        jobs.delete(2)
+        assert conn.read_entries(pipeline.JOB_CONFIG) == []
+
+
+# -- BMv2 -----------------------------------------------------------------------------------
+def test_bmv2_job_lifecycle_and_register_read(bmv2_switch, bmv2_pipeline):
+    """The same lifecycle on simple_switch_grpc; registers through simple_switch_CLI."""
+    with SwitchConnection(bmv2_switch.address) as conn:
+        conn.set_pipeline(*bmv2_pipeline.build())
+        regs = ThriftRegisters(bmv2_switch.thrift_port)
+        jobs = JobManager(conn, registers=regs)
+        workers = tuple(WorkerConfig(f"10.0.1.{i + 1}", 40000, i + 1, f"02:00:00:00:01:{i:02x}")
+                        for i in range(2))
+        job = jobs.create_job(JobConfig(job_id=1, codec="thc", workers=workers, n_slots=4,
+                                        words=TEST_WORDS))
+        assert len(conn.read_entries(pipeline.WORKER_ADMISSION)) == 2
+        state = slot_state(regs, job, 0)
+        assert state["pools"][0]["in_use"] is False
+        jobs.delete(1)
+        assert conn.read_entries(pipeline.WORKER_ADMISSION) == []
+        assert conn.read_multicast_groups() == {}
+
+
+def test_bmv2_second_controller_refused(bmv2_switch, bmv2_pipeline):
+    with SwitchConnection(bmv2_switch.address, election_id=10):
+        with pytest.raises(NotPrimaryError):
+            SwitchConnection(bmv2_switch.address, election_id=5, timeout=3)
+
+
+# -- target plumbing that runs without BMv2 ---------------------------------------------------
+FAKE_CLI = """#!/bin/sh
+# stands in for simple_switch_CLI: answers register_read as BMv2's runtime_CLI prints it
+echo "$@" > "$(dirname "$0")/args"
+while read cmd name index value; do
+  case "$cmd" in
+    register_read) echo "RuntimeCmd: $name[$index]= $((index * 10))";;
+    register_write) echo "$name $index $value" >> "$(dirname "$0")/writes";;
+  esac
+done
+"""
+
+
+def test_thrift_registers_speak_simple_switch_cli(tmp_path, monkeypatch):
+    cli = tmp_path / "simple_switch_CLI"
+    cli.write_text(FAKE_CLI)
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    regs = ThriftRegisters(9091)
+    assert regs.read([(pipeline.SLOT_SEQ, 3), (pipeline.SLOT_COUNT, 7)]) == [30, 70]
+    assert (tmp_path / "args").read_text().split() == ["--thrift-ip", "127.0.0.1",
+                                                      "--thrift-port", "9091"]
+    regs.zero([(pipeline.SLOT_FLAGS, 4, 2)])
+    assert (tmp_path / "writes").read_text().splitlines() == [
+        f"{pipeline.SLOT_FLAGS} 4 0", f"{pipeline.SLOT_FLAGS} 5 0"]
+
+
+def test_bmv2_pipeline_needs_p4c_or_prebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))        # no p4c-bm2-ss
+    with pytest.raises(ConfigError, match="p4c-bm2-ss is not on PATH.*--bmv2-json"):
+        PipelineConfig(target="bmv2").build()
+    with pytest.raises(ConfigError, match="go together"):
+        PipelineConfig(target="bmv2", bmv2_json="x.json")
+    (tmp_path / "hina.json").write_text("{}")
+    (tmp_path / "hina.p4info.txt").write_text('pkg_info { arch: "v1model" }\n')
+    p4info, config = PipelineConfig(target="bmv2", bmv2_json=str(tmp_path / "hina.json"),
+                                    p4info=str(tmp_path / "hina.p4info.txt")).build()
+    assert (p4info.pkg_info.arch, config) == ("v1model", b"{}")
+
+
+def test_embedded_pipeline_cache_is_reused(embedded_pipeline):
+    first = embedded_pipeline.build()
+    again = embedded_pipeline.build()                # from the cache: same messages
+    assert first[0] == again[0] and first[1] == again[1]
+    assert len(first[0].tables) > 2 * TEST_WORDS     # the LUT tables are there
+
+
+def test_allocation_avoids_jobs_installed_as_specs(conn, embedded_switch):
+    """A job installed at the JobSpec level (as demo/local.py does) is allocated around."""
+    jobs = JobManager(conn)
+    spec = pipeline.JobSpec(job_id=9, workers=(embedded_switch.worker(3).address(),), n_slots=6,
+                            reg_base=0, pair_stream_base=0)
+    with pytest.raises(JobError, match="words=128, but the pushed program has HINA_WORDS=64"):
+        jobs.create(spec)
+    jobs.create(dataclasses.replace(spec, words=TEST_WORDS))
+    config = jobs.create_job(embedded_switch.job(job_id=1))
+    assert (config.reg_base, config.pair_stream_base) == (6, 1)
+
+
+def test_clone_sessions(conn):
+    conn.write([conn.clone_session_update("INSERT", 5, [(3, 1), (4, 2)])])
+    assert conn.read_clone_sessions() == {5: [(3, 1), (4, 2)]}
+    conn.write([conn.clone_session_update("DELETE", 5)])
+    assert conn.read_clone_sessions() == {}

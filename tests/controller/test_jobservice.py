@@ -1,0 +1,168 @@
+"""The job service over real gRPC: concurrent workers join, meet at barriers, leave, time out;
+then aggregate through the embedded switch with what the service told them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+from controller.jobs import JobManager
+from controller.jobservice import serve
+from controller.p4runtime_client import SwitchConnection
+from ctlutil import TEST_WORDS, free_port
+from worker.jobclient import JobClient, JobServiceError
+
+N_WORKERS = 3
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SHORT_LEASE_S = 1.0
+
+
+@pytest.fixture(params=[30.0])
+def service(request, embedded_switch):
+    """A job service on a free port serving the jobs of a dict (lease: the param)."""
+    jobs = {}
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(lambda: jobs, address, lease_s=request.param)
+    yield address, jobs, server.servicer
+    server.stop(grace=None).wait(5)
+
+
+def test_concurrent_workers_join_and_meet_at_barrier(service, embedded_switch):
+    address, jobs, _ = service
+    jobs[7] = embedded_switch.job(job_id=7, n_workers=N_WORKERS, codec="thc", rht_seed=42)
+
+    def worker(_):
+        with JobClient(address) as client:
+            seat = client.join(7)
+            generation = client.barrier("start", timeout=10)
+            return seat, generation
+
+    with ThreadPoolExecutor(N_WORKERS) as pool:
+        results = list(pool.map(worker, range(N_WORKERS)))
+    seats = sorted((s for s, _ in results), key=lambda s: s.worker_index)
+    assert [s.worker_index for s in seats] == list(range(N_WORKERS))
+    assert {g for _, g in results} == {1}
+    s = seats[1]
+    assert (s.job_id, s.n_workers, s.n_slots, s.words) == (7, N_WORKERS, 4, TEST_WORDS)
+    assert s.me == ("02:00:00:00:01:01", "10.0.1.2", 40000)
+    assert s.switch == ("02:00:00:00:00:fe", "10.0.0.254", 0xBEE0)
+    assert s.tunnel == (("127.0.0.1", embedded_switch.worker_ports[1]),
+                        ("127.0.0.1", embedded_switch.switch_ports[1]))
+    assert s.codec_params.name == "thc" and s.codec_params.lane_op == "LUT_SUM"
+    assert s.codec_params.rht_seed == 42 and len(s.codec_params.thc_table) == 16
+
+
+def test_join_refusals(service, embedded_switch):
+    address, jobs, _ = service
+    jobs[1] = embedded_switch.job(job_id=1, n_workers=1)
+    with JobClient(address) as a, JobClient(address) as b:
+        with pytest.raises(JobServiceError, match="job 9 does not exist") as err:
+            a.join(9)
+        assert err.value.code == "NOT_FOUND"
+        with pytest.raises(JobServiceError, match="has no worker 10.9.9.9:1"):
+            a.join(1, ip="10.9.9.9", udp_port=1)
+        a.join(1, ip="10.0.1.1", udp_port=40000)
+        with pytest.raises(JobServiceError, match="joined already"):
+            b.join(1, ip="10.0.1.1", udp_port=40000)
+        with pytest.raises(JobServiceError, match="all 1 seats are taken"):
+            b.join(1)
+    with pytest.raises(JobServiceError, match="cannot reach the job service"):
+        JobClient(f"127.0.0.1:{free_port()}", timeout=0.3)
+
+
+@pytest.mark.parametrize("service", [SHORT_LEASE_S], indirect=True)
+def test_barrier_timeout_leave_and_lease(service, embedded_switch):
+    address, jobs, _ = service
+    jobs[2] = embedded_switch.job(job_id=2, n_workers=2)
+    with JobClient(address, heartbeat=False) as a, JobClient(address) as b:
+        a.join(2)
+        with pytest.raises(JobServiceError,
+                           match=r"timed out after 0.3s waiting for workers \[1\]"):
+            a.barrier("start", timeout=0.3)
+        b.join(2)
+        # b leaves while a waits: a's barrier is broken, not left hanging
+        waiting = threading.Thread(target=lambda: (time.sleep(0.3), b.leave()))
+        waiting.start()
+        with pytest.raises(JobServiceError, match="broken: worker 1 left") as err:
+            a.barrier("start", timeout=10)
+        assert err.value.code == "ABORTED"
+        waiting.join()
+        # a sends nothing for longer than the lease (1 s): its seat goes to the next joiner
+        time.sleep(1.3)
+        assert b.join(2).worker_index == 0
+        with pytest.raises(JobServiceError, match="not joined"):
+            a.barrier("start", timeout=1)
+
+
+def test_workers_aggregate_with_what_the_service_gave_them(service, embedded_switch,
+                                                           embedded_pipeline):
+    """End to end: job installed by the controller, parameters from the service, allreduce."""
+    from worker.transport import allreduce
+    address, jobs, _ = service
+    with SwitchConnection(embedded_switch.address) as conn:
+        conn.set_pipeline(*embedded_pipeline.build())
+        config = JobManager(conn).create_job(embedded_switch.job(job_id=3, n_workers=N_WORKERS,
+                                                                 codec="fixedpoint"))
+    jobs[3] = config
+    grads = [torch.randn(3 * TEST_WORDS, generator=torch.Generator().manual_seed(i))
+             for i in range(N_WORKERS)]
+
+    def worker(_):
+        with JobClient(address) as client:
+            seat = client.join(3)
+            client.barrier("start", timeout=10)
+            transport = seat.transport(give_up_s=5.0)
+            try:
+                return allreduce(grads[seat.worker_index].clone(), seat.codec(), transport)
+            finally:
+                transport.close()
+
+    with ThreadPoolExecutor(N_WORKERS) as pool:
+        results = list(pool.map(worker, range(N_WORKERS)))
+    expected = sum(grads) / N_WORKERS
+    for mean in results:
+        assert torch.allclose(mean, expected, atol=1e-4)
+
+
+def _hina_worker(address: str, job_id: int, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "worker.cli", "join", "--controller", address,
+                             "--job", str(job_id), "--barrier-timeout", "30", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def test_hina_worker_bench_and_run(service, embedded_switch, embedded_pipeline):
+    address, jobs, _ = service
+    with SwitchConnection(embedded_switch.address) as conn:
+        conn.set_pipeline(*embedded_pipeline.build())
+        jobs[4] = JobManager(conn).create_job(embedded_switch.job(job_id=4, n_workers=2,
+                                                                  codec="fixedpoint"))
+    procs = [_hina_worker(address, 4, "bench", "--codec", "fixedpoint", "--size", "500",
+                          "--rounds", "2", "--json") for _ in range(2)]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    assert sorted(r["worker_index"] for r in reports) == [0, 1]
+    assert all(r["max_rel_error"] < 1e-3 and len(r["seconds"]) == 2 for r in reports)
+
+    # run: the command sees its seat; its exit status is the agent's
+    jobs[8] = embedded_switch.job(job_id=8, n_workers=1)
+    proc = _hina_worker(address, 8, "run", "--", sys.executable, "-c",
+                        "import os, sys; print(os.environ['HINA_WORKER_INDEX'], "
+                        "os.environ['HINA_N_WORKERS']); sys.exit(3)")
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out.split()) == (3, ["0", "1"]), err
+    proc = _hina_worker(address, 99, "info")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.strip() == \
+        "hina-worker: error: join job 99: job 99 does not exist"

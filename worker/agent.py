@@ -1,0 +1,139 @@
+"""The worker agent: join a job through the controller's job service, then run training or a
+synthetic allreduce benchmark with what the service handed out.
+
+``run`` starts a command (``python train.py``) once every worker of the job is at the start
+barrier, with the seat in its environment (:data:`SEAT_ENV`, JSON; :func:`seat_from_env` reads it
+back, :func:`transport_from_env` builds the transport). The agent keeps the seat's lease alive
+while the command runs and gives the seat back when it ends.
+
+``bench`` allreduces random tensors through the switch and reports time, throughput and (with
+``check``) the error against the exact mean, which every worker can compute because each worker's
+tensor is drawn from a seed of (round, worker index).
+
+Example::
+
+    >>> with JobClient("127.0.0.1:50051") as client:                  # doctest: +SKIP
+    ...     seat = client.join(job_id=1)
+    ...     report = run_bench(client, seat, size=1_000_000, rounds=5)
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from .jobclient import JobClient, JobServiceError, Seat
+
+__all__ = ["SEAT_ENV", "seat_from_env", "transport_from_env", "run_command", "BenchReport",
+           "run_bench"]
+
+log = logging.getLogger("hina.worker")
+
+#: Environment variable holding the seat (JSON) for a command started by ``hina-worker run``.
+SEAT_ENV = "HINA_SEAT"
+
+
+def seat_from_env(environ=os.environ) -> Seat:
+    """The seat ``hina-worker run`` gave this process.
+
+    Raises:
+        JobServiceError: not started by ``hina-worker run``.
+    """
+    text = environ.get(SEAT_ENV)
+    if not text:
+        raise JobServiceError(f"${SEAT_ENV} is not set: start this under 'hina-worker join ... "
+                              "run -- COMMAND'", "FAILED_PRECONDITION")
+    return Seat.from_json(json.loads(text))
+
+
+def transport_from_env(**kwargs):
+    """A :class:`~worker.transport.Transport` for the seat in the environment."""
+    return seat_from_env().transport(**kwargs)
+
+
+def run_command(client: JobClient, seat: Seat, command: Sequence[str],
+                barrier_timeout: float = 60.0) -> int:
+    """Wait at the start barrier, run ``command`` with the seat in its environment; its status."""
+    client.barrier("start", timeout=barrier_timeout)
+    env = dict(os.environ)
+    env.update({SEAT_ENV: json.dumps(seat.to_json()), "HINA_JOB_ID": str(seat.job_id),
+                "HINA_WORKER_INDEX": str(seat.worker_index),
+                "HINA_N_WORKERS": str(seat.n_workers)})
+    log.info("running %s as worker %d of job %d", " ".join(command), seat.worker_index,
+             seat.job_id)
+    try:
+        return subprocess.call(list(command), env=env)
+    except OSError as exc:
+        raise JobServiceError(f"cannot run {command[0]!r}: {exc.strerror}", "NOT_FOUND") from None
+
+
+@dataclass
+class BenchReport:
+    """What ``bench`` measured on this worker."""
+    worker_index: int
+    n_workers: int
+    codec: str
+    size: int
+    rounds: int
+    seconds: list[float] = field(default_factory=list)
+    max_rel_error: Optional[float] = None
+    retransmissions: int = 0
+
+    @property
+    def elements_per_s(self) -> float:
+        total = sum(self.seconds)
+        return self.size * len(self.seconds) / total if total else 0.0
+
+    def to_json(self) -> dict:
+        return {"worker_index": self.worker_index, "n_workers": self.n_workers,
+                "codec": self.codec, "size": self.size, "rounds": self.rounds,
+                "seconds": self.seconds, "elements_per_s": self.elements_per_s,
+                "max_rel_error": self.max_rel_error, "retransmissions": self.retransmissions}
+
+
+def _tensor(round_: int, worker: int, size: int):
+    import torch
+    return torch.randn(size, generator=torch.Generator().manual_seed(round_ * 1009 + worker))
+
+
+def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: bool = True,
+              barrier_timeout: float = 60.0,
+              progress: Optional[Callable[[int], None]] = None) -> BenchReport:
+    """Allreduce ``rounds`` random tensors of ``size`` elements through the switch.
+
+    Args:
+        client: the joined client (barriers before the first round and after the last).
+        seat: this worker's seat.
+        size: elements per tensor.
+        rounds: allreduce calls.
+        check: compare with the exact mean (every worker's tensor is reproducible here).
+        progress: called with the number of elements done after each round (a progress bar).
+    """
+    from .transport import allreduce
+    if size < 1 or rounds < 1:
+        raise ValueError(f"size={size}, rounds={rounds}: both must be >= 1")
+    codec = seat.codec()
+    transport = seat.transport()
+    report = BenchReport(seat.worker_index, seat.n_workers, seat.codec_params.name, size, rounds)
+    try:
+        client.barrier("bench-start", timeout=barrier_timeout)
+        for r in range(rounds):
+            mine = _tensor(r, seat.worker_index, size)
+            start = time.perf_counter()
+            mean = allreduce(mine, codec, transport, key=0)
+            report.seconds.append(time.perf_counter() - start)
+            if check:
+                exact = sum(_tensor(r, w, size) for w in range(seat.n_workers)) / seat.n_workers
+                err = float((mean - exact).norm() / exact.norm())
+                report.max_rel_error = max(report.max_rel_error or 0.0, err)
+            if progress is not None:
+                progress(size)
+        report.retransmissions = transport.total.retransmissions
+        client.barrier("bench-end", timeout=barrier_timeout)
+    finally:
+        transport.close()
+    return report

@@ -1,0 +1,141 @@
+"""``hina-worker``: the worker agent's command line.
+
+Usage::
+
+    hina-worker join --controller HOST:PORT --job J [--ip IP --udp-port N] info [--json]
+    hina-worker join --controller HOST:PORT --job J run -- python train.py
+    hina-worker join --controller HOST:PORT --job J bench [--codec thc] --size 1000000 [--rounds 5]
+
+``join`` takes a seat in the job (the seat of ``--ip``/``--udp-port`` when given, else the first
+free one) through the controller's job service (``hina-ctl serve``). Errors are one line on
+stderr and exit status 1 (usage: 2); ``run`` exits with the command's status.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Optional, Sequence
+
+from .jobclient import JobClient, JobServiceError
+
+__all__ = ["main", "build_parser"]
+
+log = logging.getLogger("hina.worker")
+
+PROG = "hina-worker"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _help(description: str, example: str) -> dict:
+    return dict(description=description, epilog=f"example:\n  {example}",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=PROG, **_help(
+        "The HINA worker agent: join an aggregation job through the controller's job service, "
+        "then run training or a benchmark.",
+        "hina-worker join --controller 10.0.0.1:50051 --job 1 run -- python train.py"))
+    parser.add_argument("--log-level", default="warning",
+                        choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=OneLineParser)
+    join = sub.add_parser("join", help="join a job, then info | run | bench", **_help(
+        "Take a seat in a job (by --ip/--udp-port, else the first free seat).",
+        "hina-worker join --controller 127.0.0.1:50051 --job 1 info --json"))
+    join.add_argument("--controller", required=True, metavar="HOST:PORT",
+                      help="the job service (hina-ctl serve)")
+    join.add_argument("--job", type=int, required=True)
+    join.add_argument("--ip", default="", help="this worker's IPv4 address as the job lists it")
+    join.add_argument("--udp-port", type=int, default=0)
+    join.add_argument("--barrier-timeout", type=float, default=60.0,
+                      help="seconds to wait for the other workers (default 60)")
+    what = join.add_subparsers(dest="action", metavar="ACTION", required=True,
+                               parser_class=OneLineParser)
+    info = what.add_parser("info", help="print the seat and leave", **_help(
+        "Print what the job service hands this worker.", "hina-worker join ... info --json"))
+    info.add_argument("--json", action="store_true")
+    run = what.add_parser("run", help="run a command with the seat in its environment", **_help(
+        "Wait until every worker joined, then run COMMAND with $HINA_SEAT (JSON), "
+        "$HINA_WORKER_INDEX, $HINA_N_WORKERS set (worker.agent.transport_from_env() builds "
+        "the transport). Exits with COMMAND's status.",
+        "hina-worker join --controller 127.0.0.1:50051 --job 1 run -- python train.py"))
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    bench = what.add_parser("bench", help="synthetic allreduce benchmark", **_help(
+        "Allreduce random tensors through the switch with the job's codec; report time per "
+        "round, elements/s and the error against the exact mean.",
+        "hina-worker join --controller 127.0.0.1:50051 --job 1 bench --codec thc "
+        "--size 1000000"))
+    bench.add_argument("--codec", help="expected codec (refused if the job runs another)")
+    bench.add_argument("--size", type=int, default=1_000_000)
+    bench.add_argument("--rounds", type=int, default=3)
+    bench.add_argument("--no-check", dest="check", action="store_false",
+                       help="skip the comparison with the exact mean")
+    bench.add_argument("--json", action="store_true")
+    return parser
+
+
+def _bench(client, seat, args) -> int:
+    from .agent import run_bench
+    if args.codec and args.codec != seat.codec_params.name:
+        raise JobServiceError(f"job {seat.job_id} runs codec {seat.codec_params.name!r}, "
+                              f"not {args.codec!r}", "INVALID_ARGUMENT")
+    from tqdm import tqdm
+    with tqdm(total=args.size * args.rounds, unit="el", unit_scale=True, disable=args.json,
+              desc=f"worker {seat.worker_index} {seat.codec_params.name}") as bar:
+        report = run_bench(client, seat, args.size, args.rounds, args.check,
+                           args.barrier_timeout, progress=bar.update)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        err = ("" if report.max_rel_error is None
+               else f", max relative error {report.max_rel_error:.3g}")
+        print(f"worker {report.worker_index}/{report.n_workers}: {report.rounds} x "
+              f"{report.size} elements, {report.elements_per_s:.3g} elements/s{err}, "
+              f"{report.retransmissions} retransmissions")
+    return EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        with JobClient(args.controller) as client:
+            seat = client.join(args.job, args.ip, args.udp_port)
+            if args.action == "info":
+                data = seat.to_json()
+                print(json.dumps(data) if args.json else
+                      f"job {seat.job_id}: worker {seat.worker_index} of {seat.n_workers}, "
+                      f"codec {seat.codec_params.name} ({seat.codec_params.lane_op}), "
+                      f"{seat.n_slots} slots, switch {seat.switch[1]}:{seat.switch[2]}")
+                return EXIT_OK
+            if args.action == "run":
+                from .agent import run_command
+                cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+                if not cmd:
+                    raise JobServiceError("run: no command given (hina-worker join ... run -- "
+                                          "COMMAND)", "INVALID_ARGUMENT")
+                return run_command(client, seat, cmd, args.barrier_timeout)
+            return _bench(client, seat, args)
+    except (JobServiceError, ValueError, OSError) as exc:
+        log.debug("failed", exc_info=True)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+    except Exception as exc:     # e.g. TransportTimeout: one line; the traceback at debug level
+        log.debug("failed", exc_info=True)
+        print(f"{PROG}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

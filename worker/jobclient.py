@@ -1,0 +1,255 @@
+"""The worker side of the controller's job service (``hina/jobservice.proto``).
+
+A worker agent joins its job, gets its seat (worker index, its own address as the switch admits
+it, the switch's address, the link to use, the codec's parameters), waits at a barrier until every
+worker is there, aggregates, and leaves. This module never imports ``controller``: the wire
+definitions are in ``hina/``.
+
+Example::
+
+    >>> with JobClient("127.0.0.1:50051") as client:                  # doctest: +SKIP
+    ...     seat = client.join(job_id=1)
+    ...     client.barrier("start")
+    ...     transport = seat.transport()
+    ...     mean = allreduce(grad, seat.codec(), transport)
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+import grpc
+
+from hina.generated import jobservice_pb2 as pb
+from hina.generated import jobservice_pb2_grpc as pb_grpc
+
+__all__ = ["JobServiceError", "CodecParams", "Seat", "JobClient", "join"]
+
+log = logging.getLogger("hina.worker")
+
+_CONNECT_TIMEOUT_S = 10.0
+_RPC_TIMEOUT_S = 10.0
+
+
+class JobServiceError(RuntimeError):
+    """The job service refused or could not be reached; ``str()`` is one line.
+
+    Attributes:
+        code: the gRPC status code name.
+    """
+
+    def __init__(self, message: str, code: str = "UNKNOWN"):
+        super().__init__(message)
+        self.code = code
+
+
+def _wrap(exc: grpc.RpcError, what: str) -> JobServiceError:
+    code = exc.code().name if exc.code() else "UNKNOWN"
+    return JobServiceError(f"{what}: {exc.details() or code}", code)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class CodecParams:
+    """The codec the job runs and the parameters every worker must share."""
+    name: str
+    lane_op: str
+    thc_table: Optional[tuple[int, ...]]
+    thc_granularity: int
+    rht_seed: int
+    sketch_rows: int
+    sketch_columns: int
+    sketch_seed: int
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One worker's place in a job, as the job service handed it out."""
+    job_id: int
+    worker_index: int
+    n_workers: int
+    n_slots: int
+    words: int
+    session: str
+    me: tuple[str, str, int]            # (mac, ip, udp_port)
+    switch: tuple[str, str, int]
+    tunnel: Optional[tuple[tuple[str, int], tuple[str, int]]]   # (local, switch) or None (UDP)
+    codec_params: CodecParams
+    lease_s: float
+
+    @classmethod
+    def from_reply(cls, r: pb.JoinReply) -> "Seat":
+        c = r.codec
+        tunnel = None
+        if r.link.kind == pb.Link.TUNNEL:
+            tunnel = (_host_port(r.link.tunnel_local), _host_port(r.link.tunnel_switch))
+        return cls(r.job_id, r.worker_index, r.n_workers, r.n_slots, r.words, r.session,
+                   (r.me.mac, r.me.ip, r.me.udp_port),
+                   (r.switch.mac, r.switch.ip, r.switch.udp_port), tunnel,
+                   CodecParams(c.name, c.lane_op, tuple(c.thc_table) or None, c.thc_granularity,
+                               c.rht_seed, c.sketch.rows, c.sketch.columns, c.sketch.seed),
+                   r.lease_s)
+
+    def to_json(self) -> dict:
+        """A JSON-able dict (e.g. for a child process: ``HINA_SEAT``); see :meth:`from_json`."""
+        out = dataclasses.asdict(self)
+        out["codec_params"] = dataclasses.asdict(self.codec_params)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Seat":
+        data = dict(data)
+        c = dict(data.pop("codec_params"))
+        if c.get("thc_table") is not None:
+            c["thc_table"] = tuple(c["thc_table"])
+        tunnel = data.pop("tunnel")
+        return cls(**{**data, "me": tuple(data["me"]), "switch": tuple(data["switch"]),
+                      "tunnel": None if tunnel is None else (tuple(tunnel[0]), tuple(tunnel[1])),
+                      "codec_params": CodecParams(**c)})
+
+    def job_params(self):
+        """The :class:`worker.transport.JobParams` of this seat."""
+        from .transport import JobParams
+        return JobParams(self.job_id, self.n_workers, self.n_slots, self.words,
+                         self.codec_params.thc_table)
+
+    def link(self):
+        """A :class:`~worker.link.FrameLink` (loopback tunnel) or :class:`~worker.link.UdpLink`."""
+        from .link import Endpoint, FrameLink, UdpLink
+        if self.tunnel is not None:
+            return FrameLink(Endpoint.make(*self.me), Endpoint.make(*self.switch), *self.tunnel)
+        # UDP: the kernel builds the frames; the switch is reached at its HINA address
+        return UdpLink((self.me[1], self.me[2]), (self.switch[1], self.switch[2]))
+
+    def transport(self, **kwargs):
+        """A :class:`worker.transport.Transport` over :meth:`link` (kwargs: timers)."""
+        from .transport import Transport
+        return Transport(self.link(), self.job_params(), **kwargs)
+
+    def codec(self):
+        """The job's codec for this worker (``thc``, ``fixedpoint``, ``sketch``, ``lossless``)."""
+        from . import codecs
+        c, n = self.codec_params, self.n_workers
+        if c.name == "thc":
+            return codecs.ThcCodec(n, rank=self.worker_index, seed=c.rht_seed, table=c.thc_table,
+                                   granularity=c.thc_granularity)
+        if c.name == "fixedpoint":
+            return codecs.FixedPointCodec(n, rank=self.worker_index)
+        if c.name == "sketch":
+            return codecs.SketchCodec(n, rows=c.sketch_rows, columns=c.sketch_columns,
+                                      seed=c.sketch_seed)
+        if c.name == "lossless":
+            return codecs.LosslessSketchCodec(n, columns=c.sketch_columns, seed=c.sketch_seed)
+        raise JobServiceError(f"codec {c.name!r} has no worker-side codec (it is a raw lane op)",
+                              "UNIMPLEMENTED")
+
+
+class JobClient:
+    """A connection to the job service; holds at most one seat.
+
+    Args:
+        address: ``host:port`` of ``hina-ctl serve``.
+        timeout: seconds to wait for the service and for each request.
+        heartbeat: renew the seat's lease in the background while joined.
+    """
+
+    def __init__(self, address: str, timeout: float = _CONNECT_TIMEOUT_S, heartbeat: bool = True):
+        self.address, self.timeout = address, timeout
+        self.seat: Optional[Seat] = None
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise JobServiceError(f"cannot reach the job service at {address} within "
+                                  f"{timeout:g}s", "UNAVAILABLE") from None
+        self._stub = pb_grpc.JobServiceStub(self._channel)
+
+    def join(self, job_id: int, ip: str = "", udp_port: int = 0, name: str = "") -> Seat:
+        """Take a seat in ``job_id`` (the one of address ``ip:udp_port`` when given)."""
+        name = name or f"{socket.gethostname()}:{os.getpid()}"
+        try:
+            reply = self._stub.Join(pb.JoinRequest(job_id=job_id, ip=ip, udp_port=udp_port,
+                                                   name=name), timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _wrap(exc, f"join job {job_id}") from None
+        self.seat = Seat.from_reply(reply)
+        log.info("joined job %d as worker %d of %d", job_id, self.seat.worker_index,
+                 self.seat.n_workers)
+        if self._heartbeat:
+            self._stop.clear()
+            threading.Thread(target=self._beat, daemon=True, name="jobservice-heartbeat").start()
+        return self.seat
+
+    def _require_seat(self) -> Seat:
+        if self.seat is None:
+            raise JobServiceError("not joined to a job", "FAILED_PRECONDITION")
+        return self.seat
+
+    def barrier(self, name: str = "start", timeout: float = 60.0) -> int:
+        """Wait until every worker of the job reached barrier ``name``; returns its generation."""
+        seat = self._require_seat()
+        try:
+            reply = self._stub.Barrier(pb.BarrierRequest(job_id=seat.job_id, session=seat.session,
+                                                         name=name, timeout_s=timeout),
+                                       timeout=timeout + self.timeout)
+        except grpc.RpcError as exc:
+            raise _wrap(exc, f"barrier {name!r}") from None
+        return reply.generation
+
+    def leave(self) -> None:
+        """Give the seat back (idempotent)."""
+        seat, self.seat = self.seat, None
+        self._stop.set()
+        if seat is None:
+            return
+        try:
+            self._stub.Leave(pb.LeaveRequest(job_id=seat.job_id, session=seat.session),
+                             timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _wrap(exc, "leave") from None
+
+    def _beat(self) -> None:
+        seat = self.seat
+        while seat is not None and not self._stop.wait(max(seat.lease_s / 3, 0.1)):
+            try:
+                self._stub.Heartbeat(pb.HeartbeatRequest(job_id=seat.job_id,
+                                                         session=seat.session),
+                                     timeout=self.timeout)
+            except grpc.RpcError as exc:
+                log.warning("heartbeat failed: %s", exc.details())
+            seat = self.seat
+
+    def close(self) -> None:
+        try:
+            self.leave()
+        except JobServiceError as exc:
+            log.warning("%s", exc)
+        self._channel.close()
+
+    def __enter__(self) -> "JobClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def join(controller: str, job_id: int, ip: str = "", udp_port: int = 0) -> tuple[JobClient, Seat]:
+    """Connect to the job service at ``controller`` and join ``job_id``."""
+    client = JobClient(controller)
+    try:
+        return client, client.join(job_id, ip, udp_port)
+    except BaseException:
+        client.close()
+        raise
