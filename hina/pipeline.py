@@ -41,8 +41,8 @@ SLOT_COUNT = f"{P.INGRESS}.slot_state.slot_count"
 SLOT_FLAGS = f"{P.INGRESS}.slot_flags.slot_flags"
 PAIR_NEXT_SEQ = f"{P.INGRESS}.sketch_update.pair_next_seq"
 
-#: THC's default table for b=4, g=30 (DESIGN.md).
-THC_DEFAULT_TABLE = (0, 3, 5, 7, 9, 11, 13, 14, 16, 17, 19, 21, 23, 25, 27, 30)
+#: The default THC table (defined once, in :mod:`hina.protocol`).
+THC_DEFAULT_TABLE = P.THC_DEFAULT_TABLE
 
 _U16 = (1 << 16) - 1
 _U32 = (1 << 32) - 1

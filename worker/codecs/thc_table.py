@@ -26,6 +26,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import List, Sequence, Tuple
 
+from hina.protocol import THC_DEFAULT_TABLE
+
 __all__ = [
     "DEFAULT_BITS",
     "DEFAULT_GRANULARITY",
@@ -177,7 +179,7 @@ def _cost_matrix(granularity: int, threshold: float) -> Tuple[Tuple[float, ...],
 
 
 #: Output of ``optimise_table(4, 30, threshold_from_overflow(1/32))``; a test re-derives it.
-DEFAULT_TABLE: Tuple[int, ...] = (0, 3, 5, 7, 9, 11, 13, 15, 16, 17, 19, 21, 23, 25, 27, 30)
+DEFAULT_TABLE: Tuple[int, ...] = THC_DEFAULT_TABLE   # defined once in hina.protocol
 
 
 def main(argv: Sequence[str] | None = None) -> None:
