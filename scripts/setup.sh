@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     need=()
-    for pkg in python3-venv cpp mininet iproute2 ethtool protobuf-compiler protobuf-compiler-grpc; do
+    for pkg in python3-venv cpp mininet iproute2 ethtool nftables protobuf-compiler protobuf-compiler-grpc; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,428 @@
+"""A HINA deployment in Mininet: network up, pipeline pushed, job created, workers run, and a
+teardown that always leaves the machine as it was.
+
+Example::
+
+    >>> topo = StarTopo(n_workers=4)                                      # doctest: +SKIP
+    >>> with HinaNetwork(topo, target="embedded") as hn:                  # doctest: +SKIP
+    ...     reports = hn.run_workers(mode="allreduce", codecs=["sum"], size=65536)
+    ...     print(hn.counters())
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Optional, Sequence
+
+from mininet.link import TCLink
+from mininet.log import info, warn
+from mininet.net import Mininet
+
+from . import topo as T
+from .switches import ROOT, TARGETS, P4ProcessSwitch
+from .workloads import thc_table
+
+HINA_P4 = ROOT / "p4" / "hina.p4"
+HOST_WORKER = ROOT / "mininet" / "host_worker.py"
+PYTHON = sys.executable
+SWITCH_IP = "10.0.0.254"
+SWITCH_MAC = "02:00:00:00:00:fe"
+WORKER_UDP_PORT = 40000
+MASTER_PORT = 29500
+WORKER_GRACE_S = 5.0
+
+
+class DeploymentError(RuntimeError):
+    """The deployment cannot go on; ``str()`` is one line for the user."""
+
+
+def resolve_loss_method(method: str, target: str, shape: T.LinkShape) -> str:
+    """Pick how ``shape.loss`` is applied: ``netem`` (TCLink), ``nft`` (netdev hooks in every
+    host) or ``switch`` (the embedded target's own ``--loss``). ``auto`` prefers them in that
+    order. Raises :class:`DeploymentError` naming what is missing.
+
+    Delay needs netem whatever the loss method: without it, ``--delay`` is refused.
+    """
+    if method not in T.LOSS_METHODS:
+        raise DeploymentError(f"loss method {method!r}: one of {T.LOSS_METHODS}")
+    needs_netem = shape.delay is not None
+    netem_why = T.netem_missing() if (needs_netem or method in ("auto", "netem")) else None
+    if needs_netem and netem_why:
+        raise DeploymentError(f"--delay {shape.delay} needs netem, which is unavailable: "
+                              f"{netem_why}")
+    if not shape.loss:
+        return "none"
+    if method == "auto":
+        if netem_why is None:
+            return "netem"
+        if T.nft_missing() is None:
+            return "nft"
+        return "switch" if target == "embedded" else _refuse(netem_why, T.nft_missing())
+    if method == "netem" and netem_why:
+        raise DeploymentError(f"--loss-method netem: {netem_why}")
+    if method == "nft" and T.nft_missing():
+        raise DeploymentError(f"--loss-method nft: {T.nft_missing()}")
+    if method == "switch" and target != "embedded":
+        raise DeploymentError("--loss-method switch: only the embedded target drops frames "
+                              "itself; use netem or nft with BMv2")
+    return method
+
+
+def _refuse(*why: str) -> str:
+    raise DeploymentError("--loss: no way to drop packets here: " + "; ".join(why))
+
+
+@dataclass
+class WorkerReport:
+    """One host's outcome: its JSON report (``results`` or ``error``) and exit status."""
+    host: str
+    rank: int
+    returncode: int
+    report: dict = field(default_factory=dict)
+    stderr_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return (self.returncode == 0 and "error" not in self.report
+                and all(r.get("ok") for r in self.report.get("results", [])))
+
+
+class HinaNetwork:
+    """Mininet with a P4 switch running ``p4/hina.p4`` and one HINA job over the worker hosts.
+
+    Args:
+        topo: a :class:`hina_mn.topo.HinaTopo` (built with the loss method's ``netem_loss``).
+        target: ``embedded`` (softswitch) or ``bmv2`` (simple_switch_grpc).
+        shape: the worker links' impairments (for the nft / switch loss methods).
+        loss_method: from :func:`resolve_loss_method`.
+        words: ``HINA_WORDS`` the program is compiled with.
+        n_slots: the job's slots (each worker's window).
+        job_id: the job.
+        log_dir: switch logs, worker outputs, BMv2 build files (default: a new temporary dir).
+        pcap_dir: capture every switch port here.
+        switch_log_level: the switch's log level.
+        loss_seed: seed of the switch's own loss (loss method ``switch``).
+    """
+
+    def __init__(self, topo: T.HinaTopo, target: str = "embedded",
+                 shape: T.LinkShape = T.LinkShape(), loss_method: str = "none",
+                 words: int = 128, n_slots: int = 32, job_id: int = 1,
+                 log_dir: Optional[str] = None, pcap_dir: Optional[str] = None,
+                 switch_log_level: str = "warn", loss_seed: Optional[int] = None):
+        if target not in TARGETS:
+            raise DeploymentError(f"target {target!r}: one of {tuple(TARGETS)}")
+        self.topo, self.target, self.shape, self.loss_method = topo, target, shape, loss_method
+        self.words, self.n_slots, self.job_id = words, n_slots, job_id
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="hina-mn-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        switch_args = dict(log_dir=str(self.log_dir), pcap_dir=pcap_dir,
+                           log_level=switch_log_level)
+        if target == "embedded" and loss_method == "switch":
+            switch_args.update(loss=shape.loss / 100.0, loss_seed=loss_seed)
+        self.switch_cls = partial(TARGETS[target], **switch_args)
+        self.net: Optional[Mininet] = None
+        self.conn = None
+        self.jobs = None
+        self.workers: list = []
+        self._procs: list[subprocess.Popen] = []
+        self._intf_names = expected_interfaces(topo)
+
+    # -- bring-up ---------------------------------------------------------------------------
+    def start(self) -> "HinaNetwork":
+        """Build and start the network, configure the hosts, push the pipeline, create the job.
+        On failure everything started so far is torn down before the error propagates.
+
+        Raises:
+            DeploymentError: an interface of this network already exists (another network
+                runs, or a killed run left it): nothing is touched.
+        """
+        busy = leftover_interfaces(self._intf_names)
+        if busy:
+            raise DeploymentError(
+                f"interface(s) {', '.join(busy)} already exist: another Mininet network is "
+                f"running, or a killed run left them (remove with: ip link del {busy[0]})")
+        try:
+            self.net = Mininet(topo=self.topo, switch=self.switch_cls, controller=None,
+                               link=TCLink, autoSetMacs=False, autoStaticArp=False,
+                               build=False, cleanup=False)
+            atexit.register(self.stop)     # the last resort: an interpreter that exits
+            self.net.build()
+            self.net.start()
+            self.workers = [self.net.get(h) for h in self.topo.workers]
+            self._configure_hosts()
+            self._push_pipeline()
+            self._create_job()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def switch(self) -> P4ProcessSwitch:
+        return self.net.get(self.topo.aggregator)
+
+    def data_intf(self, host):
+        """The host's interface toward the aggregating switch."""
+        for intf in host.intfList():
+            link = intf.link
+            if link and self.topo.aggregator in (link.intf1.node.name, link.intf2.node.name):
+                return intf
+        raise DeploymentError(f"{host.name} has no link to {self.topo.aggregator}")
+
+    def control_intf(self, host):
+        for intf in host.intfList():
+            link = intf.link
+            if link and T.CONTROL_BRIDGE in (link.intf1.node.name, link.intf2.node.name):
+                return intf
+        return None
+
+    def _configure_hosts(self) -> None:
+        for rank, host in enumerate(self.workers):
+            data = self.data_intf(host)
+            host.cmd("sysctl -q -w net.ipv6.conf.all.disable_ipv6=1")
+            # Checksums computed by the kernel, not left to the (virtual) NIC: what crosses
+            # the switch and its pcaps is then a correct frame (the tutorials do the same).
+            host.cmd(f"ethtool --offload {data.name} rx off tx off >/dev/null 2>&1")
+            # The P4 program answers no ARP, and the switch may be outside the host's subnet
+            # (topology.json): a host route and a permanent neighbour entry.
+            host.cmd(f"ip route replace {SWITCH_IP}/32 dev {data.name}")
+            host.cmd(f"ip neigh replace {SWITCH_IP} lladdr {SWITCH_MAC} dev {data.name} "
+                     "nud permanent")
+            ctl = self.control_intf(host)
+            if ctl is not None:
+                host.setIP(self.topo.control_ip(rank), 24, intf=ctl)
+            if self.loss_method == "nft":
+                rules = self.log_dir / f"{host.name}-loss.nft"
+                rules.write_text(T.nft_loss_rules(data.name, self.shape.loss))
+                _, err, code = host.pexec(["nft", "-f", str(rules)])
+                if code != 0:
+                    raise DeploymentError(f"{host.name}: nft refused the loss rules: "
+                                          f"{' '.join(err.split())}")
+        for name, commands in getattr(self.topo, "host_commands", {}).items():
+            for command in commands:
+                out = self.net.get(name).cmd(command)
+                if out.strip():
+                    info(f"{name}$ {command}\n{out}")
+
+    def _push_pipeline(self) -> None:
+        from controller.p4runtime_client import SwitchConnection
+        p4info, device_config = compile_pipeline(self.target, self.words)
+        info(f"*** Pushing {HINA_P4.name} to {self.switch.name} ({self.switch.grpc_address})\n")
+        if self.conn is None:
+            self.conn = SwitchConnection(self.switch.grpc_address,
+                                         device_id=self.switch.device_id)
+        self.conn.set_pipeline(p4info, device_config)
+
+    def worker_address(self, rank: int):
+        from hina.pipeline import WorkerAddress
+        from worker.link import Endpoint
+        host = self.workers[rank]
+        data = self.data_intf(host)
+        me = Endpoint.make(data.MAC(), data.IP(), WORKER_UDP_PORT)
+        return WorkerAddress(port=self.switch.ports[data.link.intf2 if data.link.intf1 is data
+                                                    else data.link.intf1],
+                             mac=me.mac, ip=me.ip, udp_port=me.udp_port)
+
+    def _create_job(self) -> None:
+        from controller.jobs import JobManager
+        from hina.pipeline import JobSpec
+        table = thc_table()
+        workers = tuple(self.worker_address(r) for r in range(len(self.workers)))
+        spec = JobSpec(job_id=self.job_id, workers=workers, n_slots=self.n_slots, reg_base=0,
+                       thc_max_value=max(table), words=self.words)
+        # BMv2's P4Runtime has no RegisterEntry writes; a freshly pushed pipeline is zeroed.
+        self.jobs = JobManager(self.conn, zero_registers=self.target == "embedded")
+        self.jobs.create(spec, thc_table=table)
+        info(f"*** Job {self.job_id}: {len(workers)} workers, {self.n_slots} slots, "
+             f"HINA_WORDS={self.words}\n")
+
+    def reset_job(self) -> None:
+        """Delete the job and create it afresh (zeroed slots): a new run of worker processes
+        starts its sequence numbers at 0 again. BMv2 cannot zero registers over P4Runtime:
+        there the pipeline is pushed again, which resets all of its state."""
+        if self.target == "embedded":
+            self.jobs.delete(self.job_id)
+        else:
+            self._push_pipeline()
+        self._create_job()
+
+    # -- workers ----------------------------------------------------------------------------
+    def worker_command(self, rank: int, mode: str, codecs: Sequence[str], size: int,
+                       rounds: int = 1, steps: int = 6, seed: int = 0,
+                       give_up_s: float = 30.0, min_rto: Optional[float] = None) -> list[str]:
+        host = self.workers[rank]
+        data = self.data_intf(host)
+        cmd = [PYTHON, str(HOST_WORKER), "--rank", str(rank), "--workers", str(len(self.workers)),
+               "--job-id", str(self.job_id), "--slots", str(self.n_slots),
+               "--words", str(self.words), "--thc-table", ",".join(map(str, thc_table())),
+               "--bind", f"{data.IP()}:{WORKER_UDP_PORT}",
+               "--switch", f"{SWITCH_IP}:{_hina_port()}", "--mode", mode,
+               "--codec", ",".join(codecs), "--size", str(size), "--rounds", str(rounds),
+               "--steps", str(steps), "--seed", str(seed), "--give-up", str(give_up_s)]
+        if min_rto is not None:
+            cmd += ["--min-rto", str(min_rto)]
+        if mode == "ddp":
+            ctl = self.control_intf(host)
+            if ctl is None:
+                raise DeploymentError("--mode ddp needs the control network (gloo cannot cross "
+                                      "the P4 switch, which forwards only HINA)")
+            cmd += ["--master", f"{self.topo.control_ip(0)}:{MASTER_PORT}", "--ifname", ctl.name]
+        return cmd
+
+    def run_workers(self, mode: str = "allreduce", codecs: Sequence[str] = ("sum",),
+                    size: int = 65536, rounds: int = 1, steps: int = 6, seed: int = 0,
+                    timeout_s: float = 600.0, give_up_s: float = 30.0,
+                    min_rto: Optional[float] = None) -> list[WorkerReport]:
+        """Run ``host_worker.py`` on every worker host at once; wait for all; their reports."""
+        procs = []
+        for rank, host in enumerate(self.workers):
+            cmd = self.worker_command(rank, mode, codecs, size, rounds, steps, seed, give_up_s,
+                                      min_rto)
+            out = open(self.log_dir / f"{host.name}.out", "w")
+            err = open(self.log_dir / f"{host.name}.err", "w")
+            env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+            proc = host.popen(cmd, stdout=out, stderr=err, cwd=str(ROOT), env=env)
+            out.close()
+            err.close()
+            procs.append(proc)
+            self._procs.append(proc)
+        deadline = time.monotonic() + timeout_s
+        reports = []
+        for rank, (host, proc) in enumerate(zip(self.workers, procs)):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill(proc)
+            reports.append(self._report(host, rank, proc.returncode))
+        return reports
+
+    def _report(self, host, rank: int, returncode: int) -> WorkerReport:
+        out = (self.log_dir / f"{host.name}.out").read_text(errors="replace")
+        err = (self.log_dir / f"{host.name}.err").read_text(errors="replace")
+        report: dict = {}
+        for line in reversed(out.splitlines()):
+            if line.startswith("{"):
+                report = json.loads(line)
+                break
+        if not report:
+            report = {"error": f"no report (exit status {returncode}); see "
+                               f"{self.log_dir / (host.name + '.err')}"}
+        tail = "\n".join(err.splitlines()[-15:])
+        return WorkerReport(host.name, rank, returncode, report, tail)
+
+    # -- inspection --------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        """The switch's packets per drop/exception reason (``HinaIngress.reason_counter``)."""
+        return self.jobs.reason_counts()
+
+    def nft_drops(self) -> dict[str, int]:
+        """Frames the nft loss rules dropped, per host (loss method ``nft``)."""
+        return {h.name: T.nft_dropped(h, self.data_intf(h).name) for h in self.workers}
+
+    # -- teardown ---------------------------------------------------------------------------
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        if proc.poll() is not None:
+            return
+        try:                           # mnexec -d made the worker a session (group) leader
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=WORKER_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> None:
+        """Stop workers, the controller connection, the switch and the network; then remove
+        any interface of this network that is still there. Safe to call more than once."""
+        atexit.unregister(self.stop)
+        for proc in self._procs:
+            self._kill(proc)
+        self._procs.clear()
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception as exc:    # teardown goes on whatever the connection does
+                warn(f"*** closing the P4Runtime connection: {exc}\n")
+            self.conn = None
+        if self.net is not None:
+            net, self.net = self.net, None
+            try:
+                net.stop()
+            finally:
+                for node in net.switches:      # a switch whose start failed half-way
+                    if isinstance(node, P4ProcessSwitch):
+                        node.stop_process()
+        for name in sorted(self._intf_names & set(leftover_interfaces(self._intf_names))):
+            warn(f"*** removing leftover interface {name}\n")
+            subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+
+    def __enter__(self) -> "HinaNetwork":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@functools.lru_cache(maxsize=4)
+def compile_pipeline(target: str, words: int):
+    """(P4Info message, device config bytes) of ``p4/hina.p4`` for ``target``; cached, since
+    compiling takes seconds and every network of a process pushes the same program.
+
+    The embedded target compiles in process; BMv2 needs ``p4c-bm2-ss`` (its output goes to a
+    new temporary directory).
+    """
+    defines = {"HINA_WORDS": str(words)}
+    if target == "embedded":
+        from softswitch.compiler import compile_file
+        from softswitch.p4info import build_p4info
+        from softswitch.p4runtime_server import make_device_config
+        program = compile_file(str(HINA_P4), defines=defines)
+        return build_p4info(program.info), make_device_config(program)
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+    if shutil.which("p4c-bm2-ss") is None:
+        raise DeploymentError("p4c-bm2-ss is not on PATH: BMv2 needs the program compiled by "
+                              "p4c (install p4c, or use --target embedded)")
+    build_dir = Path(tempfile.mkdtemp(prefix="hina-p4c-"))
+    out, p4info_path = build_dir / "hina.json", build_dir / "hina.p4info.txt"
+    cmd = ["p4c-bm2-ss", "--arch", "v1model", "-o", str(out), "--p4runtime-files",
+           str(p4info_path), *[f"-D{k}={v}" for k, v in defines.items()], str(HINA_P4)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DeploymentError(f"p4c-bm2-ss failed: {done.stderr.strip()[-2000:]}")
+    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    return p4info, out.read_bytes()
+
+
+def expected_interfaces(topo) -> set[str]:
+    """Names of every interface (both ends of every link) and bridge ``topo`` makes."""
+    names = set()
+    for a, b, info in topo.links(withInfo=True):
+        names |= {f"{a}-eth{info['port1']}", f"{b}-eth{info['port2']}"}
+    return names | {s for s in topo.switches() if topo.nodeInfo(s).get("cls") is T.IpBridge}
+
+
+def leftover_interfaces(names) -> list[str]:
+    """Which of ``names`` exist as interfaces of the root namespace."""
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    present = {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()
+               if line.count(":") >= 2}
+    return sorted(present & set(names))
+
+
+def _hina_port() -> int:
+    from hina import protocol as P
+    return P.UDP_PORT_BASE

@@ -1,0 +1,158 @@
+"""What a worker host aggregates, and how its result is judged: one place for the host script,
+the launcher and the tests.
+
+Every worker builds *all* workers' inputs from ``(codec, seed, rank)`` (cheap), aggregates its own
+through the switch and compares the result with the exact reference: no result has to travel
+back to be checked.
+
+=========  ==========================================================  ============================
+codec      input of worker r (``size`` coordinates)                    result judged by
+=========  ==========================================================  ============================
+sum        int32 in [-2**20, 2**20), SUM lanes directly                 exact integer sum
+fixed      float32 N(0, 1), :class:`FixedPointCodec`                    max error vs. the mean
+thc        float32 N(0, 1), :class:`ThcCodec` (table installed)         NMSE vs. the mean
+sketch     N(0, 0.01) noise + ``SKETCH_HEAVY`` shared heavy             heavy hitters recovered,
+           coordinates (+10), :class:`SketchCodec` (FetchSGD)           their error vs. the mean
+lossless   ``LOSSLESS_NNZ`` nonzeros N(0, 1) at random positions,       max error vs. the mean
+           :class:`LosslessSketchCodec`
+=========  ==========================================================  ============================
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+import torch
+
+CODECS = ("sum", "fixed", "thc", "sketch", "lossless")
+SUM_RANGE = 1 << 20                 # |input| < 2**20: 32 workers sum without overflow
+SKETCH_ROWS, SKETCH_MIN_COLUMNS, SKETCH_HEAVY = 5, 1 << 11, 16
+#: Coordinates per sketch column: with fewer columns, noise mass (sqrt(d / columns)) hides heavy
+#: hitters (at 1M coordinates, 2048 columns lose one of 16; 8192 recover all).
+SKETCH_COORDS_PER_COLUMN = 128
+SKETCH_NOISE, SKETCH_SPIKE = 0.01, 10.0
+LOSSLESS_NNZ, LOSSLESS_COLUMNS = 300, 1 << 11
+#: Acceptance bounds (the tests and the launcher's PASS/FAIL use these).
+BOUNDS = {
+    # THC with 4-bit indices, one round on Gaussian input: 0.02 measured at 4 workers and
+    # 64k coordinates (the reference switch in torch); a lost or misplaced chunk gives ~1.
+    "thc_nmse": 0.1,
+    # FetchSGD heavy hitters: the count-sketch estimate of a heavy coordinate errs by
+    # O(noise * sqrt(d / columns)); 6 standard deviations, as tests/worker/test_sketch.py.
+    "sketch_z": 6.0,
+    # fixed point: per-block scale with int32 lanes, far finer than this.
+    "fixed_max_err": 1e-3,
+    # lossless sketch: exact up to the fixed-point step (below 1e-6 for N(0, 1) values).
+    "lossless_max_err": 1e-5,
+}
+
+
+def sketch_columns(size: int) -> int:
+    """Columns of the benchmark's sketch for ``size`` coordinates (a power of two)."""
+    wanted = max(SKETCH_MIN_COLUMNS, -(-size // SKETCH_COORDS_PER_COLUMN))
+    return 1 << (wanted - 1).bit_length()
+
+
+def thc_table() -> tuple[int, ...]:
+    """The THC table the job installs and every THC codec uses."""
+    from worker.codecs import DEFAULT_TABLE
+    return tuple(DEFAULT_TABLE)
+
+
+def make_codec(name: str, n_workers: int, rank: int, seed: int, size: int):
+    """The codec of ``name`` for worker ``rank`` and ``size`` coordinates (None for ``sum``:
+    raw SUM lanes)."""
+    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
+    if name == "sum":
+        return None
+    if name == "fixed":
+        return FixedPointCodec(n_workers, rank=rank)
+    if name == "thc":
+        return ThcCodec(n_workers, rank=rank, seed=seed, table=thc_table())
+    if name == "sketch":
+        return SketchCodec(n_workers, rows=SKETCH_ROWS, columns=sketch_columns(size),
+                           k=SKETCH_HEAVY, momentum=0.0, error_feedback=False, seed=seed)
+    if name == "lossless":
+        return LosslessSketchCodec(n_workers, columns=LOSSLESS_COLUMNS, seed=seed)
+    raise ValueError(f"codec={name!r}: one of {CODECS}")
+
+
+def make_ddp_codec(name: str, n_workers: int, rank: int, seed: int):
+    """The codec of DDP mode (training the digits MLP of ``demo/digits.py``, ~9.6k parameters).
+
+    ``sum`` trains through SUM lanes with the fixed-point codec; the sketch keeps FetchSGD's
+    momentum in sketch space (the optimiser then adds none).
+    """
+    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
+    if name in ("sum", "fixed"):
+        return FixedPointCodec(n_workers, rank=rank)
+    if name == "thc":
+        return ThcCodec(n_workers, rank=rank, seed=seed, table=thc_table())
+    if name == "sketch":
+        return SketchCodec(n_workers, rows=5, columns=128, k=0.1, momentum=0.9, seed=seed)
+    if name == "lossless":
+        return LosslessSketchCodec(n_workers, columns=1 << 12, seed=seed)
+    raise ValueError(f"codec={name!r}: one of {CODECS}")
+
+
+def _heavy(size: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randperm(size, generator=gen)[:SKETCH_HEAVY]
+
+
+def make_input(name: str, rank: int, size: int, seed: int):
+    """Worker ``rank``'s input for ``name`` (numpy int32 for ``sum``, else a float32 tensor)."""
+    if name == "sum":
+        rng = np.random.default_rng([seed, rank])
+        return rng.integers(-SUM_RANGE, SUM_RANGE, size=size, dtype=np.int32)
+    gen = torch.Generator().manual_seed(seed * 1000 + rank + 1)
+    if name in ("fixed", "thc"):
+        return torch.randn(size, generator=gen)
+    if name == "sketch":
+        g = torch.randn(size, generator=gen) * SKETCH_NOISE
+        g[_heavy(size, seed)] += SKETCH_SPIKE
+        return g
+    if name == "lossless":
+        g = torch.zeros(size)
+        g[torch.randperm(size, generator=gen)[:min(LOSSLESS_NNZ, size)]] = torch.randn(
+            min(LOSSLESS_NNZ, size), generator=gen)
+        return g
+    raise ValueError(f"codec={name!r}: one of {CODECS}")
+
+
+def evaluate(name: str, result, n_workers: int, size: int, seed: int) -> dict:
+    """Metrics of ``result`` against the exact reference, and ``ok`` (within :data:`BOUNDS`)."""
+    inputs = [make_input(name, r, size, seed) for r in range(n_workers)]
+    if name == "sum":
+        expected = np.sum(np.stack(inputs).astype(np.int64), axis=0)
+        wrong = int(np.count_nonzero(np.asarray(result, dtype=np.int64) != expected))
+        return {"exact": wrong == 0, "wrong_coordinates": wrong, "ok": wrong == 0}
+    mean = torch.stack(inputs).mean(0)
+    err = (result - mean).abs()
+    metrics = {"max_abs_err": float(err.max()),
+               "nmse": float(((result - mean) ** 2).sum() / (mean ** 2).sum())}
+    if name == "thc":
+        metrics["ok"] = metrics["nmse"] < BOUNDS["thc_nmse"]
+    elif name == "fixed":
+        metrics["ok"] = metrics["max_abs_err"] < BOUNDS["fixed_max_err"]
+    elif name == "lossless":
+        metrics["ok"] = metrics["max_abs_err"] < BOUNDS["lossless_max_err"]
+    elif name == "sketch":
+        heavy = _heavy(size, seed)
+        found = set(result.nonzero().reshape(-1).tolist())
+        tau = SKETCH_NOISE * math.sqrt(size / sketch_columns(size))
+        heavy_err = float(err[heavy].max())
+        metrics.update(heavy_recovered=len(found & set(heavy.tolist())), heavy=len(heavy),
+                       heavy_max_err=heavy_err, heavy_err_bound=BOUNDS["sketch_z"] * tau)
+        metrics["ok"] = (found == set(heavy.tolist())
+                         and heavy_err <= BOUNDS["sketch_z"] * tau + 1e-4)
+    return metrics
+
+
+def failure(name: str, metrics: dict) -> Optional[str]:
+    """A one-line reason when ``metrics`` (from :func:`evaluate`) are out of bounds."""
+    if metrics.get("ok"):
+        return None
+    shown = {k: v for k, v in metrics.items() if k != "ok"}
+    return f"{name}: out of bounds {shown} (bounds {BOUNDS})"

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""The worker agent of one Mininet host: aggregates through the switch, prints one JSON line.
+
+Self-contained: the job's parameters come on the command line (the launcher, ``run.py``, passes
+what the controller installed). The host reaches the switch with an ordinary UDP socket
+(:class:`worker.link.UdpLink`) bound to its own address.
+
+Usage (what ``run.py`` runs on host ``hI``)::
+
+    python mininet/host_worker.py --rank 0 --workers 4 --job-id 1 --slots 32 --words 128 \\
+        --thc-table 0,3,5,... --bind 10.0.0.1:40000 --switch 10.0.0.254:48864 \\
+        --mode allreduce --codec sum,thc --size 65536
+
+    python mininet/host_worker.py ... --mode ddp --codec thc --steps 6 \\
+        --master 192.168.0.1:29500 --ifname h1-eth1
+
+Output (stdout, last line): ``{"rank": 0, "mode": "allreduce", "results": [{"codec": "sum",
+"seconds": ..., "ok": true, ...}, ...]}``; exit status 0 when every result is within bounds,
+1 otherwise, 2 on bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]     # hina_mn, and the project (demo, worker, hina)
+
+from hina_mn import workloads as W                # noqa: E402
+
+MODES = ("allreduce", "ddp")
+DDP_CODECS = ("thc", "sketch", "lossless", "fixed")
+DDP_BATCH = 32
+DDP_LR = 0.05
+DDP_START_ITER = 2
+DDP_TIMEOUT_S = 120
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rank", type=int, required=True, help="this worker's index in the job")
+    p.add_argument("--workers", type=int, required=True, help="workers of the job")
+    p.add_argument("--job-id", type=int, required=True)
+    p.add_argument("--slots", type=int, required=True, help="the job's aggregation slots")
+    p.add_argument("--words", type=int, required=True, help="HINA_WORDS of the switch program")
+    p.add_argument("--thc-table", default="", help="the job's THC table, comma separated")
+    p.add_argument("--bind", type=_address, required=True, help="this host's IP:UDP port")
+    p.add_argument("--switch", type=_address, required=True, help="the switch's IP:HINA port")
+    p.add_argument("--mode", choices=MODES, default="allreduce")
+    p.add_argument("--codec", default="sum", help=f"comma separated, from {W.CODECS}")
+    p.add_argument("--size", type=int, default=65536, help="coordinates per allreduce")
+    p.add_argument("--rounds", type=int, default=1, help="allreduces per codec")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=6, help="DDP training steps")
+    p.add_argument("--master", type=_address, help="torch.distributed rendezvous IP:port (ddp)")
+    p.add_argument("--ifname", help="interface gloo uses (the control network) (ddp)")
+    p.add_argument("--min-rto", type=float, default=0.02, help="smallest retransmission timeout")
+    p.add_argument("--give-up", type=float, default=30.0, help="fail after this long without "
+                   "progress (seconds)")
+    return p
+
+
+def make_transport(args):
+    from worker.link import UdpLink
+    from worker.transport import JobParams, Transport
+    table = tuple(int(v) for v in args.thc_table.split(",")) if args.thc_table else None
+    job = JobParams(args.job_id, args.workers, args.slots, args.words, table)
+    return Transport(UdpLink(args.bind, args.switch), job, min_rto=args.min_rto,
+                     give_up_s=args.give_up)
+
+
+def _stats(transport) -> dict:
+    s = transport.total
+    return {"packets_sent": s.packets_sent, "retransmissions": s.retransmissions,
+            "bytes_sent": s.bytes_sent, "duplicates": s.duplicates}
+
+
+def run_allreduce(args, codecs: list[str]) -> list[dict]:
+    """Each codec ``args.rounds`` times on the workload of :mod:`hina_mn.workloads`."""
+    from hina import protocol as P
+    from worker.transport import allreduce
+    transport = make_transport(args)
+    results = []
+    try:
+        for name in codecs:
+            data = W.make_input(name, args.rank, args.size, args.seed)
+            codec = W.make_codec(name, args.workers, args.rank, args.seed, args.size)
+            before = _stats(transport)
+            seconds, first = [], None
+            for key in range(args.rounds):
+                started = time.monotonic()
+                if codec is None:
+                    out = transport.reduce(P.Op.SUM, data)
+                else:   # a new key per round: fresh codec state, every round alike
+                    out = allreduce(data, codec, transport, key=key).cpu()
+                seconds.append(time.monotonic() - started)
+                first = out if first is None else first
+            after = _stats(transport)
+            metrics = W.evaluate(name, first, args.workers, args.size, args.seed)  # round 1
+            results.append({"codec": name, "seconds": seconds, **metrics,
+                            **{k: after[k] - before[k] for k in after}})
+    finally:
+        transport.close()
+    return results
+
+
+def run_ddp(args, codec_name: str) -> list[dict]:
+    """A few DDP steps of the digits MLP (``demo/digits.py``) through :func:`hina_hook`."""
+    import datetime
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from demo.digits import load_digits_split, make_model
+    from worker.ddp_hook import HinaState, hina_hook
+    if args.master is None:
+        raise SystemExit("--mode ddp needs --master IP:PORT")
+    torch.set_num_threads(1)
+    if args.ifname:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+    host, port = args.master
+    dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
+                            world_size=args.workers,
+                            timeout=datetime.timedelta(seconds=DDP_TIMEOUT_S))
+    try:
+        x_tr, y_tr, x_te, y_te = load_digits_split()
+        model = DDP(make_model())
+        transport = make_transport(args)
+        codec = W.make_ddp_codec(codec_name, args.workers, args.rank, args.seed)
+        state = HinaState(transport, codec, start_iter=DDP_START_ITER)
+        model.register_comm_hook(state, hina_hook)
+        opt = torch.optim.SGD(model.parameters(), lr=DDP_LR,
+                              momentum=0.0 if codec_name == "sketch" else 0.9)
+        shard = torch.arange(args.rank, len(x_tr), args.workers)
+        loss_fn = nn.CrossEntropyLoss()
+        losses, step_s = [], []
+        for step in range(args.steps):
+            idx = shard[(step * DDP_BATCH + torch.arange(DDP_BATCH)) % len(shard)]
+            started = time.monotonic()
+            opt.zero_grad()
+            loss = loss_fn(model(x_tr[idx]), y_tr[idx])
+            loss.backward()
+            opt.step()
+            step_s.append(time.monotonic() - started)
+            losses.append(float(loss))
+        with torch.no_grad():
+            accuracy = float((model.module(x_te).argmax(1) == y_te).float().mean())
+        # Every replica must hold the same parameters after the steps (the hook's results agree).
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        gathered = [torch.zeros_like(flat) for _ in range(args.workers)]
+        dist.all_gather(gathered, flat)
+        in_sync = all(torch.equal(gathered[0], g) for g in gathered)
+        transport.close()
+        ok = (state.stats["hina_buckets"] > 0 and state.stats["fallback_buckets"] == 0
+              and in_sync and all(math.isfinite(v) for v in losses))
+        return [{"codec": codec_name, "steps": args.steps, "losses": losses,
+                 "seconds_per_step": step_s, "accuracy": accuracy, "replicas_in_sync": in_sync,
+                 "hina_buckets": state.stats["hina_buckets"],
+                 "fallback_buckets": state.stats["fallback_buckets"],
+                 "ok": ok, **_stats(transport)}]
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    codecs = [c for c in args.codec.split(",") if c]
+    bad = [c for c in codecs if c not in W.CODECS]
+    if bad or not codecs:
+        print(f"host_worker: --codec {args.codec!r}: choose from {W.CODECS}", file=sys.stderr)
+        return 2
+    if args.mode == "ddp" and len(codecs) != 1:
+        print("host_worker: --mode ddp takes one codec", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    report = {"rank": args.rank, "host": os.uname().nodename, "mode": args.mode,
+              "bind": f"{args.bind[0]}:{args.bind[1]}"}
+    try:
+        if args.mode == "allreduce":
+            report["results"] = run_allreduce(args, codecs)
+        else:
+            report["results"] = run_ddp(args, codecs[0])
+    except Exception as exc:    # the launcher shows this line; the traceback goes to stderr
+        traceback.print_exc()
+        report["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    print(json.dumps(report), flush=True)
+    return 0 if "error" not in report and all(r["ok"] for r in report["results"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
