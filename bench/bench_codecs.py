@@ -23,6 +23,7 @@ Usage::
     python bench/bench_codecs.py                      # 1M, 16M, 64M on one CPU thread
     python bench/bench_codecs.py --sizes 1M --quick   # fast smoke run
     python bench/bench_codecs.py --device cuda
+    python bench/bench_codecs.py --sizes 16M --profile   # THC per-op breakdown
 """
 from __future__ import annotations
 
@@ -207,6 +208,33 @@ def nmse_table(d: int, device: torch.device) -> Tuple[Dict[str, Tuple[List[float
     return rows, list(data)
 
 
+def profile_thc(d: int, device: torch.device, repeats: int) -> None:
+    """Print where THC's agreement+encode and decode spend their time, per aten op (self time,
+    per call of the codec), after one warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(d, device=device)
+    codec = ThcCodec(1, error_feedback=False)
+    agreed = codec.agreement(x)
+    lanes = codec.encode(x, agreed)
+    agg = reference_aggregate([lanes])
+    for label, fn in (("agreement+encode", lambda: codec.encode(x, codec.agreement(x))),
+                      ("decode", lambda: codec.decode(agg, agreed, meta=lanes.meta))):
+        fn()
+        sync(device)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(repeats):
+                fn()
+            sync(device)
+        rows = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+        total = sum(e.self_cpu_time_total for e in rows) / repeats / 1e3
+        print(f"\n== THC {label}, d = {d}: {total:.1f} ms per call (profiled), by op ==")
+        for e in rows:
+            ms = e.self_cpu_time_total / repeats / 1e3
+            if ms >= 0.01 * total:
+                print(f"  {e.key:<32}{ms:>9.1f} ms{e.count / repeats:>6.0f} call(s)")
+
+
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1M,16M,64M", help="comma list, e.g. 1M,16M,64M")
@@ -217,6 +245,8 @@ def main(argv: List[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1M only, 1 repeat, 256K NMSE")
     parser.add_argument("--skip-nmse", action="store_true")
     parser.add_argument("--only", default="", help="throughput only for codecs whose name contains this")
+    parser.add_argument("--profile", action="store_true",
+                        help="per-op breakdown (torch.profiler) of THC encode+decode at the first size")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.nmse_size = "1M", 1, "256K"
@@ -227,6 +257,9 @@ def main(argv: List[str] | None = None) -> None:
     print(f"torch {torch.__version__}, device {device}"
           + (f" ({torch.cuda.get_device_name(device)}, fast_hadamard_transform: {cuda_kernel_available()})"
              if device.type == "cuda" else f", {torch.get_num_threads()} thread(s)"))
+    if args.profile:
+        profile_thc(parse_size(args.sizes.split(",")[0]), device, args.repeats)
+        return
     print("\n== throughput, GB/s of fp32 input (agreement+encode | decode) ==")
     print(f"{'codec':<34}{'size':>6}{'encode':>10}{'decode':>10}{'enc+dec':>10}")
     for size in [parse_size(s) for s in args.sizes.split(",")]:

@@ -28,7 +28,8 @@ import torch
 
 from hina import protocol as P
 
-from .codecs.base import Codec, LaneOp, LaneStream
+from .codecs.base import MAX_ROUNDS, Codec, LaneOp, LaneStream
+from .codecs.errors import CodecError
 from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header,
                          result_payload_dtype)
 
@@ -40,6 +41,8 @@ log = logging.getLogger("hina.worker")
 _U32 = 1 << 32
 #: Chunks retransmitted per expiry of the retransmission timer.
 _RETRANSMIT_BURST = 8
+#: Results of later chunks after which a missing chunk is presumed lost and resent.
+_FAST_RETRANSMIT_AFTER = 3
 
 _OP_OF_LANE = {LaneOp.SUM: P.Op.SUM, LaneOp.LUTSUM: P.Op.LUT_SUM,
                LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR}
@@ -205,8 +208,9 @@ class Transport:
         sent_at = np.zeros(n)                 # first transmission time (for RTT samples)
         deadline = np.full(n, np.inf)         # retransmission deadline of chunks in flight
         attempts = np.zeros(n, dtype=np.int64)
+        later = np.zeros(n, dtype=np.int64)   # results of later chunks seen while k is missing
         progress = started                    # last time a new result arrived
-        next_new, n_done = 0, 0
+        low, next_new, n_done = 0, 0, 0       # chunks in flight are all in [low, next_new)
         expected_down = P.HEADER_BYTES + layout.down_bytes
 
         def send(k: int, retransmit: bool) -> None:
@@ -232,20 +236,20 @@ class Transport:
                 next_new += 1
             now = time.monotonic()
             if now - progress > self.give_up_s:
-                k = int(np.argmin(np.where(done, n, np.arange(n))))
-                seq = (first + k) % _U32
+                seq = (first + low) % _U32
                 raise TransportTimeout(
                     f"job {job.job_id}: no result for chunk seq={seq} (slot {seq % job.n_slots}) "
-                    f"after {attempts[k]} transmissions in {now - progress:.1f}s: the switch is "
+                    f"after {attempts[low]} transmissions in {now - progress:.1f}s: the switch is "
                     f"unreachable or another worker of the {job.n_workers} stopped contributing")
-            wait = max(0.0, min(float(deadline.min()), progress + self.give_up_s) - now)
+            window = slice(low, next_new)
+            wait = max(0.0, min(float(deadline[window].min()), progress + self.give_up_s) - now)
             message = self.link.recv(wait)
             if message is None:
                 # Retransmit the oldest expired chunks only; the rest wait one more timeout.
                 # A whole window expiring at once usually means a queue, not loss, and
                 # retransmitting all of it would only lengthen the queue.
                 now = time.monotonic()
-                expired = np.flatnonzero(deadline <= now)
+                expired = low + np.flatnonzero(deadline[window] <= now)
                 for k in expired[:_RETRANSMIT_BURST]:
                     send(int(k), retransmit=True)
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
@@ -273,6 +277,17 @@ class Transport:
                 self.timers.sample(now - sent_at[k])
             deadline[k] = np.inf
             progress = now
+            # Fast retransmit (as TCP's duplicate ACKs): every worker sends in chunk order, so
+            # results come back in order unless something was lost; a chunk passed over by
+            # _FAST_RETRANSMIT_AFTER later results is resent at once, not after its timeout.
+            before = slice(low, k)
+            missing = low + np.flatnonzero(~done[before])
+            later[missing] += 1
+            presumed_lost = (later[missing] == _FAST_RETRANSMIT_AFTER) & (attempts[missing] == 1)
+            for j in missing[presumed_lost]:
+                send(int(j), retransmit=True)
+            while low < n and done[low]:
+                low += 1
         stats.seconds = time.monotonic() - started
         self.last = stats
         self.total.add(stats)
@@ -324,7 +339,9 @@ def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
     Steps:
         1. the codec's agreement values (norms, exponents) are MAX-reduced by the switch;
         2. the tensor is encoded into lane streams with the agreed values;
-        3. each stream is reduced by the switch with its lane operation;
+        3. each stream is reduced by the switch with its lane operation; a multi-round codec
+           (:meth:`~worker.codecs.base.Codec.followup`) then gives the next round's streams,
+           computed from these results, which are reduced likewise, until it gives None;
         4. the codec decodes the aggregated streams into the mean.
 
     Args:
@@ -344,4 +361,12 @@ def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
                                                   agreement.numel(), name="agreement"))
     encoded = codec.encode(tensor, agreed, key)
     aggregated = [_reduce_stream(transport, s) for s in encoded.streams]
+    for _ in range(MAX_ROUNDS):
+        more = codec.followup(aggregated, agreed, key, encoded.meta)
+        if more is None:
+            break
+        encoded = more
+        aggregated = [_reduce_stream(transport, s) for s in encoded.streams]
+    else:
+        raise CodecError(f"codec {codec.name}: more than {MAX_ROUNDS} rounds for one bucket")
     return codec.decode(aggregated, agreed, key, encoded.meta)

@@ -12,3 +12,11 @@ def _one_intra_op_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def program():
+    """p4/hina.p4 compiled for the embedded target with the tests' lane count (switchjob.WORDS)."""
+    from softswitch.compiler import compile_file
+    from switchjob import ROOT, WORDS
+    return compile_file(str(ROOT / "p4" / "hina.p4"), defines={"HINA_WORDS": str(WORDS)})

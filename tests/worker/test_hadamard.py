@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from worker.codecs.hadamard import fwht, fwht_butterfly, hadamard_matrix, irht, random_signs, rht
+from worker.codecs.hadamard import fwht, fwht_butterfly, fwht_into, hadamard_matrix, irht, random_signs, rht
 
 # float32 transform of unit-variance data: rounding error ~ eps * sqrt(log2 B) per value
 ATOL = 1e-5 * 8
@@ -38,3 +38,13 @@ def test_bad_block_refused():
     with pytest.raises(ValueError, match="multiple of block"):
         fwht(torch.zeros(6), 4)
     assert fwht(torch.zeros(0), 4).numel() == 0
+
+
+@pytest.mark.parametrize("block", [1, 2, 64, 1024, 1 << 13])
+def test_fwht_into_matches_fwht_with_scale_and_keeps_src(block):
+    x = torch.randn(3 * block, generator=torch.Generator().manual_seed(block))
+    src = x.clone()
+    out, scratch = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+    got = fwht_into(src, block, out, scratch, scale=0.75)
+    assert got.data_ptr() == out.data_ptr() and torch.equal(src, x)
+    torch.testing.assert_close(out, 0.75 * fwht_butterfly(x, block), atol=ATOL, rtol=0)

@@ -182,3 +182,66 @@ def test_wrong_table_and_shape_refused():
         c.decode([agg[0][:-1]], agreed, meta=lanes[0].meta)
     with pytest.raises(CodecError, match="reset"):
         c.agreement(torch.randn(5000))
+
+
+# ----------------------------------------------------------------------- fast path (scratch reuse)
+def test_levels_and_ends_are_exact():
+    """u on a table level (p = 0) never moves: the 16-bit uniforms stay below 1."""
+    codec = ThcCodec(1)
+    state = codec._state(0)
+    levels = torch.tensor(DEFAULT_TABLE, dtype=torch.float32).repeat(4096)
+    got = codec._quantise(levels, state).long()
+    assert torch.equal(got, torch.arange(len(DEFAULT_TABLE)).repeat(4096))
+
+
+def test_uniforms_have_16_bits():
+    """The rounding draw r = (m + 1/2) / 2**16: P(up) is p within 2**-17 (documented bias bound)."""
+    codec = ThcCodec(1)
+    state = codec._state(0)
+    a, b = DEFAULT_TABLE[0], DEFAULT_TABLE[1]
+    trials = 1 << 18
+    for p in [2.0 ** -18, 0.25, 1 - 2.0 ** -18]:
+        u = torch.full((trials,), a + p * (b - a))
+        up = (codec._quantise(u, state).long() == 1).double().mean().item()
+        se = math.sqrt(max(p * (1 - p), 2.0 ** -18) / trials)
+        assert abs(up - p) <= 2.0 ** -17 + Z_BOUND * se
+
+
+def test_interleaved_buckets_and_fresh_outputs():
+    """Buckets share scratch buffers: interleaving agreement/encode/decode over buckets of
+    different sizes gives the same lanes and decodes as running them one by one."""
+    grads = {0: torch.randn(5000), "b": torch.randn(1 << 12), 2: torch.randn(7)}
+
+    def run(interleaved):
+        c = ThcCodec(1, seed=4)
+        out = {}
+        for _ in range(3):  # steps, with error feedback
+            if interleaved:
+                agreed = {k: c.agreement(g, k) for k, g in grads.items()}
+                lanes = {k: c.encode(g, agreed[k], k) for k, g in grads.items()}
+            else:
+                agreed, lanes = {}, {}
+                for k, g in grads.items():
+                    agreed[k] = c.agreement(g, k)
+                    lanes[k] = c.encode(g, agreed[k], k)
+            dec = {k: c.decode(reference_aggregate([lanes[k]]), agreed[k], k, lanes[k].meta) for k in grads}
+            out = {k: (lanes[k].streams[0].data.clone(), dec[k]) for k in grads}
+        return out
+
+    one, two = run(False), run(True)
+    for k in grads:
+        assert torch.equal(one[k][0], two[k][0]) and torch.equal(one[k][1], two[k][1])
+    c = ThcCodec(1)
+    agreed, lanes, agg = run_round([c], [grads[0]])
+    first = c.decode(agg, agreed, meta=lanes[0].meta)
+    kept = first.clone()
+    second = c.decode(agg, agreed, meta=lanes[0].meta)
+    assert first.data_ptr() != second.data_ptr() and torch.equal(first, kept)
+    # a dropped result's memory is reused; one still referenced (even through a view) never is
+    del second
+    third = c.decode(agg, agreed, meta=lanes[0].meta)
+    assert torch.equal(third, kept)
+    view, ptr = third[:10], third.data_ptr()
+    del third
+    fourth = c.decode(agg, agreed, meta=lanes[0].meta)
+    assert fourth.data_ptr() != ptr and torch.equal(view, kept[:10]) and torch.equal(fourth, kept)

@@ -1,13 +1,11 @@
 """The worker transport end to end through the embedded target running p4/hina.p4.
 
-The switch runs in-process (softswitch Switch + compiled hina.p4) with one loopback UDP port per
-worker; every worker is a thread with its own FrameLink, exactly as separate processes would be.
+The switch runs in-process (``switchjob.LocalJob``: softswitch Switch + compiled hina.p4) with one
+loopback UDP port per worker; every worker is a thread with its own FrameLink.
 """
 from __future__ import annotations
 
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,78 +13,8 @@ import torch
 
 from hina import pipeline
 from hina import protocol as P
-from softswitch.compiler import compile_file
-from softswitch.ports import PortLoss, UdpPort
-from softswitch.switch import Switch
-from worker.link import Endpoint, FrameLink
-from worker.transport import JobParams, Transport, TransportTimeout, allreduce
-
-ROOT = Path(__file__).resolve().parents[2]
-WORDS = 64                       # small packets keep the embedded target quick in tests
-SWITCH = Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)
-
-
-@pytest.fixture(scope="module")
-def program():
-    return compile_file(str(ROOT / "p4" / "hina.p4"), defines={"HINA_WORDS": str(WORDS)})
-
-
-def _worker(index: int) -> pipeline.WorkerAddress:
-    return pipeline.WorkerAddress(port=index + 1, mac=0x020000000100 + index,
-                                  ip=0x0A000100 + index, udp_port=40000 + index)
-
-
-class LocalJob:
-    """An embedded switch with one UDP port per worker and one job installed."""
-
-    def __init__(self, program, n_workers: int, n_slots: int = 8, loss: float = 0.0,
-                 lut_id: int = 1, table=pipeline.THC_DEFAULT_TABLE):
-        self.switch = Switch()
-        self.switch.load(program)
-        dp = self.switch.dataplane
-        self.spec = pipeline.JobSpec(job_id=3, workers=tuple(_worker(w) for w in range(n_workers)),
-                                     n_slots=n_slots, reg_base=0, lut_id=lut_id, words=WORDS)
-        for entry in pipeline.job_entries(self.spec) + pipeline.lut_entries(lut_id, table, words=WORDS):
-            dp.table_insert(entry)
-        group, replicas = pipeline.multicast_group(self.spec)
-        dp.mcast_group_set(group, replicas)
-        self.links = []
-        for w, addr in enumerate(self.spec.workers):
-            link_sock = FrameLink(Endpoint(addr.mac, addr.ip, addr.udp_port), SWITCH,
-                                  ("127.0.0.1", 0), ("127.0.0.1", 0))
-            port = UdpPort(addr.port, ("127.0.0.1", 0), peer=link_sock.sock.getsockname(),
-                           loss=PortLoss(rx=loss, tx=loss, seed=w) if loss else None)
-            link_sock.tunnel_switch = port.local_address
-            self.switch.add_port(port)
-            self.links.append(link_sock)
-        self.params = JobParams(job_id=self.spec.job_id, n_workers=n_workers, n_slots=n_slots,
-                                words=WORDS, thc_table=tuple(table))
-
-    def transports(self, **kwargs):
-        return [Transport(link, self.params, **kwargs) for link in self.links]
-
-    def close(self):
-        for link in self.links:
-            link.close()
-        self.switch.close()
-
-
-def run_workers(fn, transports):
-    """Run fn(worker_index, transport) on one thread per worker; return results or raise."""
-    results, errors = [None] * len(transports), [None] * len(transports)
-
-    def body(w):
-        try:
-            results[w] = fn(w, transports[w])
-        except BaseException as exc:   # surfaced to the test below
-            errors[w] = exc
-
-    threads = [threading.Thread(target=body, args=(w,)) for w in range(len(transports))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results, errors
+from switchjob import WORDS, LocalJob, run_workers
+from worker.transport import TransportTimeout, allreduce
 
 
 @pytest.mark.parametrize("n_workers", [2, 4, 8])

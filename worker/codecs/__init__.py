@@ -9,18 +9,20 @@ Public API (see :mod:`worker.codecs.base` for the contract)::
     mean = codec.decode(aggregated, agreed, key, lanes.meta)
 """
 from .base import (Codec, EncodedLanes, LaneOp, LaneOverflowError, LaneStream, float_from_max_code,
-                   float_to_max_code, reference_aggregate, reference_agree)
+                   float_to_max_code, reference_aggregate, reference_agree,
+                   reference_allreduce)
 from .errors import CodecError, NonFiniteGradientError
 from .fixedpoint import FixedPointCodec
 from .packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
-from .sketch import (CountSketch, LosslessSketchCodec, SketchCodec, SparsePairs, encode_sparse_pairs)
+from .sketch import (CountSketch, LosslessSketchCodec, SketchCodec, SketchedSgdCodec, SparsePairs,
+                     encode_sparse_pairs)
 from .thc import ThcCodec
 from .thc_table import DEFAULT_TABLE, PUBLISHED_TABLE, optimise_table
 
 __all__ = [
     "Codec", "CodecError", "CountSketch", "DEFAULT_TABLE", "EVEN_COORD_IN_HIGH_NIBBLE", "EncodedLanes",
     "FixedPointCodec", "LaneOp", "LaneOverflowError", "LaneStream", "LosslessSketchCodec",
-    "NonFiniteGradientError", "PUBLISHED_TABLE", "SketchCodec", "SparsePairs", "ThcCodec",
+    "NonFiniteGradientError", "PUBLISHED_TABLE", "SketchCodec", "SketchedSgdCodec", "SparsePairs", "ThcCodec",
     "encode_sparse_pairs", "float_from_max_code", "float_to_max_code", "optimise_table", "pack_nibbles",
-    "reference_aggregate", "reference_agree", "unpack_nibbles",
+    "reference_aggregate", "reference_agree", "reference_allreduce", "unpack_nibbles",
 ]

@@ -8,7 +8,15 @@ One step of one bucket, for every worker::
     agreed = <switch MAX or any all-reduce MAX>(agree)
     lanes = codec.encode(grad, agreed, key)     # 2. EncodedLanes: streams with their op
     aggregated = [<switch op>(s.data) for s in lanes.streams]
+    while (more := codec.followup(aggregated, agreed, key, lanes.meta)) is not None:
+        lanes = more                            # 2b. multi-round codecs only (Sketched SGD):
+        aggregated = [<switch op>(s.data) for s in lanes.streams]   # further rounds
     mean = codec.decode(aggregated, agreed, key, lanes.meta)   # 3. same shape/dtype as grad
+
+A codec of one round never overrides :meth:`Codec.followup` (it returns None). A codec of several
+rounds returns the next round's :class:`EncodedLanes` from it, computed from the previous round's
+aggregated streams (which every worker receives identically, so every worker can derive the same
+next round without sending anything else); ``decode`` gets the last round's streams and meta.
 
 Wire dtypes (what the packetizer copies, element by element, into the packet):
 
@@ -27,7 +35,8 @@ Codecs keep per-bucket state (error feedback, momentum, the work between ``agree
 any hashable tensor id. Everything stays on the gradient's device; the only host transfers are
 the agreement values (a few words) and whatever the packetizer copies.
 
-:func:`reference_aggregate` is the switch, in torch, for tests and loopback runs.
+:func:`reference_aggregate` is the switch, in torch, for tests and loopback runs;
+:func:`reference_allreduce` drives a list of codecs (one per worker) through every round with it.
 """
 from __future__ import annotations
 
@@ -50,8 +59,10 @@ __all__ = [
     "LaneStream",
     "float_from_max_code",
     "float_to_max_code",
+    "MAX_ROUNDS",
     "reference_agree",
     "reference_aggregate",
+    "reference_allreduce",
     "to_u32_lanes",
 ]
 
@@ -220,6 +231,47 @@ def reference_aggregate(encoded: Sequence[EncodedLanes]) -> List[torch.Tensor]:
     return out
 
 
+#: Most rounds (encode + followups) one all-reduce may take: a guard against a codec that never
+#: finishes.
+MAX_ROUNDS = 8
+
+
+def reference_allreduce(codecs: Sequence["Codec"], grads: Sequence[torch.Tensor],
+                        key: Hashable = 0) -> List[torch.Tensor]:
+    """Emulate one all-reduce of ``grads`` (one per worker) through the switch, every round.
+
+    Drives each worker's codec exactly as :func:`worker.transport.allreduce` does: agreement
+    (MAX), encode, then :meth:`Codec.followup` rounds until it returns None, then decode.
+
+    Args:
+        codecs: one codec per worker (each with its own state).
+        grads: one gradient per worker, same shape.
+        key: bucket id.
+
+    Returns:
+        Each worker's decoded mean (identical on all workers for a deterministic codec).
+
+    Raises:
+        CodecError: the workers disagree on the number of rounds, or a codec exceeds MAX_ROUNDS.
+    """
+    if len(codecs) != len(grads) or not codecs:
+        raise CodecError(f"need one codec per gradient: {len(codecs)} codecs, {len(grads)} grads")
+    agreed = reference_agree([c.agreement(g, key) for c, g in zip(codecs, grads)])
+    lanes = [c.encode(g, agreed, key) for c, g in zip(codecs, grads)]
+    aggregated = reference_aggregate(lanes)
+    for _ in range(MAX_ROUNDS):
+        more = [c.followup(aggregated, agreed, key, l.meta) for c, l in zip(codecs, lanes)]
+        if all(m is None for m in more):
+            break
+        if any(m is None for m in more):
+            raise CodecError("workers disagree on whether another round follows")
+        lanes = more
+        aggregated = reference_aggregate(lanes)
+    else:
+        raise CodecError(f"more than {MAX_ROUNDS} rounds")
+    return [c.decode(aggregated, agreed, key, l.meta) for c, l in zip(codecs, lanes)]
+
+
 class Codec(abc.ABC):
     """A homomorphic gradient codec: the switch's lane ops on the encodings give the sum.
 
@@ -287,6 +339,24 @@ class Codec(abc.ABC):
         Returns:
             Tensor with the gradient's shape and dtype, on the device of ``aggregated``.
         """
+
+    def followup(self, aggregated: Sequence[torch.Tensor], agreed: torch.Tensor, key: Hashable = 0,
+                 meta: Optional[Dict[str, Any]] = None) -> Optional[EncodedLanes]:
+        """The next round's lanes, computed from the previous round's aggregated streams.
+
+        One-round codecs (the default) return None: ``decode`` follows. A multi-round codec
+        returns the next :class:`EncodedLanes`; the transport reduces its streams and calls
+        ``followup`` again with them, until None; ``decode`` then gets the last round's
+        aggregated streams and meta. Every worker must return a round of the same layout (it
+        may depend only on aggregated values, agreed values and the codec's configuration).
+
+        Args:
+            aggregated: the previous round's aggregated streams.
+            agreed: the agreed values of the agreement round.
+            key: bucket/tensor id.
+            meta: the previous round's ``meta``.
+        """
+        return None
 
     def reset(self, key: Optional[Hashable] = None) -> None:
         """Forget the state of bucket ``key`` (all buckets when None)."""

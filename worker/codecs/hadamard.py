@@ -21,7 +21,7 @@ from typing import Dict, List, Tuple
 
 import torch
 
-__all__ = ["MAX_FACTOR_LOG2", "cuda_kernel_available", "fwht", "fwht_butterfly", "hadamard_matrix",
+__all__ = ["MAX_FACTOR_LOG2", "cuda_kernel_available", "fwht", "fwht_butterfly", "fwht_into", "hadamard_matrix",
            "random_signs", "rht", "irht"]
 
 #: Largest dense factor is 2**5 = 32: 32x32 matmuls balance flops and memory passes.
@@ -33,6 +33,7 @@ except Exception:  # noqa: BLE001 - any failure (missing package, bad build) mea
     _fht_cuda = None
 
 _MATRICES: Dict[Tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
+_PLANS: Dict[Tuple[int, torch.dtype, torch.device], List[Tuple[int, torch.Tensor]]] = {}
 
 
 def cuda_kernel_available() -> bool:
@@ -77,6 +78,57 @@ def _factors(log2_block: int) -> List[int]:
     return [1 << s for s in sizes if s > 0]
 
 
+def _factor_matrices(block: int, dtype: torch.dtype, device: torch.device) -> List[Tuple[int, torch.Tensor]]:
+    """[(post, H_f)] for each factor, outermost first (``post`` = product of the inner factors)."""
+    key = (block, dtype, device)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan, post = [], block
+        for f in _factors(_check_block(block)):
+            post //= f
+            plan.append((post, hadamard_matrix(f, dtype, device)))
+        _PLANS[key] = plan
+    return plan
+
+
+def fwht_into(src: torch.Tensor, block: int, out: torch.Tensor, scratch: torch.Tensor,
+              scale: float = 1.0) -> torch.Tensor:
+    """:func:`fwht` (times ``scale``) written into ``out``, allocating nothing.
+
+    Args:
+        src: flat contiguous floating tensor, numel a multiple of ``block``; left unchanged.
+        block: power-of-two block size.
+        out: flat contiguous tensor like ``src`` for the result (distinct from ``src``).
+        scratch: flat contiguous tensor like ``src`` (distinct from ``src`` and ``out``), clobbered.
+        scale: factor folded into one of the small dense factors (free).
+
+    Returns:
+        ``out``.
+    """
+    _check_block(block)
+    n = src.numel()
+    if n % block:
+        raise ValueError(f"x has {n} values: must be a multiple of block={block}")
+    if block == 1 or n == 0:
+        return torch.mul(src, scale, out=out) if scale != 1.0 else out.copy_(src)
+    if _fht_cuda is not None and src.is_cuda and src.dtype in (torch.float32, torch.float16, torch.bfloat16):
+        return out.copy_(_fht_cuda(src.view(-1, block), scale / math.sqrt(block)).reshape(-1))
+    plan = _factor_matrices(block, src.dtype, src.device)
+    # ping-pong so that the last factor writes ``out``: ..., out, scratch, out
+    targets = [out if (len(plan) - 1 - i) % 2 == 0 else scratch for i in range(len(plan))]
+    cur = src
+    for i, ((post, h), dst) in enumerate(zip(plan, targets)):
+        f = h.shape[0]
+        if i == len(plan) - 1 and scale != 1.0:
+            h = h * scale
+        if post == 1:  # innermost axis: rows @ H (H is symmetric), one large GEMM
+            torch.mm(cur.view(-1, f), h, out=dst.view(-1, f))
+        else:  # H @ each (f, post) slab: a batched GEMM
+            torch.matmul(h, cur.view(-1, f, post), out=dst.view(-1, f, post))
+        cur = dst
+    return out
+
+
 def fwht(x: torch.Tensor, block: int) -> torch.Tensor:
     """Orthonormal Walsh-Hadamard transform of each block of ``block`` contiguous values.
 
@@ -91,25 +143,16 @@ def fwht(x: torch.Tensor, block: int) -> torch.Tensor:
         >>> fwht(torch.tensor([1.0, 1.0]), 2).tolist()  # doctest: +ELLIPSIS
         [1.414..., 0.0]
     """
-    log2_block = _check_block(block)
+    _check_block(block)
     flat = x.reshape(-1)
     if flat.numel() % block:
         raise ValueError(f"x has {flat.numel()} values: must be a multiple of block={block}")
     if block == 1 or flat.numel() == 0:
         return flat.clone()
-    if _fht_cuda is not None and flat.is_cuda and flat.dtype in (torch.float32, torch.float16, torch.bfloat16):
-        return _fht_cuda(flat.view(-1, block), 1.0 / math.sqrt(block)).reshape(-1)
-    factors = _factors(log2_block)
-    out = flat
-    post = block
-    for i, f in enumerate(factors):
-        post //= f
-        h = hadamard_matrix(f, flat.dtype, flat.device)
-        if post == 1:  # innermost axis: rows @ H (H is symmetric)
-            out = out.view(-1, f) @ h
-        else:
-            out = torch.matmul(h, out.view(-1, f, post))
-    return out.reshape(-1)
+    flat = flat.contiguous()
+    out = torch.empty_like(flat)
+    scratch = torch.empty_like(flat) if len(_factors(block.bit_length() - 1)) > 1 else out
+    return fwht_into(flat, block, out, scratch)
 
 
 def fwht_butterfly(x: torch.Tensor, block: int) -> torch.Tensor:

@@ -17,11 +17,22 @@ Encode, per bucket (all steps on the gradient's device):
 The switch (LUT-SUM) maps each index to its table value and sums the values over the ``n``
 workers. Decode: ``y_mean = (sum / n - g/2) * (2T/g) / s``, then ``x_mean = D H y_mean``.
 
-Unbiased: given the rotation, ``E[decode] = R^-1 clamp(R x)``; with no clamping it is the mean.
+Unbiased: given the rotation, ``E[decode] = R^-1 clamp(R x)``; with no clamping it is the mean
+(up to the 16-bit resolution of the rounding draw: at most ``2**-17`` of a gap, see
+:meth:`ThcCodec._rounded_levels`).
+
+Speed (CPU, see docs/codecs.md "THC performance"): on CPU a fresh large tensor costs its page
+faults, about as much as the arithmetic, so every step writes into reused buffers: scratch shared by
+the codec's buckets (grown to the largest: ~26 bytes per coordinate), one rotated-gradient buffer
+per bucket (plus the residual with error feedback), and decode's result, reused only once nobody
+references it. The decode affine map is folded into the transform (``H`` is linear and
+``H 1 = sqrt(B) e_0`` per block) and the 4-bit indices are packed from whole floats
+(``16 a + b``), never materialised as a byte per coordinate.
 """
 from __future__ import annotations
 
 import math
+import threading
 import zlib
 from typing import Any, Dict, Hashable, Optional, Sequence
 
@@ -30,8 +41,7 @@ import torch
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
                    check_gradient, float_from_max_code, float_to_max_code)
 from .errors import CodecError
-from .hadamard import fwht, random_signs
-from .packing import pack_nibbles
+from .hadamard import fwht_into, random_signs
 from .thc_table import DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, check_table
 
 __all__ = ["DEFAULT_BLOCK", "ThcCodec", "ThcState", "quantise_two_stage"]
@@ -53,9 +63,11 @@ class ThcState:
         pending: rotated, compensated gradient between ``agreement`` and ``encode``.
         meta: layout of the last encoded gradient.
         generator: this worker's quantisation RNG (independent across workers).
+        spare: a free buffer of the padded length, reused for the next ``pending`` (saves the
+            allocation and its page faults, which cost more than the arithmetic on CPU).
     """
 
-    __slots__ = ("residual", "signs", "rotation_seed", "pending", "meta", "generator")
+    __slots__ = ("residual", "signs", "rotation_seed", "pending", "meta", "generator", "spare")
 
     def __init__(self, rotation_seed: int) -> None:
         self.residual: Optional[torch.Tensor] = None
@@ -64,6 +76,7 @@ class ThcState:
         self.pending: Optional[torch.Tensor] = None
         self.meta: Dict[str, Any] = {}
         self.generator: Optional[torch.Generator] = None
+        self.spare: Optional[torch.Tensor] = None
 
 
 def _mix(*values: int) -> int:
@@ -129,6 +142,10 @@ class ThcCodec(Codec):
         self.granularity, self.threshold, self.block = granularity, float(threshold), block
         self.error_feedback = error_feedback
         self._luts: Dict[torch.device, Dict[str, torch.Tensor]] = {}
+        # scratch buffers shared by all buckets (grown to the largest), see _buf
+        self._scratch: Dict[tuple, torch.Tensor] = {}
+        self._lock = threading.Lock()
+        self._last_output: Optional[torch.Tensor] = None
         self.log_config()
 
     # ----------------------------------------------------------------- helpers
@@ -140,7 +157,9 @@ class ThcCodec(Codec):
         luts = self._luts.get(device)
         if luts is None:
             luts = {name: t.to(device) for name, t in _rounding_luts(self.table).items()}
+            luts["offset_slope"] = torch.stack([luts["offset"], luts["slope"]], 1).view(torch.int64).view(-1)
             luts["int_levels"] = self.lut().to(device)
+            luts["half_g"] = torch.tensor(self.granularity / 2.0, dtype=torch.float32, device=device)
             self._luts[device] = luts
         return luts
 
@@ -163,6 +182,37 @@ class ThcCodec(Codec):
             state.signs = s
         return s
 
+    def _buf(self, name: str, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """First ``n`` elements of a reusable scratch buffer (call with ``self._lock`` held)."""
+        key = (name, dtype, device)
+        buf = self._scratch.get(key)
+        if buf is None or buf.numel() < n:
+            buf = torch.empty(n, dtype=dtype, device=device)
+            self._scratch[key] = buf
+        return buf[:n]
+
+    def _output_buffer(self, numel: int, device: torch.device) -> torch.Tensor:
+        """A flat float32 tensor for decode's result: the previous one when nothing outside this
+        codec still references its storage (the caller dropped the result, e.g. after copying it
+        into the gradients), else a new one. Reuse saves the page faults of a fresh allocation,
+        which cost about as much as the whole transform for large buckets on CPU. The caller only
+        ever gets views, so a held result always shows in the storage's use count."""
+        buf = self._last_output
+        if (buf is not None and buf.numel() == numel and buf.device == device
+                and _storage_unshared(buf)):
+            return buf
+        buf = torch.empty(numel, dtype=torch.float32, device=device)
+        self._last_output = buf
+        return buf
+
+    @staticmethod
+    def _take_spare(state: ThcState, padded: int, device: torch.device) -> torch.Tensor:
+        buf = state.spare
+        state.spare = None
+        if buf is None or buf.numel() != padded or buf.device != device:
+            buf = torch.empty(padded, dtype=torch.float32, device=device)
+        return buf
+
     def _scale(self, agreed: torch.Tensor, key: Hashable, padded: int) -> float:
         max_norm = float(float_from_max_code(agreed.reshape(-1)[:1].cpu())[0])
         check_finite_scalar(max_norm, key, "agreed")
@@ -175,13 +225,20 @@ class ThcCodec(Codec):
         numel = x.numel()
         block, padded = self._layout(numel)
         state = self._state(key)
-        if padded != numel:
-            x = torch.cat([x, x.new_zeros(padded - numel)])
-        y = fwht(x * self._signs(state, padded, x.device), block)
+        if (self.error_feedback and state.residual is not None
+                and state.residual.numel() != padded):
+            raise CodecError(f"bucket {key!r}: gradient has {numel} values but its error-feedback "
+                             f"state has {state.residual.numel()} (padded); call reset({key!r})")
+        signs = self._signs(state, padded, x.device)
+        if state.pending is not None:  # agreement again without encode: recycle the buffer
+            state.spare, state.pending = state.pending, None
+        y = self._take_spare(state, padded, x.device)
+        with self._lock:
+            a = self._buf("f0", padded, torch.float32, x.device)
+            torch.mul(x, signs[:numel], out=a[:numel])
+            a[numel:].zero_()
+            fwht_into(a, block, y, self._buf("f1", padded, torch.float32, x.device))
         if self.error_feedback and state.residual is not None:
-            if state.residual.shape != y.shape:
-                raise CodecError(f"bucket {key!r}: gradient has {numel} values but its error-feedback "
-                                 f"state has {state.residual.numel()} (padded); call reset({key!r})")
             y += state.residual
         norm = torch.linalg.vector_norm(y).reshape(1)
         check_finite_scalar(float(norm), key, "local")
@@ -199,18 +256,27 @@ class ThcCodec(Codec):
         state.pending = None
         scale = self._scale(agreed, key, meta["padded"])
         g, T = self.granularity, self.threshold
-        u = y * (scale * g / (2.0 * T))
-        u += g / 2.0
-        u.clamp_(0.0, float(g))
-        idx = self._quantise(u, state)
+        padded, device = meta["padded"], y.device
+        packed = torch.empty((padded + 1) // 2, dtype=torch.uint8, device=device)
+        with self._lock:
+            u = self._buf("f0", padded, torch.float32, device)
+            torch.add(self._device_luts(device)["half_g"], y, alpha=scale * g / (2.0 * T), out=u)
+            u.clamp_(0.0, float(g))
+            v = self._rounded_levels(u, state)
+            _pack_floats_into(v, packed, self._buf("f1", (padded + 1) // 2, torch.float32, device))
+            if self.error_feedback:
+                luts = self._device_luts(device)
+                # dequantised value of each index, straight in y units: (level - g/2) * 2T/(g s)
+                deq_levels = (luts["levels"] - g / 2.0) * ((2.0 * T) / (g * scale))
+                j = self._buf("i0", padded, torch.int32, device).copy_(v)
+                deq = torch.index_select(deq_levels, 0, j, out=self._buf("f1", padded, torch.float32, device))
+                y.sub_(deq)
         if self.error_feedback:
-            luts = self._device_luts(y.device)
-            deq = torch.index_select(luts["levels"], 0, idx.to(torch.int32))
-            deq -= g / 2.0
-            deq *= (2.0 * T) / (g * scale)
-            state.residual = y.sub_(deq)
-        stream = LaneStream(LaneOp.LUTSUM, pack_nibbles(idx), count=meta["padded"],
-                            lut=self._device_luts(y.device)["int_levels"], name="thc_indices")
+            state.spare, state.residual = state.residual, y
+        else:
+            state.spare = y
+        stream = LaneStream(LaneOp.LUTSUM, packed, count=padded,
+                            lut=self._device_luts(device)["int_levels"], name="thc_indices")
         return EncodedLanes([stream], meta)
 
     def decode(self, aggregated: Sequence[torch.Tensor], agreed: torch.Tensor, key: Hashable = 0,
@@ -225,12 +291,22 @@ class ThcCodec(Codec):
         scale = self._scale(agreed, key, meta["padded"])
         g, T, n = self.granularity, self.threshold, self.n_workers
         step = (2.0 * T) / (g * scale)
-        y = sums.to(torch.float32) * (step / n)
-        y -= (g / 2.0) * step
+        padded, numel, block = meta["padded"], meta["numel"], meta["block"]
+        device = sums.device
         state = self._state(key)
-        x = fwht(y, meta["block"])
-        x *= self._signs(state, meta["padded"], x.device)
-        return x[:meta["numel"]].reshape(meta["shape"]).to(meta["dtype"])
+        signs = self._signs(state, padded, device)
+        with self._lock:
+            out = self._output_buffer(numel, device)
+            # y = sums * step/n - (g/2) step. H is linear and H 1 = sqrt(B) e_0 per block, so the
+            # factor goes into the transform's matrix and the offset onto one value per block.
+            s = self._buf("f0", padded, torch.float32, device).copy_(sums)
+            # unpadded: transform straight into the result (less memory touched)
+            z = out if padded == numel else self._buf("f2", padded, torch.float32, device)
+            fwht_into(s, block, z, self._buf("f1", padded, torch.float32, device), scale=step / n)
+            if padded:
+                z.view(-1, block)[:, 0] -= (g / 2.0) * step * math.sqrt(block)
+            torch.mul(z[:numel], signs[:numel], out=out)
+        return out.view(meta["shape"]).to(meta["dtype"])
 
     # ----------------------------------------------------------------- quantiser
     def _generator(self, state: ThcState, device: torch.device) -> torch.Generator:
@@ -242,29 +318,83 @@ class ThcCodec(Codec):
         return gen
 
     def _quantise(self, u: torch.Tensor, state: ThcState) -> torch.Tensor:
-        """Unbiased rounding of ``u`` in [0, g] to table indices (uint8), one draw per value.
+        """Unbiased rounding of ``u`` in [0, g] to table indices (a new uint8 tensor)."""
+        with self._lock:
+            return self._rounded_levels(u.reshape(-1), state).to(torch.uint8).view(u.shape)
+
+    def _rounded_levels(self, u: torch.Tensor, state: ThcState) -> torch.Tensor:
+        """Unbiased rounding of flat ``u`` in [0, g] to table indices, one draw per value.
 
         With ``j = floor(u)`` and ``table[k] <= j < j + 1 <= table[k + 1]``, the index is
         ``floor(k + p + r)`` for ``p = (u - table[k]) / gap`` and ``r ~ U[0, 1)``: ``k + 1`` with
         probability ``p``. ``k + p = u * slope[j] + offset[j]`` from two tiny per-integer LUTs.
+
+        ``r`` has 16 random bits: ``r = (m + 1/2) / 2**16`` with ``m`` uniform on 0..2**16-1 (four
+        per 64-bit draw, read as int16 ``m - 2**15``; the ``1/2 + 2**-17`` is in the offsets), so
+        ``P(k + 1) = p`` within ``2**-17`` and the bias of a coordinate is at most ``2**-17`` of the
+        gap between its two levels (``3 * 2**-17`` table units for the default table, against a
+        quantisation noise of ~0.63 table units^2).
+
+        Returns the indices as whole float32 values in a scratch buffer (call with ``self._lock``
+        held).
         """
-        luts = self._device_luts(u.device)
-        j = u.to(torch.int32)  # truncation == floor for u >= 0; j == g uses the last interval
-        v = torch.index_select(luts["slope"], 0, j).mul_(u)
-        v += torch.index_select(luts["offset"], 0, j)
-        v += torch.rand(u.shape, generator=self._generator(state, u.device), device=u.device)
+        n, device = u.numel(), u.device
+        luts = self._device_luts(device)
+        j = self._buf("i0", n, torch.int32, device).copy_(u)  # truncation == floor for u >= 0
+        # one gather of (offset, slope) float32 pairs stored as int64: cheaper than two gathers
+        pairs = torch.index_select(luts["offset_slope"], 0, j, out=self._buf("pairs", n, torch.int64, device))
+        pairs = pairs.view(torch.float32).view(n, 2)
+        v = torch.addcmul(pairs[:, 0], pairs[:, 1], u, out=self._buf("f2", n, torch.float32, device))
+        words = self._buf("i64", -(-n // 4), torch.int64, device)
+        words.random_(-(1 << 63), None, generator=self._generator(state, device))
+        r = self._buf("f1", n, torch.float32, device).copy_(words.view(torch.int16)[:n])  # m - 2**15
+        v.add_(r, alpha=2.0 ** -16)
         v.clamp_(max=len(self.table) - 1)  # k + 1 + r may round up to k + 2 in float32
-        return v.to(torch.uint8)  # truncation == floor for v >= 0
+        return v.floor_()
+
+
+def _pack_floats_into(v: torch.Tensor, packed: torch.Tensor, scratch: torch.Tensor) -> None:
+    """:func:`~worker.codecs.packing.pack_nibbles` of whole float32 values in [0, 15] into
+    ``packed`` (``ceil(n / 2)`` bytes): ``16 v[2i] + v[2i+1]`` is exact in float32."""
+    n = v.numel()
+    half = n // 2
+    pairs = scratch[:half]
+    torch.add(v[1:2 * half:2], v[0:2 * half:2], alpha=16.0, out=pairs)
+    packed[:half].copy_(pairs)
+    if n % 2:
+        torch.mul(v[n - 1:], 16.0, out=scratch[half:half + 1])
+        packed[half:].copy_(scratch[half:half + 1])
+
+
+def _storage_use_count(t: torch.Tensor) -> int:
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+try:  # use count of a storage nobody else references (the query itself may hold one)
+    _ALONE_USE_COUNT: Optional[int] = _storage_use_count(torch.empty(1))
+except Exception:  # noqa: BLE001 - private API missing or changed: never reuse
+    _ALONE_USE_COUNT = None
+
+
+def _storage_unshared(t: torch.Tensor) -> bool:
+    """True when only ``t`` (held by this codec) references its storage."""
+    if _ALONE_USE_COUNT is None:
+        return False
+    try:
+        return _storage_use_count(t) == _ALONE_USE_COUNT
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _rounding_luts(table: Sequence[int]) -> Dict[str, torch.Tensor]:
-    """Per-integer j in 0..g: ``slope = 1/gap``, ``offset = k - table[k]/gap`` of j's interval, and
+    """Per-integer j in 0..g: ``slope = 1/gap``, ``offset = k - table[k]/gap + 1/2 + 2**-17`` of j's interval, and
     the float levels. For j == g the last interval is used (u == g gives index 2**b - 1)."""
     levels = torch.tensor(table, dtype=torch.float64)
     ints = torch.arange(int(table[-1]) + 1, dtype=torch.float64)
     k = (torch.searchsorted(levels, ints, right=True) - 1).clamp_(max=len(table) - 2)
     gap = levels[k + 1] - levels[k]
-    return {"slope": (1.0 / gap).float(), "offset": (k - levels[k] / gap).float(),
+    # the offset turns the int16 draws (m - 2**15) / 2**16 into (m + 1/2) / 2**16
+    return {"slope": (1.0 / gap).float(), "offset": (k - levels[k] / gap + 0.5 + 2.0 ** -17).float(),
             "levels": levels.float()}
 
 

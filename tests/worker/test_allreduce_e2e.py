@@ -1,0 +1,173 @@
+"""``allreduce`` end to end through the embedded switch running p4/hina.p4, for every codec.
+
+The switch's lanes are exact integer arithmetic, so an allreduce through it must give, bit for bit,
+what the codecs give when driven by the reference aggregation (numpy sums,
+:func:`worker.codecs.reference_allreduce`): any difference is a switch, packetizer or transport
+bug. On top, each codec's result is checked against the true mean with the codec's own bound.
+Loss on every switch port (1% and 5%, both directions) must change nothing but the
+retransmission count; a worker process killed mid-allreduce must make the others fail, within a
+bounded time, with an error that says so.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from switchjob import LocalJob, run_workers
+from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
+                           ThcCodec, reference_allreduce)
+from worker.transport import TransportTimeout, allreduce
+
+NUMEL = 6000
+SEED = 11
+
+#: codec name -> (factory(n_workers, rank), gradient kind, bound on the NMSE against the mean)
+CODECS = {
+    # block fixed point: 2**-20-ish relative rounding per block
+    "fixedpoint": (lambda n, r: FixedPointCodec(n, rank=r), "dense", 1e-8),
+    # THC b=4: NMSE of the mean of n workers is ~0.1/n on Gaussian data; loose bound
+    "thc": (lambda n, r: ThcCodec(n, rank=r, seed=SEED), "dense", 0.3),
+    # Sketched SGD: 64 planted heavy coordinates among the k=256 candidates (a 3 x 1024 sketch
+    # keeps heavy-heavy collisions in two rows of three rare), values exact to 10-bit fields
+    "sketched_sgd": (lambda n, r: SketchedSgdCodec(n, rows=3, columns=1024, k=256, sketch_bits=10,
+                                                   value_bits=10, value_blocks=8, seed=SEED),
+                     "heavy", 0.05),
+    # FetchSGD: unsketched top-k of the summed sketch, planted heavy coordinates
+    "fetchsgd": (lambda n, r: SketchCodec(n, rows=5, columns=1 << 11, k=128, seed=SEED),
+                 "heavy", 0.05),
+    # lossless sketch: a sparse union support well under the peeling threshold: exact up to the
+    # fixed-point rounding
+    "lossless": (lambda n, r: LosslessSketchCodec(n, columns=1 << 9, seed=SEED), "sparse", 1e-8),
+}
+
+
+def _grads(kind: str, n: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(SEED + n)
+    if kind == "dense":
+        return [torch.randn(NUMEL, generator=gen) for _ in range(n)]
+    if kind == "heavy":  # 64 shared heavy coordinates on a small dense background
+        heavy = torch.randperm(NUMEL, generator=gen)[:64]
+        out = []
+        for _ in range(n):
+            g = 0.01 * torch.randn(NUMEL, generator=gen)
+            g[heavy] += 10.0 + torch.rand(64, generator=gen)
+            out.append(g)
+        return out
+    # sparse: each worker 40 nonzeros (union <= 40 n, peeling threshold ~0.8 * 3 * 512)
+    out = []
+    for _ in range(n):
+        g = torch.zeros(NUMEL)
+        g[torch.randperm(NUMEL, generator=gen)[:40]] = torch.randn(40, generator=gen)
+        out.append(g)
+    return out
+
+
+def _through_switch(program, name: str, n: int, grads, loss: float = 0.0, steps: int = 2):
+    """``steps`` allreduces of ``grads`` through the switch; returns each step's results and the
+    total retransmissions."""
+    factory = CODECS[name][0]
+    codecs = [factory(n, w) for w in range(n)]
+    job = LocalJob(program, n, n_slots=8, loss=loss, table=tuple(ThcCodec(n).table))
+    transports = job.transports(min_rto=0.03, give_up_s=20.0)
+    try:
+        results, errors = run_workers(
+            lambda w, t: [allreduce(grads[w], codecs[w], t, key=0) for _ in range(steps)],
+            transports)
+    finally:
+        job.close()
+    assert errors == [None] * n, errors
+    return results, sum(t.total.retransmissions for t in transports)
+
+
+def _reference(name: str, n: int, grads, steps: int = 2):
+    factory = CODECS[name][0]
+    codecs = [factory(n, w) for w in range(n)]
+    return [reference_allreduce(codecs, grads) for _ in range(steps)]
+
+
+def _nmse(got: torch.Tensor, want: torch.Tensor) -> float:
+    return float(((got - want) ** 2).sum() / (want ** 2).sum())
+
+
+@pytest.mark.parametrize("n", [2, 8])
+@pytest.mark.parametrize("name", list(CODECS))
+def test_allreduce_equals_reference_and_is_within_bound(program, name, n):
+    """Two steps (error feedback / accumulators carry over) for 2 and 8 workers."""
+    _, kind, bound = CODECS[name]
+    grads = _grads(kind, n)
+    results, _ = _through_switch(program, name, n, grads)
+    reference = _reference(name, n, grads)
+    mean = torch.stack(grads).mean(0)
+    for w in range(n):
+        for step in range(2):
+            assert torch.equal(results[w][step], reference[step][w]), (w, step)
+    # step 0 against the true mean (step 1 adds what error feedback held back)
+    assert _nmse(results[0][0], mean) < bound
+
+
+@pytest.mark.parametrize("loss", [0.01, 0.05])
+@pytest.mark.parametrize("name", ["fixedpoint", "thc", "sketched_sgd"])
+def test_loss_changes_nothing_but_retransmissions(program, name, loss):
+    n = 4
+    grads = _grads(CODECS[name][1], n)
+    results, retransmissions = _through_switch(program, name, n, grads, loss=loss)
+    reference = _reference(name, n, grads)
+    for w in range(n):
+        for step in range(2):
+            assert torch.equal(results[w][step], reference[step][w]), (w, step)
+    assert retransmissions > 0, "loss on every port must cost retransmissions"
+
+
+# ----------------------------------------------------------------------- a killed worker
+GIVE_UP_S = 2.0
+
+
+def _long_allreduce(seat, out) -> None:
+    """A worker process: one large fixed-point allreduce; reports how it ended."""
+    from demo.local import connect_worker
+    torch.set_num_threads(1)
+    transport = connect_worker(seat, min_rto=0.05, max_rto=0.5, give_up_s=GIVE_UP_S)
+    codec = FixedPointCodec(seat.n_workers, rank=seat.index)
+    out.put(("started", seat.index, time.time()))
+    try:
+        allreduce(torch.randn(1 << 20), codec, transport)
+        out.put(("finished", seat.index, time.time()))
+    except TransportTimeout as exc:
+        out.put(("timeout", seat.index, time.time(), str(exc)))
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        out.put(("error", seat.index, time.time(), repr(exc)))
+
+
+def test_killed_worker_fails_the_others_in_bounded_time():
+    """Three worker processes through the switch process; one gets SIGKILL mid-allreduce."""
+    from demo.local import LocalDeployment
+    n = 3
+    with LocalDeployment(n, words=64) as dep:
+        seats = dep.create_job(job_id=1, n_slots=8)
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_long_allreduce, args=(seats[w], out)) for w in range(n)]
+        for p in procs:
+            p.start()
+        try:
+            started = [out.get(timeout=60) for _ in range(n)]
+            assert all(s[0] == "started" for s in started)
+            time.sleep(1.0)                      # well inside the ~10 s allreduce
+            os.kill(procs[2].pid, signal.SIGKILL)
+            killed_at = time.time()
+            ends = [out.get(timeout=GIVE_UP_S + 30) for _ in range(n - 1)]
+        finally:
+            for p in procs:
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.kill()
+    assert sorted(e[1] for e in ends) == [0, 1]
+    for kind, index, at, *message in ends:
+        assert kind == "timeout", (kind, index, message)
+        assert "stopped contributing" in message[0]
+        assert at - killed_at < GIVE_UP_S + 10, at - killed_at
