@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import queue
 import socket
 import sys
 import time
@@ -49,7 +50,7 @@ def make_codec(name: str, n: int, rank: int, size: int):
     raise ValueError(name)
 
 
-def _worker(rank, n, seat, codec_name, size, init, out):
+def _worker(rank, n, seat, codec_name, size, init, out, transport_kwargs):
     from worker.transport import allreduce
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
@@ -57,7 +58,7 @@ def _worker(rank, n, seat, codec_name, size, init, out):
         torch.manual_seed(rank)
         x = torch.randn(size)
         codec = make_codec(codec_name, n, rank, size)
-        transport = connect_worker(seat, give_up_s=60.0)
+        transport = connect_worker(seat, give_up_s=60.0, **transport_kwargs)
         dist.barrier()
         t0 = time.perf_counter()
         allreduce(x, codec, transport)
@@ -98,7 +99,11 @@ def main(argv=None) -> int:
     ap.add_argument("--codecs", default="fixed,thc,sketch")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS)
+    ap.add_argument("--slots", type=int, default=64, help="the job's slots (window)")
+    ap.add_argument("--min-rto", type=float, help="the workers' smallest retransmission timeout "
+                    "(default: the transport's)")
     args = ap.parse_args(argv)
+    transport_kwargs = {} if args.min_rto is None else {"min_rto": args.min_rto}
     sizes = [int(s) for s in args.sizes.split(",")]
     codecs = args.codecs.split(",")
     for c in codecs:
@@ -108,20 +113,31 @@ def main(argv=None) -> int:
     print(f"worker stack, one process, THC messages of {args.words} words to a discard sink: "
           f"{sink_rate(args.words):,.0f} packets/s")
     print(f"{'codec':<9}{'coords':>12}{'HINA s':>10}{'HINA coords/s':>16}{'gloo s':>9}"
-          f"{'gloo coords/s':>16}{'pkts/worker':>13}{'retx':>6}{'switch pps':>12}")
+          f"{'gloo coords/s':>16}{'pkts/worker':>13}{'retx/worker':>13}{'switch pps':>12}")
     with LocalDeployment(n, words=args.words) as deployment:
         for size in sizes:
             for codec_name in codecs:
                 table = tuple(make_codec("thc", n, 0, size).table) if codec_name == "thc" else None
-                seats = deployment.create_job(job_id=1, n_slots=64, thc_table=table)
+                seats = deployment.create_job(job_id=1, n_slots=args.slots, thc_table=table)
                 ctx = mp.get_context("spawn")
                 out = ctx.Queue()
                 init = f"tcp://127.0.0.1:{free_tcp_port()}"
-                procs = [ctx.Process(target=_worker, args=(r, n, seats[r], codec_name, size, init, out))
+                procs = [ctx.Process(target=_worker, args=(r, n, seats[r], codec_name, size, init, out,
+                                                   transport_kwargs))
                          for r in range(n)]
                 for p in procs:
                     p.start()
-                rows = [out.get() for _ in range(n)]
+                rows = []
+                while len(rows) < n:
+                    try:
+                        rows.append(out.get(timeout=1.0))
+                    except queue.Empty:
+                        dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                        if dead:
+                            for p in procs:
+                                p.kill()
+                            raise SystemExit(f"{codec_name} {size}: a worker failed "
+                                             f"(exit codes {[p.exitcode for p in procs]})")
                 for p in procs:
                     p.join()
                 deployment.delete_job(1)
@@ -130,7 +146,7 @@ def main(argv=None) -> int:
                 pkts = max(r[3] for r in rows)
                 retx = sum(r[4] for r in rows)
                 print(f"{codec_name:<9}{size:>12,}{hina_s:>10.2f}{size / hina_s:>16,.0f}"
-                      f"{gloo_s:>9.3f}{size / gloo_s:>16,.0f}{pkts:>13,}{retx:>6}"
+                      f"{gloo_s:>9.3f}{size / gloo_s:>16,.0f}{pkts:>13,}{retx / n:>13,.0f}"
                       f"{n * pkts / hina_s:>12,.0f}", flush=True)
     return 0
 

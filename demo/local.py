@@ -96,6 +96,7 @@ class LocalDeployment:
             if loss:
                 cmd += ["--loss", f"{w + 1}:{loss}"]
         # The switch's output goes to a file: a pipe nobody reads would block it when full.
+        self._own_log = log_file is None       # a temporary log is removed at close
         self.log_path = log_file or tempfile.mkstemp(prefix="softswitch-", suffix=".log")[1]
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
@@ -111,8 +112,8 @@ class LocalDeployment:
             if any(line.startswith(_READY) for line in Path(self.log_path).read_text().splitlines()):
                 return
             time.sleep(0.05)
-        self.close()
         tail = Path(self.log_path).read_text().splitlines()[-20:]
+        self.close()
         raise RuntimeError("the embedded switch did not start:\n" + "\n".join(tail))
 
     def worker_address(self, w: int) -> pipeline.WorkerAddress:
@@ -146,6 +147,8 @@ class LocalDeployment:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()
+        if self._own_log:
+            Path(self.log_path).unlink(missing_ok=True)
 
     def __enter__(self) -> "LocalDeployment":
         return self

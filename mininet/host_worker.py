@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=6, help="DDP training steps")
     p.add_argument("--master", type=_address, help="torch.distributed rendezvous IP:port (ddp)")
     p.add_argument("--ifname", help="interface gloo uses (the control network) (ddp)")
-    p.add_argument("--min-rto", type=float, default=0.02, help="smallest retransmission timeout")
+    p.add_argument("--min-rto", type=float, help="smallest retransmission timeout (seconds; "
+                   "default: the transport's)")
     p.add_argument("--give-up", type=float, default=30.0, help="fail after this long without "
                    "progress (seconds)")
     return p
@@ -79,8 +80,8 @@ def make_transport(args):
     from worker.transport import JobParams, Transport
     table = tuple(int(v) for v in args.thc_table.split(",")) if args.thc_table else None
     job = JobParams(args.job_id, args.workers, args.slots, args.words, table)
-    return Transport(UdpLink(args.bind, args.switch), job, min_rto=args.min_rto,
-                     give_up_s=args.give_up)
+    kwargs = {} if args.min_rto is None else {"min_rto": args.min_rto}
+    return Transport(UdpLink(args.bind, args.switch), job, give_up_s=args.give_up, **kwargs)
 
 
 def _stats(transport) -> dict:
