@@ -48,3 +48,41 @@ def test_fwht_into_matches_fwht_with_scale_and_keeps_src(block):
     got = fwht_into(src, block, out, scratch, scale=0.75)
     assert got.data_ptr() == out.data_ptr() and torch.equal(src, x)
     torch.testing.assert_close(out, 0.75 * fwht_butterfly(x, block), atol=ATOL, rtol=0)
+
+
+# ----------------------------------------------------------------------- opt-in native kernel
+def _native_or_skip():
+    from worker.codecs.hadamard import native_kernel
+    if native_kernel() is None:
+        pytest.skip("native kernel unavailable (no C++ compiler)")
+
+
+@pytest.mark.parametrize("block", [1, 2, 8, 16, 32, 1024, 1 << 13])
+def test_native_fwht_matches_fwht_with_factors_and_offset(block):
+    from worker.codecs.hadamard import native_fwht_into
+    _native_or_skip()
+    gen = torch.Generator().manual_seed(block)
+    x = torch.randn(3 * block, generator=gen)
+    pre, post = random_signs(1, x.numel()), random_signs(2, x.numel())
+    add = torch.randn(x.numel(), generator=gen)
+    out = torch.empty_like(x)
+    sumsq = native_fwht_into(x, block, out, scale=0.5, pre=pre, post=post, offset0=0.25, add=add, sumsq=True)
+    expected = fwht(x * pre, block) * 0.5
+    expected.view(-1, block)[:, 0] -= 0.25
+    expected = expected * post + add
+    torch.testing.assert_close(out, expected, atol=ATOL, rtol=0)
+    assert sumsq == pytest.approx(expected.double().square().sum().item(), rel=1e-5)
+    assert native_fwht_into(out, block, out) == 0.0  # in place, plain: involution
+    torch.testing.assert_close(out, fwht(expected, block), atol=ATOL, rtol=0)
+    ints = torch.randint(-1000, 1000, (x.numel(),), generator=gen, dtype=torch.int32)
+    assert native_fwht_into(ints, block, out, scale=0.5) is not None  # int32 read as is
+    torch.testing.assert_close(out, fwht(ints.float(), block) * 0.5, atol=1e3 * ATOL, rtol=0)
+
+
+def test_native_fwht_refuses_what_it_cannot_take():
+    from worker.codecs.hadamard import native_fwht_into
+    x = torch.randn(64)
+    assert native_fwht_into(x.double(), 32, torch.empty(64, dtype=torch.float64)) is None
+    assert native_fwht_into(torch.randn(128)[::2], 32, torch.empty(64)) is None
+    assert native_fwht_into(x, 32, torch.empty(32)) is None
+    assert native_fwht_into(x.long(), 32, torch.empty(64)) is None

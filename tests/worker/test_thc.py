@@ -17,6 +17,20 @@ EPS32 = torch.finfo(torch.float32).eps
 Z_BOUND = 6.0
 
 
+def _compiled_available():
+    return ThcCodec(1, compiled=True).compiled
+
+
+#: eager and, where the native kernels build, the opt-in compiled path
+PATHS = [False, pytest.param(True, id="compiled")]
+
+
+def _path(compiled):
+    if compiled and not _compiled_available():
+        pytest.skip("compiled THC unavailable (no C++ compiler)")
+    return compiled
+
+
 def run_round(codecs, grads, key=0):
     agreed = reference_agree([c.agreement(g, key) for c, g in zip(codecs, grads)])
     lanes = [c.encode(g, agreed, key) for c, g in zip(codecs, grads)]
@@ -62,13 +76,14 @@ def test_one_draw_rounding_equals_two_stage():
 
 
 # ----------------------------------------------------------------------- statistics
-def test_unbiased_over_seeds_without_clamping():
+@pytest.mark.parametrize("compiled", PATHS)
+def test_unbiased_over_seeds_without_clamping(compiled):
     """T = sqrt(D) never clamps (|s y_j| <= sqrt(D)); the mean over seeds converges to x."""
     d, seeds = 1024, 300
     x = torch.randn(d, generator=torch.Generator().manual_seed(0))
     t = math.sqrt(d)
     acc = torch.zeros(d, dtype=torch.float64)
-    c = ThcCodec(1, threshold=t, error_feedback=False)
+    c = ThcCodec(1, threshold=t, error_feedback=False, compiled=_path(compiled))
     for key in range(seeds):  # each bucket key has its own rotation seed
         agreed, lanes, agg = run_round([c], [x], key)
         acc += c.decode(agg, agreed, key, meta=lanes[0].meta).double()
@@ -79,12 +94,13 @@ def test_unbiased_over_seeds_without_clamping():
     assert err <= Z_BOUND * math.sqrt(var_bound / seeds)
 
 
-def test_unbiased_given_rotation_with_clamping():
+@pytest.mark.parametrize("compiled", PATHS)
+def test_unbiased_given_rotation_with_clamping(compiled):
     """With clamping, E[decode] = R^-1 clamp(R x) (rotation fixed, quantisation noise varies)."""
     d, ranks = 1024, 256
     x = torch.randn(d, generator=torch.Generator().manual_seed(3))
     x[:4] *= 40  # heavy coordinates so that clamping happens
-    codecs = [ThcCodec(ranks, rank=r, error_feedback=False) for r in range(ranks)]
+    codecs = [ThcCodec(ranks, rank=r, error_feedback=False, compiled=_path(compiled)) for r in range(ranks)]
     agreed, lanes, agg = run_round(codecs, [x] * ranks)
     mean = codecs[0].decode(agg, agreed, meta=lanes[0].meta).double()
     signs = random_signs(codecs[0].states[0].rotation_seed, d, torch.float64)
@@ -97,11 +113,12 @@ def test_unbiased_given_rotation_with_clamping():
     assert (mean - expected).abs().max().item() <= Z_BOUND * sd
 
 
-def test_nmse_matches_theory():
+@pytest.mark.parametrize("compiled", PATHS)
+def test_nmse_matches_theory(compiled):
     """vNMSE = (2T/g)^2 E[var] + E[(|X|-T)+^2] for one worker, no error feedback, D = d."""
     d = 1 << 14
     x = torch.randn(d, generator=torch.Generator().manual_seed(5))
-    c = ThcCodec(1, error_feedback=False)
+    c = ThcCodec(1, error_feedback=False, compiled=_path(compiled))
     agreed, lanes, agg = run_round([c], [x])
     err2 = (c.decode(agg, agreed, meta=lanes[0].meta) - x).double() ** 2
     nmse = err2.sum().item() / x.double().norm().item() ** 2
@@ -130,11 +147,12 @@ def test_decode_of_sum_is_mean_of_decodes(n):
     assert agg[0].max().item() <= n * 30 and lanes[0].streams[0].op is LaneOp.LUTSUM
 
 
-def test_error_feedback_telescopes():
+@pytest.mark.parametrize("compiled", PATHS)
+def test_error_feedback_telescopes(compiled):
     """n = 1: sum of K decodes = K x - R^-1 e_K exactly (up to float32)."""
     d, steps = 2048, 6
     x = torch.randn(d, generator=torch.Generator().manual_seed(2))
-    c = ThcCodec(1)
+    c = ThcCodec(1, compiled=_path(compiled))
     total = torch.zeros(d)
     for _ in range(steps):
         agreed, lanes, agg = run_round([c], [x])
@@ -158,10 +176,11 @@ def test_non_finite_refused(bad):
         c.encode(torch.randn(100), poisoned, key="b1")
 
 
+@pytest.mark.parametrize("compiled", PATHS)
 @pytest.mark.parametrize("d", [0, 1, 3, 1025])
-def test_empty_and_odd_sizes(d):
+def test_empty_and_odd_sizes(d, compiled):
     x = torch.randn(d, dtype=torch.float64)
-    c = ThcCodec(1, threshold=math.sqrt(max(d, 1) * 2))
+    c = ThcCodec(1, threshold=math.sqrt(max(d, 1) * 2), compiled=_path(compiled))
     agreed, lanes, agg = run_round([c], [x])
     out = c.decode(agg, agreed, meta=lanes[0].meta)
     assert out.shape == x.shape and out.dtype == x.dtype and torch.isfinite(out).all()
@@ -245,3 +264,69 @@ def test_interleaved_buckets_and_fresh_outputs():
     del third
     fourth = c.decode(agg, agreed, meta=lanes[0].meta)
     assert fourth.data_ptr() != ptr and torch.equal(view, kept[:10]) and torch.equal(fourth, kept)
+
+
+# ----------------------------------------------------------------------- opt-in compiled path
+@pytest.mark.parametrize("n", [1, 2, 37, 4096 + 6])
+def test_native_quantiser_is_bit_identical(n):
+    """Same rotated values and RNG stream: the same packed bytes and error-feedback residual,
+    through the vector body and the scalar tail, with clamped values and values on the levels."""
+    _path(True)
+    gen = torch.Generator().manual_seed(n)
+    y = torch.randn(n, generator=gen) * 3
+    y[: min(n, 16)] = torch.tensor([float(l) for l in DEFAULT_TABLE])[: min(n, 16)] - 15.0  # on levels (a = 1)
+    if n > 20:
+        y[17], y[18] = 1e3, -1e3  # clamped
+    out = []
+    for compiled in (False, True):
+        c = ThcCodec(1, seed=1, threshold=15.0, compiled=compiled)
+        state = c._state(0)
+        yy, packed = y.clone(), torch.empty((n + 1) // 2, dtype=torch.uint8)
+        scale = 1.0  # a = s g / 2T = 1: u = y + 15
+        (c._native_encode if compiled else c._eager_encode)(yy, packed, state, scale)
+        out.append((packed, yy))
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
+    assert unpack_nibbles(out[1][0], n).max() <= 15
+
+
+@pytest.mark.parametrize("d", [5, 3000, 1 << 16])
+def test_compiled_matches_eager(d):
+    """Compiled vs eager over error-feedback steps: the transforms differ only in rounding (a few
+    ulps), so the indices agree except at exact float boundaries and the decodes are close."""
+    _path(True)
+    x = torch.randn(d, generator=torch.Generator().manual_seed(d))
+    runs = []
+    for compiled in (False, True):
+        c = ThcCodec(1, seed=7, compiled=compiled)
+        steps = []
+        for _ in range(3):
+            agreed, lanes, agg = run_round([c], [x])
+            steps.append((unpack_nibbles(lanes[0].streams[0].data, lanes[0].streams[0].count),
+                          c.decode(agg, agreed, meta=lanes[0].meta).clone()))
+        runs.append((steps, c.states[0].residual.clone()))
+    mismatch = sum((a[0] != b[0]).sum().item() for a, b in zip(runs[0][0], runs[1][0]))
+    assert mismatch / (3 * d) < 1e-5
+    if mismatch == 0:
+        scale = x.abs().max().item()
+        for a, b in zip(runs[0][0], runs[1][0]):
+            torch.testing.assert_close(a[1], b[1], rtol=0, atol=1e3 * EPS32 * scale)
+        torch.testing.assert_close(runs[0][1], runs[1][1], rtol=0, atol=1e3 * EPS32 * scale)
+
+
+def test_compiled_switch_env_and_fallback(monkeypatch, tmp_path, caplog):
+    """Off by default; HINA_THC_COMPILE=1 turns it on; no compiler: one warning, eager path."""
+    import worker.codecs.hadamard as hadamard
+    monkeypatch.delenv("HINA_THC_COMPILE", raising=False)
+    assert not ThcCodec(1).compiled
+    monkeypatch.setenv("HINA_THC_COMPILE", "1")
+    assert ThcCodec(1).compiled == _compiled_available()
+    monkeypatch.setattr(hadamard, "_NATIVE_LIBS", {})
+    monkeypatch.setenv("HINA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    with caplog.at_level("WARNING"):
+        c = ThcCodec(1, compiled=True)
+        ThcCodec(1, compiled=True)
+    assert not c.compiled
+    assert sum("unavailable" in r.getMessage() for r in caplog.records) == 2  # once per kernel
+    agreed, lanes, agg = run_round([c], [torch.randn(100)])
+    assert c.decode(agg, agreed, meta=lanes[0].meta).shape == (100,)

@@ -34,6 +34,7 @@ eager throughput.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import threading
@@ -492,7 +493,6 @@ def _native_quantiser() -> Optional[Any]:
     lib = build_native_library("hina_thc_quantise", _QUANT_SRC)
     if lib is None:
         return None
-    import ctypes
     fn = lib.hina_thc_quantise
     fn.argtypes = ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] + [ctypes.c_float] * 4
                    + [ctypes.c_void_p] * 2 + [ctypes.c_int64] + [ctypes.c_void_p] * 2)
