@@ -102,6 +102,7 @@ class CallStats:
     chunks: int = 0
     packets_sent: int = 0
     retransmissions: int = 0
+    fast_retransmissions: int = 0   # of which sent on later results, before the timeout
     results: int = 0
     duplicates: int = 0             # results for chunks already complete
     foreign: int = 0                # messages that are not results of this call
@@ -215,6 +216,8 @@ class Transport:
         deadline = np.full(n, np.inf)         # retransmission deadline of chunks in flight
         attempts = np.zeros(n, dtype=np.int64)
         later = np.zeros(n, dtype=np.int64)   # results of later chunks seen while k is missing
+        # fast retransmission of k when later[k] reaches this; doubled after each one
+        fast_at = np.full(n, _FAST_RETRANSMIT_AFTER, dtype=np.int64)
         progress = started                    # last time a new result arrived
         low, next_new, n_done = 0, 0, 0       # chunks in flight are all in [low, next_new)
         expected_down = P.HEADER_BYTES + layout.down_bytes
@@ -286,12 +289,18 @@ class Transport:
             # Fast retransmit (as TCP's duplicate ACKs): every worker sends in chunk order, so
             # results come back in order unless something was lost; a chunk passed over by
             # _FAST_RETRANSMIT_AFTER later results is resent at once, not after its timeout.
+            # It is resent again after twice as many: the first resend may have reached a slot
+            # still waiting for another worker's lost contribution (the switch ignores it), and
+            # then this worker's copy of the result may be lost too; waiting for the backed-off
+            # timeout would stall every worker of the job, whose windows wait on this one.
             before = slice(low, k)
             missing = low + np.flatnonzero(~done[before])
             later[missing] += 1
-            presumed_lost = (later[missing] == _FAST_RETRANSMIT_AFTER) & (attempts[missing] == 1)
+            presumed_lost = later[missing] >= fast_at[missing]
             for j in missing[presumed_lost]:
                 send(int(j), retransmit=True)
+                stats.fast_retransmissions += 1
+                fast_at[j] *= 2
             while low < n and done[low]:
                 low += 1
         stats.seconds = time.monotonic() - started
