@@ -1,0 +1,101 @@
+"""The DDP hook's fp32 fallback: with the switch unreachable, every bucket after warm-up falls back
+to gloo's all-reduce, loudly, and training goes on exactly as plain DDP would."""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import socket
+
+import torch
+
+WORLD = 2
+STEPS = 4
+
+
+def _dead_udp_address() -> tuple[str, int]:
+    """A loopback UDP port nobody listens on (bound, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()
+
+
+def _free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from worker.codecs import ThcCodec
+    from worker.ddp_hook import HinaState, hina_hook
+    from worker.link import Endpoint, FrameLink
+    from worker.transport import JobParams, Transport
+
+    torch.set_num_threads(1)
+    warnings = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                warnings.append(record.getMessage())
+
+    logging.getLogger("hina.worker").addHandler(Collect())
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        torch.manual_seed(0)
+        model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                        torch.nn.Linear(32, 4)))
+        state = None
+        if use_hook:
+            link = FrameLink(Endpoint.make("02:00:00:00:01:00", f"10.0.1.{rank + 1}", 40000),
+                             Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", 48864),
+                             ("127.0.0.1", 0), switch)
+            transport = Transport(link, JobParams(1, WORLD, 4, 64), min_rto=0.05, max_rto=0.1,
+                                  give_up_s=0.5)
+            state = HinaState(transport, ThcCodec(WORLD, rank=rank), start_iter=1)
+            model.register_comm_hook(state, hina_hook)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        gen = torch.Generator().manual_seed(rank)
+        for _ in range(STEPS):
+            x, y = torch.randn(8, 16, generator=gen), torch.randint(0, 4, (8,), generator=gen)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()  # not shared memory
+        out.put((rank, use_hook, params, dict(state.stats) if state else None, warnings))
+    finally:
+        dist.destroy_process_group()
+
+
+def _run(use_hook: bool, switch) -> dict:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    procs = [ctx.Process(target=_train, args=(r, init, switch, use_hook, out)) for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    results = {}
+    for _ in range(WORLD):
+        rank, _, params, stats, warnings = out.get(timeout=120)
+        results[rank] = (torch.from_numpy(params), stats, warnings)
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    return results
+
+
+def test_unreachable_switch_falls_back_to_fp32_allreduce_loudly():
+    switch = _dead_udp_address()
+    plain = _run(False, switch)
+    hooked = _run(True, switch)
+    for rank in range(WORLD):
+        params, stats, warnings = hooked[rank]
+        # the first iteration is the warm-up all-reduce; every later bucket fell back
+        assert stats["hina_buckets"] == 0 and stats["fallback_buckets"] >= STEPS - 1, stats
+        assert any("falls back to fp32 all-reduce" in w for w in warnings), warnings
+        # the same training as plain DDP (DDP pre-divides, the fallback divides after the sum)
+        torch.testing.assert_close(params, plain[rank][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(hooked[0][0], hooked[1][0], rtol=0, atol=0)
