@@ -33,6 +33,9 @@ def test_two_jobs_interleaved_stay_isolated(target):
         np.testing.assert_array_equal(r.words(), reference(P.Op.SUM, va))
     for r in out_b:
         np.testing.assert_array_equal(r.words(), reference(P.Op.SUM, vb))
+    # Each job's admitted packets are counted under its own id.
+    assert target.counter_packets(P.JOB_COUNTER, a.job_id) == 3
+    assert target.counter_packets(P.JOB_COUNTER, b.job_id) == 2
     # Job b's registers hold b's sum in its range; job a's range holds a's.
     for word in (0, 1):
         lane = pipeline.lane_register(word)
@@ -51,6 +54,7 @@ def test_worker_of_one_job_cannot_touch_another(target):
     data = frame(intruder, words_payload(np.ones(TEST_WORDS)), op=P.Op.SUM, job_id=b.job_id)
     assert target.send(intruder.port, data) == []
     assert target.counter_packets(P.REASON_COUNTER, int(P.DropReason.UNKNOWN_WORKER)) == 1
+    assert target.counter_packets(P.JOB_COUNTER, b.job_id) == 0    # refused: not b's packet
     # Slots beyond a's own count are refused, so a cannot reach b's range through its base.
     assert send(target, a, 0, contribution(a, 0, P.Op.SUM, np.ones(TEST_WORDS), slot=2)) == []
     assert target.counter_packets(P.REASON_COUNTER, int(P.DropReason.BAD_SLOT)) == 1

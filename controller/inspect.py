@@ -21,7 +21,7 @@ from .config import JobConfig
 from .p4runtime_client import SwitchConnection
 from .target import RegisterAccess
 
-__all__ = ["decode_lanes", "slot_state", "job_progress", "reason_counts"]
+__all__ = ["decode_lanes", "slot_state", "job_progress", "job_packets", "reason_counts"]
 
 _BITMAP_BITS = 32
 _MASK32 = (1 << 32) - 1
@@ -115,6 +115,13 @@ def job_progress(registers: RegisterAccess, job: JobConfig) -> dict:
     complete = sum(1 for s, n in zip(seqs, counts) if s and n == len(job.workers))
     return {"job": job.job_id, "chunks": started, "complete_copies": complete,
             "filling_copies": sum(1 for s, n in zip(seqs, counts) if s and n < len(job.workers))}
+
+
+def job_packets(switch: SwitchConnection, job_id: int) -> dict[str, int]:
+    """Packets and bytes the switch admitted for ``job_id`` (``HinaIngress.job_counter``; the
+    controller zeroes the cell when it creates or resets the job)."""
+    byte_count, packet_count = switch.read_counter(P.JOB_COUNTER, job_id).get(job_id, (0, 0))
+    return {"packets": packet_count, "bytes": byte_count}
 
 
 def reason_counts(switch: SwitchConnection) -> dict[str, int]:

@@ -172,8 +172,15 @@ class JobManager:
         record = self.record(job_id)
         try:
             self.registers.zero(pipeline.register_ranges(record.spec))
+            self._zero_job_counter(job_id)
         except P4RuntimeClientError as exc:
             raise JobError(f"job {job_id}: reset failed: {exc}") from None
+
+    def _zero_job_counter(self, job_id: int) -> None:
+        """Zero the job's cell of ``job_counter`` (a program without it has nothing to zero)."""
+        if any(c.preamble.name == P.JOB_COUNTER for c in self.switch.require_index().p4info.counters):
+            self.switch.write([self.switch.counter_update(P.JOB_COUNTER, job_id)],
+                              f"job {job_id}: zero its packet counter")
 
     def record(self, job_id: int) -> JobRecord:
         """The installed job ``job_id``.
@@ -229,6 +236,7 @@ class JobManager:
         try:
             if self.zero_registers:
                 self.registers.zero(pipeline.register_ranges(spec))
+                self._zero_job_counter(spec.job_id)
             self.switch.write([self.switch.multicast_update(
                 "INSERT", group, [(r.port, r.rid) for r in replicas])],
                 f"job {spec.job_id}: multicast group {group}")

@@ -481,6 +481,16 @@ class SwitchConnection:
                                               e.counter_entry.data.packet_count)
                 for e in self.read([p4runtime_pb2.Entity(counter_entry=entry)], f"read {name}")}
 
+    def counter_update(self, name: str, index: Optional[int], packets: int = 0,
+                       byte_count: int = 0) -> p4runtime_pb2.Update:
+        """MODIFY of one counter cell (all cells when ``index`` is None), e.g. to zero it."""
+        c = self.require_index().counter(name)
+        entry = p4runtime_pb2.CounterEntry(counter_id=c.preamble.id)
+        if index is not None:
+            entry.index.index = index
+        entry.data.packet_count, entry.data.byte_count = packets, byte_count
+        return self.update("MODIFY", counter_entry=entry)
+
     def read_register(self, name: str, index: Optional[int] = None) -> dict[int, int]:
         """{index: value} of register ``name`` (RegisterEntry: the embedded target has it;
         BMv2's P4Runtime does not, see ``controller.bmv2``)."""

@@ -184,3 +184,5 @@ REASONS = 16
 INGRESS = "HinaIngress"
 EGRESS = "HinaEgress"
 REASON_COUNTER = f"{INGRESS}.reason_counter"
+#: Packets and bytes admitted per job id (P4 ``HINA_MAX_JOBS`` cells, ``MAX_JOB_ID + 1``).
+JOB_COUNTER = f"{INGRESS}.job_counter"

@@ -32,6 +32,9 @@ control HinaIngress(inout headers_t hdr,
     // Packets per REASON_*: drops by cause, plus flagged overflows and absorbed duplicates.
     // Written by this control; read by the controller (P4Runtime CounterEntry).
     counter<bit<32>>(HINA_REASONS, CounterType.packets) reason_counter;
+    // Packets and bytes admitted per job id (what the job's workers sent, retransmissions
+    // included). Written by this control; read by the controller (P4Runtime CounterEntry).
+    counter<bit<32>>(HINA_MAX_JOBS, CounterType.packets_and_bytes) job_counter;
 
     Validate() validate;
     Admission() admission;
@@ -55,6 +58,9 @@ control HinaIngress(inout headers_t hdr,
                 admission.apply(hdr, meta, standard_metadata);
             }
             if (meta.reason == REASON_NONE) {
+                if (hdr.hina.job_id < HINA_MAX_JOBS) {   // admission only knows ids below it
+                    job_counter.count((bit<32>)hdr.hina.job_id);
+                }
                 if (hdr.hina.msg_type == MSG_AGGREGATE) {
                     if (hdr.hina.op == OP_LUT_SUM) {
                         thc_lut.apply(hdr, meta);

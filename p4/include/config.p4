@@ -33,6 +33,10 @@
 #define HINA_SLOT_CAPACITY 512
 #endif
 
+// Job ids 0..HINA_MAX_JOBS-1: multicast replica ids are job * 64 + worker + 1 in 16 bits
+// (hina/protocol.py MAX_JOB_ID). Cost: one packets-and-bytes counter cell per job.
+#define HINA_MAX_JOBS 1024
+
 // Workers per job. The contributor bitmap is 32 bits per pool copy (one 64-bit register entry
 // holds both copies, as SwitchML does), so this cannot exceed 32 without widening it.
 #define HINA_MAX_WORKERS 32
