@@ -162,13 +162,32 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
 
 
+def _sketch_k(text: str) -> tuple[int, float]:
+    """``--sketch-k``: an integer is a count of candidates, anything else a fraction in (0, 1]."""
+    try:
+        return int(text), 0.0
+    except ValueError:
+        pass
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        fraction = -1.0
+    if not 0.0 < fraction <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a count of candidates (2560) or a "
+                                         "fraction of the bucket in (0, 1] (0.01 or 1%)")
+    return 0, fraction
+
+
 def cmd_job_create(ctx: Context) -> int:
     a = ctx.args
     workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
+    k_count, k_fraction = a.sketch_k or (0, 0.0)
     config = JobConfig(
         job_id=a.id, codec=a.codec, workers=workers, n_slots=a.slots, reg_base=a.reg_base,
         words=a.words or _words_default(ctx), thc_table=a.thc_table, rht_seed=a.rht_seed,
         sketch_rows=a.sketch_rows, sketch_columns=a.sketch_columns, sketch_seed=a.sketch_seed,
+        sketch_k=k_count, sketch_k_fraction=k_fraction, sketch_bits=a.sketch_bits,
+        value_bits=a.value_bits, value_blocks=a.value_blocks, sketch_rotate=a.sketch_rotate,
         in_switch_sketch=a.in_switch_sketch, switch_ip=a.switch_ip, switch_mac=a.switch_mac)
     jobs = ctx.manager()
     config = jobs.create_job(config)
@@ -237,6 +256,12 @@ def cmd_job_show(ctx: Context) -> int:
     if config.sketch_rows:
         head.add_row("sketch", f"{config.sketch_rows} x {config.sketch_columns}, seed "
                      f"{config.sketch_seed}" + (" (in switch)" if config.in_switch_sketch else ""))
+    if config.codec == "sketched_sgd":
+        k = (f"{config.sketch_k} candidates" if config.sketch_k
+             else f"{config.sketch_k_fraction:g} of the bucket")
+        head.add_row("sketch_k", k)
+        for key in ("sketch_bits", "value_bits", "value_blocks", "sketch_rotate"):
+            head.add_row(key, str(data[key]))
     console.print(head)
     workers = Table(title="workers")
     for col in ("index", "address", "switch port", "mac", "tunnel"):
@@ -283,11 +308,12 @@ def cmd_state(ctx: Context) -> int:
 
 
 def _counters(ctx: Context) -> dict:
-    from .inspect import job_progress, reason_counts
+    from .inspect import job_packets, job_progress, reason_counts
     conn = ctx._conn or ctx.connect(primary=False)
     registers = ctx.registers()
     return {"reasons": reason_counts(conn),
-            "jobs": [job_progress(registers, c) for _, c in sorted(ctx.state.jobs.items())]}
+            "jobs": [{**job_progress(registers, c), **job_packets(conn, c.job_id)}
+                     for _, c in sorted(ctx.state.jobs.items())]}
 
 
 def _counters_tables(data: dict):
@@ -299,11 +325,11 @@ def _counters_tables(data: dict):
     for name, n in data["reasons"].items():
         reasons.add_row(name, str(n))
     jobs = Table(title="jobs")
-    for col in ("job", "chunks started", "complete copies", "filling copies"):
+    for col in ("job", "packets", "bytes", "chunks started", "complete copies", "filling copies"):
         jobs.add_column(col, justify="right")
     for j in data["jobs"]:
-        jobs.add_row(str(j["job"]), str(j["chunks"]), str(j["complete_copies"]),
-                     str(j["filling_copies"]))
+        jobs.add_row(str(j["job"]), str(j["packets"]), str(j["bytes"]), str(j["chunks"]),
+                     str(j["complete_copies"]), str(j["filling_copies"]))
     return Group(reasons, jobs)
 
 
@@ -454,9 +480,27 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--thc-table", type=_int_list, default=None, metavar="V0,V1,...",
                         help="THC table (16 values; default g=30 table)")
     create.add_argument("--rht-seed", type=int, default=0, help="THC rotation seed")
-    create.add_argument("--sketch-rows", type=int, default=0)
-    create.add_argument("--sketch-columns", type=int, default=0)
-    create.add_argument("--sketch-seed", type=int, default=0)
+    create.add_argument("--sketch-rows", type=int, default=0,
+                        help="sketch rows (default: sketch 5, sketched_sgd 3, lossless 3)")
+    create.add_argument("--sketch-columns", type=int, default=0,
+                        help="sketch columns, a power of two (default: sketch 65536, "
+                             "sketched_sgd 4096, lossless 4096)")
+    create.add_argument("--sketch-seed", type=int, default=0, help="sketch hash seed")
+    create.add_argument("--sketch-k", type=_sketch_k, default=None, metavar="K",
+                        help="sketched_sgd: candidates per bucket whose exact sums round 2 "
+                             "carries: a count (2560) or a fraction of the bucket (0.01 or 1%%; "
+                             "default 0.01)")
+    create.add_argument("--sketch-bits", type=int, default=0,
+                        help="sketched_sgd: bits per sketch cell in the int32 SUM lanes, guard "
+                             "bits included (default 10: three cells per lane)")
+    create.add_argument("--value-bits", type=int, default=0,
+                        help="sketched_sgd: bits per candidate value, guard bits included "
+                             "(default max(6, ceil(log2 workers) + 4))")
+    create.add_argument("--value-blocks", type=int, default=0,
+                        help="sketched_sgd: blocks of the bucket with their own value exponent "
+                             "(MAX lanes; default 120)")
+    create.add_argument("--sketch-rotate", type=int, default=0,
+                        help="sketched_sgd: hash seeds cycled through, one per step (default 8)")
     create.add_argument("--in-switch-sketch", action="store_true",
                         help="reserve in-switch sketch columns (PAIRS)")
     create.add_argument("--switch-ip", default="10.0.0.254",

@@ -46,13 +46,26 @@ CODECS = {
     "thc": "LUT_SUM",
     "fixedpoint": "SUM",
     "sketch": "SUM",
+    "sketched_sgd": "SUM",
     "lossless": "SUM",
     "max": "MAX",
     "or": "OR",
 }
-SKETCH_CODECS = ("sketch", "lossless")
-DEFAULT_SKETCH_ROWS = {"sketch": 5, "lossless": 3}
-DEFAULT_SKETCH_COLUMNS = {"sketch": 1 << 16, "lossless": 1 << 12}
+SKETCH_CODECS = ("sketch", "sketched_sgd", "lossless")
+DEFAULT_SKETCH_ROWS = {"sketch": 5, "sketched_sgd": 3, "lossless": 3}
+DEFAULT_SKETCH_COLUMNS = {"sketch": 1 << 16, "sketched_sgd": 1 << 12, "lossless": 1 << 12}
+
+#: ``sketched_sgd`` (worker.codecs.SketchedSgdCodec, two rounds: a summed sketch picks k
+#: candidates, then their exact sums) defaults, applied when a field is 0. ``k`` is either a count
+#: of candidates per bucket (``sketch_k``) or a fraction of the bucket (``sketch_k_fraction``):
+#: the job does not know the workers' bucket sizes, so the default is a fraction.
+#: ``value_bits`` defaults to ``max(6, ceil(log2 n) + 4)``: at least 3 magnitude bits per
+#: candidate value whatever the worker count (6 bits, five values per lane, up to 4 workers).
+DEFAULT_SKETCHED_SGD = {"sketch_k_fraction": 0.01, "sketch_bits": 10, "value_blocks": 120,
+                        "sketch_rotate": 8}
+SKETCHED_SGD_MIN_VALUE_BITS = 6
+SKETCHED_SGD_FIELDS = ("sketch_k", "sketch_k_fraction", "sketch_bits", "value_bits",
+                       "value_blocks", "sketch_rotate")
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
@@ -162,6 +175,13 @@ class JobConfig:
         thc_granularity: THC's g (thc only; default: the table's largest value).
         rht_seed: THC's shared randomized-Hadamard seed.
         sketch_rows, sketch_columns, sketch_seed: sketch codecs' shape and hash seed.
+        sketch_k, sketch_k_fraction: sketched_sgd only: candidates per bucket, as a count or as
+            a fraction in (0, 1] of the bucket (at most one of them; default fraction 0.01).
+        sketch_bits, value_bits: sketched_sgd only: field width (guard bits included) of a sketch
+            cell / a candidate value in the int32 SUM lanes (default 10, and
+            ``max(6, ceil(log2 n) + 4)``); each must leave >= 1 magnitude bit for n workers.
+        value_blocks: sketched_sgd only: value exponents per bucket (default 120).
+        sketch_rotate: sketched_sgd only: hash seeds cycled through, one per step (default 8).
         in_switch_sketch: also reserve in-switch sketch columns (PAIRS) of ``sketch_columns``.
         switch_ip, switch_mac: the switch's address on the aggregation network.
     """
@@ -177,6 +197,12 @@ class JobConfig:
     sketch_rows: int = 0
     sketch_columns: int = 0
     sketch_seed: int = 0
+    sketch_k: int = 0
+    sketch_k_fraction: float = 0.0
+    sketch_bits: int = 0
+    value_bits: int = 0
+    value_blocks: int = 0
+    sketch_rotate: int = 0
     in_switch_sketch: bool = False
     sketch_base: Optional[int] = None
     pair_stream_base: Optional[int] = None
@@ -215,11 +241,64 @@ class JobConfig:
                 object.__setattr__(self, "sketch_columns", DEFAULT_SKETCH_COLUMNS[self.codec])
         elif self.in_switch_sketch:
             raise ConfigError(f"job {self.job_id}: in-switch sketching needs a sketch codec")
+        if self.codec == "sketched_sgd":
+            self._check_sketched_sgd()
+        else:
+            for name in SKETCHED_SGD_FIELDS:
+                if getattr(self, name):
+                    raise ConfigError(f"job {self.job_id}: {name} is only for codec sketched_sgd")
         if self.in_switch_sketch and self.sketch_rows != P.SKETCH_ROWS:
             raise ConfigError(f"job {self.job_id}: in-switch sketches have {P.SKETCH_ROWS} rows "
                               f"(sketch_rows={self.sketch_rows})")
         _parse_ip(self.switch_ip, "switch IP")
         parse_mac(self.switch_mac)
+
+    def _check_sketched_sgd(self) -> None:
+        """Fill in sketched_sgd's defaults and refuse what ``SketchedSgdCodec`` would refuse.
+
+        The same checks as the worker's codec, without importing it (the controller does not
+        import ``worker``): a worker that joins must be able to build the codec.
+        """
+        def refuse(what: str) -> None:
+            raise ConfigError(f"job {self.job_id}: codec sketched_sgd: {what}")
+
+        def set_default(name: str, value) -> None:
+            if not getattr(self, name):
+                object.__setattr__(self, name, value)
+
+        if self.in_switch_sketch:
+            refuse("the workers sketch; in-switch sketching is not for it")
+        for name in ("sketch_rows", "sketch_columns", "sketch_k", "sketch_bits", "value_bits",
+                     "value_blocks", "sketch_rotate"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                refuse(f"{name}={value!r}: must be an int >= 1 (0: the default)")
+        columns = self.sketch_columns        # hina.hashing.check_columns, without torch
+        if not 1 <= columns <= 1 << 32 or columns & (columns - 1):
+            refuse(f"sketch_columns={columns}: must be a power of two (the hash is masked)")
+        if self.sketch_rows * self.sketch_columns >= 1 << 31:
+            refuse(f"sketch_rows * sketch_columns = {self.sketch_rows * self.sketch_columns}: "
+                   "must be < 2**31")
+        fraction = self.sketch_k_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or \
+                not (fraction == 0 or 0.0 < fraction <= 1.0):
+            refuse(f"k fraction {fraction!r}: must be in (0, 1]")
+        if self.sketch_k and fraction:
+            refuse(f"give k as a count (sketch_k={self.sketch_k}) or a fraction "
+                   f"(sketch_k_fraction={fraction}), not both")
+        if not self.sketch_k:
+            set_default("sketch_k_fraction", DEFAULT_SKETCHED_SGD["sketch_k_fraction"])
+        object.__setattr__(self, "sketch_k_fraction", float(self.sketch_k_fraction))
+        headroom = (len(self.workers) - 1).bit_length()     # ceil(log2 n)
+        set_default("value_bits", max(SKETCHED_SGD_MIN_VALUE_BITS, headroom + 4))
+        for name in ("sketch_bits", "value_blocks", "sketch_rotate"):
+            set_default(name, DEFAULT_SKETCHED_SGD[name])
+        for name in ("sketch_bits", "value_bits"):
+            width = getattr(self, name)
+            if not 2 <= width <= 31 or width - headroom - 1 < 1:
+                refuse(f"{name}={width}: a field must be 2..31 bits and leave >= 1 magnitude "
+                       f"bit beside {headroom} headroom bit(s) for {len(self.workers)} workers "
+                       f"(>= {headroom + 2})")
 
     @property
     def lane_op(self) -> str:

@@ -2,7 +2,8 @@
 
 Workers join a job and get what they need to reach the switch: their worker index, their address
 as the switch admits it, the switch's address, the link (UDP socket or loopback tunnel), slots,
-words and the codec's parameters (THC table and RHT seed, sketch shape and seed). A named barrier
+words and the codec's parameters (THC table and RHT seed, sketch shape and seed, sketched_sgd's
+k and field widths). A named barrier
 releases every worker once all of the job's seats are taken and every worker has reached it.
 
 Seats are leased: any request renews the lease, and a worker silent for ``lease_s`` seconds loses
@@ -250,7 +251,12 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.
                            thc_granularity=job.thc_granularity, rht_seed=job.rht_seed,
                            sketch=pb.SketchShape(rows=job.sketch_rows,
                                                  columns=job.sketch_columns,
-                                                 seed=job.sketch_seed))
+                                                 seed=job.sketch_seed, k=job.sketch_k,
+                                                 k_fraction=job.sketch_k_fraction,
+                                                 sketch_bits=job.sketch_bits,
+                                                 value_bits=job.value_bits,
+                                                 value_blocks=job.value_blocks,
+                                                 rotate=job.sketch_rotate))
     return pb.JoinReply(
         job_id=job.job_id, worker_index=index, n_workers=len(job.workers), n_slots=job.n_slots,
         words=job.words, session=session, lease_s=lease_s, codec=codec, link=link,

@@ -69,6 +69,13 @@ class CodecParams:
     sketch_rows: int
     sketch_columns: int
     sketch_seed: int
+    # sketched_sgd only (0 elsewhere; defaults so a seat written before they existed loads)
+    sketch_k: int = 0                  # candidates per bucket, or
+    sketch_k_fraction: float = 0.0     # candidates as a fraction of the bucket
+    sketch_bits: int = 0
+    value_bits: int = 0
+    value_blocks: int = 0
+    sketch_rotate: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,9 @@ class Seat:
                    (r.me.mac, r.me.ip, r.me.udp_port),
                    (r.switch.mac, r.switch.ip, r.switch.udp_port), tunnel,
                    CodecParams(c.name, c.lane_op, tuple(c.thc_table) or None, c.thc_granularity,
-                               c.rht_seed, c.sketch.rows, c.sketch.columns, c.sketch.seed),
+                               c.rht_seed, c.sketch.rows, c.sketch.columns, c.sketch.seed,
+                               c.sketch.k, c.sketch.k_fraction, c.sketch.sketch_bits,
+                               c.sketch.value_bits, c.sketch.value_blocks, c.sketch.rotate),
                    r.lease_s)
 
     def to_json(self) -> dict:
@@ -136,7 +145,12 @@ class Seat:
         return Transport(self.link(), self.job_params(), **kwargs)
 
     def codec(self):
-        """The job's codec for this worker (``thc``, ``fixedpoint``, ``sketch``, ``lossless``)."""
+        """The job's codec for this worker (``thc``, ``fixedpoint``, ``sketch``,
+        ``sketched_sgd``, ``lossless``).
+
+        ``sketched_sgd`` is :class:`~worker.codecs.SketchedSgdCodec` without codec momentum (the
+        optimiser's momentum runs on the decoded update, as in demo/digits.py).
+        """
         from . import codecs
         c, n = self.codec_params, self.n_workers
         if c.name == "thc":
@@ -147,6 +161,20 @@ class Seat:
         if c.name == "sketch":
             return codecs.SketchCodec(n, rows=c.sketch_rows, columns=c.sketch_columns,
                                       seed=c.sketch_seed)
+        if c.name == "sketched_sgd":
+            if bool(c.sketch_k) == bool(c.sketch_k_fraction):
+                raise JobServiceError("codec sketched_sgd: the job service sent "
+                                      f"k={c.sketch_k} and k_fraction={c.sketch_k_fraction}; "
+                                      "exactly one must be set (controller too old?)",
+                                      "FAILED_PRECONDITION")
+            try:
+                return codecs.SketchedSgdCodec(
+                    n, rows=c.sketch_rows, columns=c.sketch_columns,
+                    k=c.sketch_k or float(c.sketch_k_fraction), seed=c.sketch_seed,
+                    rotate=c.sketch_rotate, sketch_bits=c.sketch_bits, value_bits=c.value_bits,
+                    value_blocks=c.value_blocks)
+            except ValueError as exc:
+                raise JobServiceError(f"codec sketched_sgd: {exc}", "FAILED_PRECONDITION") from None
         if c.name == "lossless":
             return codecs.LosslessSketchCodec(n, columns=c.sketch_columns, seed=c.sketch_seed)
         raise JobServiceError(f"codec {c.name!r} has no worker-side codec (it is a raw lane op)",

@@ -104,3 +104,55 @@ class Bmv2Switch:
             self.proc.wait(timeout=10)
 
 
+
+
+#: sketched_sgd parameters of the tests: demo/digits.py's "sketch" mode (rows 3, columns 128,
+#: 10-bit cells, 6-bit values, 120 value blocks, 8 hash seeds), k scaled to the test's bucket.
+SKETCHED_SGD = {"sketch_rows": 3, "sketch_columns": 128, "sketch_seed": 11, "sketch_bits": 10,
+                "value_bits": 6, "value_blocks": 120, "sketch_rotate": 8}
+
+
+def sketched_sgd_grads(n_workers: int, steps: int, numel: int = 1000):
+    """``steps`` lists of one gradient per worker (heavy coordinates for the sketch to find)."""
+    import torch
+    gen = torch.Generator().manual_seed(5)
+    out = []
+    for _ in range(steps):
+        grads = [torch.randn(numel, generator=gen) for _ in range(n_workers)]
+        heavy = torch.randperm(numel, generator=gen)[:numel // 20]
+        for g in grads:
+            g[heavy] += 8.0
+        out.append(grads)
+    return out
+
+
+def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0):
+    """Every worker of ``steps`` joins ``job_id`` through the job service (one thread each),
+    meets the others at a barrier and all-reduces its gradient of every step with the codec
+    and transport its seat gives.
+
+    Returns:
+        ``(seats, codecs, means)`` in worker-index order; ``means[w][t]`` is worker w's step t.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from worker.jobclient import JobClient
+    from worker.transport import allreduce
+    n_workers = len(steps[0])
+
+    def worker(_):
+        with JobClient(address) as client:
+            seat = client.join(job_id)
+            client.barrier("start", timeout=timeout)
+            codec = seat.codec()
+            transport = seat.transport(give_up_s=10.0)
+            try:
+                means = [allreduce(grads[seat.worker_index].clone(), codec, transport)
+                         for grads in steps]
+            finally:
+                transport.close()
+            return seat, codec, means
+
+    with ThreadPoolExecutor(n_workers) as pool:
+        results = sorted(pool.map(worker, range(n_workers)), key=lambda r: r[0].worker_index)
+    return tuple(list(col) for col in zip(*results))

@@ -12,7 +12,7 @@ import pytest
 from scapy.packet import raw
 
 from controller.p4runtime_client import SwitchConnection
-from ctlutil import TEST_WORDS, free_port
+from ctlutil import TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads
 from hina import protocol as P
 from hina.layers import HINA, HINAWords
 
@@ -88,8 +88,9 @@ def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
     assert summary["chunks"] == 1 and len(summary["slots"]) == 4
     counters = ctl.json("counters")
     assert counters["reasons"]["UNKNOWN_WORKER"] == 0
+    frame_bytes = 14 + 20 + 8 + P.HEADER_BYTES + 4 * TEST_WORDS
     assert counters["jobs"] == [{"job": 1, "chunks": 1, "complete_copies": 1,
-                                 "filling_copies": 0}]
+                                 "filling_copies": 0, "packets": 2, "bytes": 2 * frame_bytes}]
     lines = ctl.run("watch", "--json", "--count", "2", "--interval", "0.05").stdout.splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["jobs"][0]["chunks"] == 1
     table = ctl.run("state", "--job", "1", "--slot", "0").stdout
@@ -103,7 +104,9 @@ def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
     assert _send(sw, 0, 1, [1] * TEST_WORDS) is None
     assert _send(sw, 1, 1, [1] * TEST_WORDS) is not None
 
+    assert ctl.json("counters")["jobs"][0]["packets"] == 2        # counted again after resync
     assert "zeroed" in ctl.run("reset", "--job", "1").stdout
+    assert ctl.json("counters")["jobs"][0]["packets"] == 0        # reset zeroes the job's count
     assert "job 1 deleted" in ctl.run("job", "delete", "1").stdout
     assert ctl.json("job", "list") == []
     with SwitchConnection(sw.address, primary=False) as reader:
@@ -232,6 +235,101 @@ def test_cli_serve_answers_workers(ctl, embedded_switch, tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
+
+
+def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
+    """``job create --codec sketched_sgd`` with every flag; ``job show``; ``hina-ctl serve`` hands
+    the workers a SketchedSgdCodec whose two rounds through the switch match reference_allreduce;
+    ``hina-worker join ... bench`` runs it too."""
+    import torch
+
+    from worker.codecs import SketchedSgdCodec, reference_allreduce
+
+    sw, n = embedded_switch, 2
+    ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
+    job = ctl.json("job", "create", "--id", "1", "--codec", "sketched_sgd", "--slots", "4",
+                   "--worker", _worker_arg(sw, 0), "--worker", _worker_arg(sw, 1),
+                   "--sketch-rows", "3", "--sketch-columns", "128", "--sketch-seed", "9",
+                   "--sketch-k", "96", "--sketch-bits", "10", "--value-bits", "6",
+                   "--value-blocks", "120", "--sketch-rotate", "8")
+    params = {"sketch_rows": 3, "sketch_columns": 128, "sketch_seed": 9, "sketch_k": 96,
+              "sketch_k_fraction": 0.0, "sketch_bits": 10, "value_bits": 6,
+              "value_blocks": 120, "sketch_rotate": 8}
+    assert job["codec"] == "sketched_sgd" and {k: job[k] for k in params} == params
+    shown = ctl.json("job", "show", "1")
+    assert shown["lane_op"] == "SUM" and {k: shown[k] for k in params} == params
+    text = ctl.run("job", "show", "1").stdout
+    assert "96 candidates" in text and "3 x 128, seed 9" in text and "sketch_rotate" in text
+    # defaults: a fraction of the bucket, and value bits that fit the worker count
+    default = ctl.json("job", "create", "--id", "2", "--codec", "sketched_sgd", "--slots", "4",
+                       "--worker", "10.0.2.1:40000")
+    assert {k: default[k] for k in params} == {
+        "sketch_rows": 3, "sketch_columns": 4096, "sketch_seed": 0, "sketch_k": 0,
+        "sketch_k_fraction": 0.01, "sketch_bits": 10, "value_bits": 6, "value_blocks": 120,
+        "sketch_rotate": 8}
+    assert ctl.json("job", "create", "--id", "3", "--codec", "sketched_sgd", "--slots", "4",
+                    "--worker", "10.0.3.1:40000", "--sketch-k", "2%")["sketch_k_fraction"] == 0.02
+
+    listen = f"127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(ctl.base + ["serve", "--listen", listen], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert "listening" in proc.stdout.readline()
+        steps = sketched_sgd_grads(n, steps=2)
+        seats, codecs, means = join_and_allreduce(listen, 1, steps)
+        for codec in codecs:
+            assert isinstance(codec, SketchedSgdCodec)
+            assert (codec.k, codec.cs.rows, codec.cs.columns, codec.cs.seed, codec.sketch_bits,
+                    codec.value_bits, codec.value_blocks, codec.rotate) == \
+                (96, 3, 128, 9, 10, 6, 120, 8)
+        ref = [SketchedSgdCodec(n, rows=3, columns=128, k=96, seed=9, rotate=8, sketch_bits=10,
+                                value_bits=6, value_blocks=120) for _ in range(n)]
+        for t, grads in enumerate(steps):
+            want = reference_allreduce(ref, grads)
+            assert all(torch.equal(means[w][t], want[w]) for w in range(n)), t
+
+        # hina-worker bench on the same job (its slots zeroed: new transports start at seq 0)
+        reset = ctl.run("reset", "--job", "1")
+        assert "zeroed" in reset.stdout
+        workers = [subprocess.Popen(
+            [sys.executable, "-m", "worker.cli", "join", "--controller", listen, "--job", "1",
+             "--barrier-timeout", "30", "bench", "--codec", "sketched_sgd", "--size", "500",
+             "--rounds", "2", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, cwd=ROOT) for _ in range(n)]
+        reports = []
+        for worker in workers:
+            out, err = worker.communicate(timeout=CLI_TIMEOUT_S)
+            assert worker.returncode == 0, err
+            reports.append(json.loads(out))
+        assert sorted(r["worker_index"] for r in reports) == [0, 1]
+        assert all(r["codec"] == "sketched_sgd" and len(r["seconds"]) == 2 for r in reports)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["--sketch-columns", "100"], 1, "sketch_columns=100: must be a power of two"),
+    (["--value-bits", "2"], 1, "value_bits=2: a field must be 2..31 bits and leave >= 1 "
+                               "magnitude bit beside 1 headroom bit(s) for 2 workers (>= 3)"),
+    (["--sketch-bits", "32"], 1, "sketch_bits=32: a field must be 2..31 bits"),
+    (["--value-blocks", "-1"], 1, "value_blocks=-1: must be an int >= 1"),
+    (["--sketch-rotate", "-2"], 1, "sketch_rotate=-2: must be an int >= 1"),
+    (["--sketch-k", "-5"], 1, "sketch_k=-5: must be an int >= 1"),
+    (["--sketch-k", "1.5"], 2, "expected a count of candidates (2560) or a fraction"),
+    (["--sketch-k", "many"], 2, "expected a count of candidates (2560) or a fraction"),
+    (["--in-switch-sketch"], 1, "the workers sketch; in-switch sketching is not for it"),
+])
+def test_cli_sketched_sgd_bad_parameters_are_one_line(ctl, args, code, text):
+    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "sketched_sgd",
+                            "--worker", "10.0.1.1:1", "--worker", "10.0.1.2:1", *args, ok=False),
+                    code, text)
+
+
+def test_cli_sketched_sgd_flags_need_the_codec(ctl):
+    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "sketch", "--worker",
+                            "10.0.1.1:1", "--value-bits", "8", ok=False), 1,
+                    "job 1: value_bits is only for codec sketched_sgd")
 
 
 def test_cli_bmv2_lifecycle(bmv2_switch, bmv2_pipeline, tmp_path):

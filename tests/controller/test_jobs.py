@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -133,6 +134,62 @@ def test_worker_syntax():
                      ("10.0.1.7:5,speed=3", "unknown option"), ("10.0.1.7:5,mac=xx", "MAC")]:
         with pytest.raises(ConfigError, match=why):
             parse_worker(bad)
+
+
+SKETCHED_SGD_FIELDS = ("sketch_k", "sketch_k_fraction", "sketch_bits", "value_bits",
+                       "value_blocks", "sketch_rotate")
+
+
+def test_sketched_sgd_config_defaults_and_state_round_trip(embedded_switch, tmp_path: Path):
+    """Defaults filled in and kept; the state file round-trips them; a state file written before
+    the sketched_sgd fields existed still loads (every other codec: the fields stay 0)."""
+    job = embedded_switch.job(job_id=1, n_workers=2, codec="sketched_sgd")
+    assert job.lane_op == "SUM"
+    assert (job.sketch_rows, job.sketch_columns, job.sketch_k, job.sketch_k_fraction,
+            job.sketch_bits, job.value_bits, job.value_blocks, job.sketch_rotate) == \
+        (3, 4096, 0, 0.01, 10, 6, 120, 8)
+    # value_bits defaults to max(6, ceil(log2 n) + 4): 3 magnitude bits for 32 workers too
+    many = job.replace(workers=tuple(WorkerConfig(f"10.0.2.{i + 1}", 1, 1, "02:00:00:00:00:01")
+                                     for i in range(32)), value_bits=0)
+    assert many.value_bits == 9
+    counted = embedded_switch.job(job_id=2, codec="sketched_sgd", sketch_k=2560, value_bits=8)
+    assert (counted.sketch_k, counted.sketch_k_fraction, counted.value_bits) == (2560, 0.0, 8)
+    state = ControllerState(jobs={1: job, 2: counted, 3: embedded_switch.job(job_id=3)})
+    state.save(tmp_path / "ctl.json")
+    assert ControllerState.load(tmp_path / "ctl.json").jobs == state.jobs
+
+    old = {"version": 1, "pipeline": None, "jobs": []}
+    for config in (embedded_switch.job(job_id=4, codec="sketch"), job):
+        data = config.to_json()
+        for key in SKETCHED_SGD_FIELDS:
+            del data[key]
+        old["jobs"].append(data)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    loaded = ControllerState.load(tmp_path / "old.json").jobs
+    assert all(getattr(loaded[4], key) == 0 for key in SKETCHED_SGD_FIELDS)
+    assert loaded[1] == job                  # the defaults, as when it was created
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"sketch_columns": 96}, "sketch_columns=96: must be a power of two"),
+    ({"sketch_rows": 3, "sketch_columns": 1 << 30}, "must be < 2\\*\\*31"),
+    ({"sketch_k": 10, "sketch_k_fraction": 0.5}, "give k as a count .* or a fraction"),
+    ({"sketch_k_fraction": 1.5}, r"k fraction 1.5: must be in \(0, 1\]"),
+    ({"sketch_k": 2.5}, "sketch_k=2.5: must be an int >= 1"),
+    ({"value_bits": 32}, "value_bits=32: a field must be 2..31 bits"),
+    ({"sketch_bits": 2}, r"sketch_bits=2: .*for 2 workers \(>= 3\)"),
+    ({"value_blocks": -1}, "value_blocks=-1"),
+    ({"in_switch_sketch": True}, "in-switch sketching is not for it"),
+])
+def test_sketched_sgd_bad_parameters_are_refused(embedded_switch, changes, message):
+    with pytest.raises(ConfigError, match="job 1: codec sketched_sgd: .*" + message):
+        embedded_switch.job(job_id=1, codec="sketched_sgd", **changes)
+
+
+def test_sketched_sgd_parameters_only_for_sketched_sgd(embedded_switch):
+    for codec in ("fixedpoint", "sketch", "thc"):
+        with pytest.raises(ConfigError, match="sketch_rotate is only for codec sketched_sgd"):
+            embedded_switch.job(codec=codec, sketch_rotate=4)
 
 
 # -- primaryship --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 then aggregate through the embedded switch with what the service told them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,8 +17,8 @@ import torch
 from controller.jobs import JobManager
 from controller.jobservice import serve
 from controller.p4runtime_client import SwitchConnection
-from ctlutil import TEST_WORDS, free_port
-from worker.jobclient import JobClient, JobServiceError
+from ctlutil import SKETCHED_SGD, TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads
+from worker.jobclient import JobClient, JobServiceError, Seat
 
 N_WORKERS = 3
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +132,63 @@ def test_workers_aggregate_with_what_the_service_gave_them(service, embedded_swi
     expected = sum(grads) / N_WORKERS
     for mean in results:
         assert torch.allclose(mean, expected, atol=1e-4)
+
+
+def test_sketched_sgd_workers_aggregate_like_the_reference(service, embedded_switch,
+                                                          embedded_pipeline):
+    """A sketched_sgd job (k as a fraction of the bucket): every worker gets a SketchedSgdCodec
+    with the job's parameters, and both rounds through the switch give, step after step (hash
+    rotation, error feedback), exactly what reference_allreduce gives fresh codecs."""
+    from worker.codecs import SketchedSgdCodec, reference_allreduce
+    address, jobs, _ = service
+    with SwitchConnection(embedded_switch.address) as conn:
+        conn.set_pipeline(*embedded_pipeline.build())
+        config = JobManager(conn).create_job(embedded_switch.job(
+            job_id=5, n_workers=N_WORKERS, codec="sketched_sgd", sketch_k_fraction=0.1,
+            **SKETCHED_SGD))
+    jobs[5] = config
+    steps = sketched_sgd_grads(N_WORKERS, steps=3)
+    seats, codecs, means = join_and_allreduce(address, 5, steps)
+
+    c = seats[0].codec_params
+    assert (c.name, c.lane_op, c.sketch_k, c.sketch_k_fraction) == ("sketched_sgd", "SUM", 0, 0.1)
+    assert (c.sketch_rows, c.sketch_columns, c.sketch_seed, c.sketch_bits, c.value_bits,
+            c.value_blocks, c.sketch_rotate) == (3, 128, 11, 10, 6, 120, 8)
+    for codec in codecs:
+        assert isinstance(codec, SketchedSgdCodec)
+        assert (codec.k, codec.cs.rows, codec.cs.columns, codec.cs.seed, codec.sketch_bits,
+                codec.value_bits, codec.value_blocks, codec.rotate, codec.momentum) == \
+            (0.1, 3, 128, 11, 10, 6, 120, 8, 0.0)
+    ref = [SketchedSgdCodec(N_WORKERS, rows=3, columns=128, k=0.1, seed=11, rotate=8,
+                            sketch_bits=10, value_bits=6, value_blocks=120)
+           for _ in range(N_WORKERS)]
+    for t, grads in enumerate(steps):
+        want = reference_allreduce(ref, grads)
+        for w in range(N_WORKERS):
+            assert torch.equal(means[w][t], want[w]), (t, w)
+        assert int((want[0] != 0).sum()) <= 100           # k = 10% of 1000: a sparse update
+
+    # the seat survives its JSON form (HINA_SEAT); a seat written before sketched_sgd loads
+    assert Seat.from_json(json.loads(json.dumps(seats[1].to_json()))) == seats[1]
+    old = seats[1].to_json()
+    for key in ("sketch_k", "sketch_k_fraction", "sketch_bits", "value_bits", "value_blocks",
+                "sketch_rotate"):
+        del old["codec_params"][key]
+    assert Seat.from_json(old).codec_params.sketch_rotate == 0
+
+
+def test_sketched_sgd_seat_needs_its_parameters(service, embedded_switch):
+    """A seat without k (a controller older than sketched_sgd's fields) is one clear error."""
+    address, jobs, _ = service
+    jobs[6] = embedded_switch.job(job_id=6, n_workers=1, codec="sketched_sgd", sketch_k=64)
+    with JobClient(address) as client:
+        seat = client.join(6)
+    assert (seat.codec_params.sketch_k, seat.codec_params.sketch_k_fraction) == (64, 0.0)
+    assert seat.codec().k == 64
+    params = dataclasses.replace(seat.codec_params, sketch_k=0)
+    with pytest.raises(JobServiceError, match="exactly one must be set") as err:
+        dataclasses.replace(seat, codec_params=params).codec()
+    assert err.value.code == "FAILED_PRECONDITION"
 
 
 def _hina_worker(address: str, job_id: int, *args: str) -> subprocess.Popen:
