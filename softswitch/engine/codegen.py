@@ -1,9 +1,17 @@
 """Generate Python source for a checked program: one ``build(RT, C)`` function per program.
 
-The generated code uses plain ints (``int<N>`` values kept in two's complement range), one
-``__slots__`` class per header/struct type, and closures per control instance: control
-parameters and control-level variables are closure cells, actions are nested functions that
-tables call with their control-plane arguments. Nothing walks the IR per packet.
+The generated code uses plain ints (``int<N>`` values kept in two's complement range, ``bit<N>``
+values in 0 .. 2**N - 1, an invariant the code relies on to skip redundant masks), one class per
+header/struct type (``__slots__``, or an instance dict over class defaults for wide types),
+and closures per control instance: control parameters and control-level variables are closure
+cells, actions are nested functions that tables call with their control-plane arguments.
+Nothing walks the IR per packet.
+
+Per-packet fast paths: headers are extracted and emitted with one precompiled ``struct``
+format; register reads/writes index the register's list directly; parameterless actions
+called directly are inlined; scalar fields an action or control body reads more than once and
+cannot change (see :meth:`CodeGen.body_with_hoisting`) are loaded once; hashes and checksums
+with a constant algorithm call the algorithm directly.
 """
 from __future__ import annotations
 
@@ -14,9 +22,14 @@ from ..frontend import ir
 from ..frontend.typecheck import Sym, expr_text, unsupported
 from ..frontend.types import (Bits, Bool, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, StackT,
                               StringT, StructT, width_of)
+from .externs import CHECKSUM_BY_ALGO, HASH_BY_ALGO
 
 DROP_PORT = 511
 INDENT = "    "
+WIDE_FIELDS = 32        # header/struct types with at least this many scalar fields use a dict
+# Names a generated struct class defines itself (a field of a wide type may not shadow them).
+CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "copy", "of", "emit", "extract",
+                 "values", "set_valid", "_ST", "_unpack", "_pack", "_v"}
 
 
 def pyfield(name: str) -> str:
@@ -61,6 +74,41 @@ class Emitter:
         return "\n".join(self.lines) + "\n"
 
 
+def _decl_of(path) -> object:
+    """The declaration a checked Path names (None when unknown)."""
+    return getattr(getattr(path, "sym", None), "decl", None)
+
+
+def has_return(s) -> bool:
+    """Whether a statement contains a ``return`` (such an action body cannot be inlined)."""
+    if isinstance(s, ir.Return):
+        return True
+    if isinstance(s, ir.Block):
+        return any(has_return(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return has_return(s.then) or (s.other is not None and has_return(s.other))
+    if isinstance(s, ir.Switch):
+        return any(c.body is not None and has_return(c.body) for c in s.cases)
+    return False
+
+
+def pure(e) -> bool:
+    """Whether evaluating ``e`` can have no side effect and cannot raise (so generated code
+    may skip or repeat its evaluation)."""
+    if getattr(e, "const", None) is not None or isinstance(e, (ir.IntLit, ir.BoolLit,
+                                                                   ir.TypeMember, ir.Path)):
+        return True
+    if isinstance(e, ir.Member):
+        return not isinstance(e.expr.type, StackT) and pure(e.expr)
+    if isinstance(e, (ir.Slice, ir.Unary, ir.Cast)):
+        return pure(e.expr)
+    if isinstance(e, ir.Binary):
+        return pure(e.left) and pure(e.right)
+    if isinstance(e, ir.Cond):
+        return pure(e.cond) and pure(e.then) and pure(e.other)
+    return False
+
+
 class CodeGen:
     """Turns the checked IR of a v1model program into Python source."""
 
@@ -70,7 +118,11 @@ class CodeGen:
         self.names = _Names()          # declaration -> python expression text
         self.tmp = 0
         self.struct_classes: dict = {}  # type name -> class name
+        self.wide_types: dict = {}      # type name -> fields kept in the instance dict
         self.cells: list = []           # closure cell names of the control being generated
+        self.reg_sizes: dict = {}       # register instance name -> size literal (inlined access)
+        self.hoisted: dict = {}         # field read text -> local holding it (body_with_hoisting)
+        self.counted_tables: set = set()  # tables with a direct counter (apply passes C.length)
         self.prefix = ""
 
     def fresh(self, base: str = "t") -> str:
@@ -110,32 +162,57 @@ class CodeGen:
             fields = [pyfield(n) for n, _ in t.fields]
             is_hdr = t.kind == "header"
             slots = (["_v"] if is_hdr else []) + fields
+            # Wide types of scalar fields (HINA's 128-word payload, 256 THC indices) keep their
+            # fields in the instance dict over class-level defaults: construction sets nothing,
+            # copy() and setValid() are one C-level dict operation instead of one statement
+            # per field (they are built and copied for every packet and replica).
+            wide = (len(fields) >= WIDE_FIELDS
+                    and all(isinstance(ft, (Bits, Bool, EnumT, ErrorT)) for _, ft in t.fields)
+                    and not set(fields) & CLASS_MEMBERS)
+            self.wide_types[name] = wide
             o.line(f"class {cls}:")
             o.indent()
-            o.line(f"__slots__ = {tuple(slots)!r}")
+            if not wide:
+                o.line(f"__slots__ = {tuple(slots)!r}")
             o.line(f"TYPE_NAME = {name!r}")
             o.line(f"FIELDS = {tuple(n for n, _ in t.fields)!r}")
-            o.line("def __init__(self):")
-            o.indent()
-            if is_hdr:
-                o.line("self._v = False")
-            for (n, ft), pf in zip(t.fields, fields):
-                o.line(f"self.{pf} = {self.default_value(ft)}")
-            if not slots:
+            if wide:
+                if is_hdr:
+                    o.line("_v = False")
+                for (n, ft), pf in zip(t.fields, fields):
+                    o.line(f"{pf} = {self.default_value(ft)}")
+                o.line("def __init__(self):")
+                o.indent()
                 o.line("pass")
-            o.dedent()
-            o.line("def copy(self):")
-            o.indent()
-            o.line(f"n = {cls}.__new__({cls})")
-            if is_hdr:
-                o.line("n._v = self._v")
-            for (n, ft), pf in zip(t.fields, fields):
-                if isinstance(ft, (StructT, StackT)):
-                    o.line(f"n.{pf} = self.{pf}.copy()")
-                else:
-                    o.line(f"n.{pf} = self.{pf}")
-            o.line("return n")
-            o.dedent()
+                o.dedent()
+                o.line("def copy(self):")
+                o.indent()
+                o.line(f"n = {cls}.__new__({cls})")
+                o.line("n.__dict__.update(self.__dict__)")
+                o.line("return n")
+                o.dedent()
+            else:
+                o.line("def __init__(self):")
+                o.indent()
+                if is_hdr:
+                    o.line("self._v = False")
+                for (n, ft), pf in zip(t.fields, fields):
+                    o.line(f"self.{pf} = {self.default_value(ft)}")
+                if not slots:
+                    o.line("pass")
+                o.dedent()
+                o.line("def copy(self):")
+                o.indent()
+                o.line(f"n = {cls}.__new__({cls})")
+                if is_hdr:
+                    o.line("n._v = self._v")
+                for (n, ft), pf in zip(t.fields, fields):
+                    if isinstance(ft, (StructT, StackT)):
+                        o.line(f"n.{pf} = self.{pf}.copy()")
+                    else:
+                        o.line(f"n.{pf} = self.{pf}")
+                o.line("return n")
+                o.dedent()
             o.line("@staticmethod")
             o.line("def of(*vals):")
             o.indent()
@@ -163,37 +240,91 @@ class CodeGen:
             o.dedent()
             o.line("")
 
+    @staticmethod
+    def header_segments(t: StructT, fields: list) -> list:
+        """Split a header's fields into struct.Struct items: a byte-aligned unsigned field of
+        8/16/32/64 bits is one item (B/H/I/Q); other fields are grouped into runs ending on a
+        byte boundary, read as one integer (B/H/I/Q) or as bytes (``Ns``) and split by shifts.
+        Returns [(format code, [(python field, type, width)], direct)]."""
+        codes = {1: "B", 2: "H", 4: "I", 8: "Q"}
+        segs, run, bits = [], [], 0
+        for (n, ft), pf in zip(t.fields, fields):
+            w = width_of(ft)
+            plain = (not isinstance(ft, Bool) and not (isinstance(ft, Bits) and ft.signed))
+            if not run and plain and w in (8, 16, 32, 64):
+                segs.append((codes[w // 8], [(pf, ft, w)], True))
+                continue
+            run.append((pf, ft, w))
+            bits += w
+            if bits % 8 == 0:
+                nb = bits // 8
+                segs.append((codes.get(nb, f"{nb}s"), run, False))
+                run, bits = [], 0
+        if run:                       # only for headers that are not byte-aligned (rejected)
+            raise unsupported(ir.Node(), f"header {t.name} (not a multiple of 8 bits)")
+        return segs
+
     def gen_header_io(self, t: StructT, fields: list) -> None:
         o = self.out
         total = sum(width_of(ft) for _, ft in t.fields)
         nbytes = (total + 7) // 8
         if total % 8:
             raise unsupported(ir.Node(), f"header {t.name} of {total} bits (not a multiple of 8)")
+        segs = self.header_segments(t, fields) if fields else []
+        fmt = ">" + "".join(code for code, _, _ in segs)
         o.line(f"NBYTES = {nbytes}")
         o.line(f"WIDTH = {total}")
-        o.line("def extract(self, buf, off):")
+        o.line(f"_ST = RT.struct.Struct({fmt!r})")
+        o.line("_unpack = _ST.unpack_from")
+        o.line("_pack = _ST.pack")
+        # extract: one unpack_from, then the grouped fields split by shifts
+        o.line("def extract(self, buf, off, _unpack=_unpack):")
         o.indent()
-        o.line(f"v = int.from_bytes(buf[off:off + {nbytes}], 'big')")
-        for (n, ft), pf in reversed(list(zip(t.fields, fields))):
-            w = width_of(ft)
-            if isinstance(ft, Bits) and ft.signed:
-                o.line(f"x = v & {hex((1 << w) - 1)}")
-                o.line(f"self.{pf} = x - {1 << w} if x >> {w - 1} else x")
-            elif isinstance(ft, Bool):
-                o.line(f"self.{pf} = bool(v & 1)")
-            else:
-                o.line(f"self.{pf} = v & {hex((1 << w) - 1)}")
-            o.line(f"v >>= {w}")
+        targets = []
+        for i, (code, run, direct) in enumerate(segs):
+            targets.append(f"self.{run[0][0]}" if direct else f"g{i}")
+        if targets:
+            o.line(f"({', '.join(targets)},) = _unpack(buf, off)")
+        for i, (code, run, direct) in enumerate(segs):
+            if direct:
+                continue
+            v = f"g{i}"
+            if code.endswith("s"):
+                o.line(f"{v} = int.from_bytes({v}, 'big')")
+            for j, (pf, ft, w) in enumerate(reversed(run)):
+                last = j == len(run) - 1
+                if isinstance(ft, Bits) and ft.signed:
+                    o.line(f"x = {v} & {hex((1 << w) - 1)}")
+                    o.line(f"self.{pf} = x - {1 << w} if x >> {w - 1} else x")
+                elif isinstance(ft, Bool):
+                    o.line(f"self.{pf} = bool({v} & 1)")
+                else:
+                    o.line(f"self.{pf} = {v} & {hex((1 << w) - 1)}")
+                if not last:
+                    o.line(f"{v} >>= {w}")
         o.line("self._v = True")
         o.dedent()
-        o.line("def emit(self, out):")
+        # emit: one pack of the masked fields
+        o.line("def emit(self, out, _pack=_pack):")
         o.indent()
         o.line("if not self._v: return")
-        o.line("v = 0")
-        for (n, ft), pf in zip(t.fields, fields):
-            w = width_of(ft)
-            o.line(f"v = (v << {w}) | (int(self.{pf}) & {hex((1 << w) - 1)})")
-        o.line(f"out.append(v.to_bytes({nbytes}, 'big'))")
+        items = []
+        for code, run, direct in segs:
+            if direct:
+                pf, ft, w = run[0]
+                items.append(f"self.{pf} & {hex((1 << w) - 1)}")
+                continue
+            terms, shift = [], sum(w for _, _, w in run)
+            for pf, ft, w in run:
+                shift -= w
+                x = (f"(int(self.{pf}) & 1)" if isinstance(ft, Bool)
+                     else f"(self.{pf} & {hex((1 << w) - 1)})")
+                terms.append(f"({x} << {shift})" if shift else x)
+            expr = " | ".join(terms)
+            if code.endswith("s"):
+                expr = f"({expr}).to_bytes({code[:-1]}, 'big')"
+            items.append(expr)
+        o.line(f"out.append(_pack({', '.join(items)}))")
         o.dedent()
         o.line("def values(self):")
         o.indent()
@@ -203,9 +334,13 @@ class CodeGen:
         o.indent()
         o.line("if not self._v:")
         o.indent()
-        o.line("self._v = True")
-        for (n, ft), pf in zip(t.fields, fields):
-            o.line(f"self.{pf} = {self.default_value(ft)}")
+        if self.wide_types.get(t.name):
+            o.line("self.__dict__.clear()         # every field back to its class default")
+            o.line("self._v = True")
+        else:
+            o.line("self._v = True")
+            for (n, ft), pf in zip(t.fields, fields):
+                o.line(f"self.{pf} = {self.default_value(ft)}")
         o.dedent()
         o.dedent()
 
@@ -243,7 +378,8 @@ class CodeGen:
             if e.member == "nextIndex":
                 return f"{base}.next_index"
         if isinstance(bt, StructT):
-            return f"{base}.{pyfield(e.member)}"
+            text = f"{base}.{pyfield(e.member)}"
+            return self.hoisted.get(text, text)
         if isinstance(bt, ObjT) and bt.kind == "apply_result":
             if e.member == "hit":
                 return f"{base}[0]"
@@ -257,6 +393,12 @@ class CodeGen:
 
     def g_Slice(self, e: ir.Slice) -> str:
         w = e.hi_v - e.lo_v + 1
+        bt = e.expr.type
+        if isinstance(bt, Bits) and not bt.signed and e.hi_v == bt.width - 1:
+            # the top bits of an unsigned value (kept in 0 .. 2**N - 1): no mask needed
+            return f"({self.g(e.expr)} >> {e.lo_v})" if e.lo_v else self.g(e.expr)
+        if e.lo_v == 0:
+            return f"({self.g(e.expr)} & {hex((1 << w) - 1)})"
         return f"(({self.g(e.expr)} >> {e.lo_v}) & {hex((1 << w) - 1)})"
 
     def g_Cond(self, e: ir.Cond) -> str:
@@ -314,7 +456,16 @@ class CodeGen:
             return f"({a} >> {b} if {b} < {t.width} else 0)"
         if op == "++":
             rt = e.right.type
-            return self.wrap(f"((({a}) & {hex(lt.mask)}) << {rt.width}) | (({b}) & {hex(rt.mask)})", t)
+            # Unsigned bit<N> values are always kept in 0 .. 2**N - 1: no masking needed for
+            # them, and their concatenation is in range of the (unsigned) result.
+            ua = isinstance(lt, Bits) and not lt.signed
+            ub = isinstance(rt, Bits) and not rt.signed
+            am = f"({a})" if ua else f"(({a}) & {hex(lt.mask)})"
+            bm = f"({b})" if ub else f"(({b}) & {hex(rt.mask)})"
+            x = f"({am} << {rt.width}) | {bm}"
+            if ua and ub and isinstance(t, Bits) and not t.signed:
+                return f"({x})"
+            return self.wrap(x, t)
         raise unsupported(e, f"operator {op}")
 
     def g_Cast(self, e: ir.Cast) -> str:
@@ -361,6 +512,8 @@ class CodeGen:
         table = e.func.expr.sym.decl
         tname = self.names[e.func.expr.sym]
         keys = "(" + "".join(self.key_expr(k) + ", " for k in table.keys) + ")"
+        if tname not in self.counted_tables:       # only direct counters use the length
+            return f"{tname}.apply({keys})"
         return f"{tname}.apply({keys}, C.length)"
 
     def key_expr(self, k: ir.KeyElem) -> str:
@@ -407,12 +560,206 @@ class CodeGen:
             return f"{self.class_of(t)}.of({', '.join(vals)})"
         return self.g(e)
 
+    # ------------------------------------------------------------------------------ hoisting
+    def body_with_hoisting(self, body: ir.Stmt) -> None:
+        """Generate an action body, first loading into locals the scalar fields it reads more
+        than once and never writes (``meta.alu_mode`` read by every lane of an ALU action).
+        Only for bodies whose effects are all visible here: no calls of (non-inlined) actions,
+        functions, tables, controls or header methods, no switch, no header stacks. Loading a
+        struct field early cannot fail, and nothing in the body changes it, so every read sees
+        the same value as before."""
+        reads, written = {}, set()
+        if not self._scan_stmt(body, reads, written):
+            self.stmt(body)
+            return
+        saved = self.hoisted
+        self.hoisted = dict(saved)
+        for text, (count, names) in reads.items():
+            if count >= 2 and text not in self.hoisted and not (names & written):
+                h = self.fresh("h")
+                self.out.line(f"{h} = {text}")
+                self.hoisted[text] = h
+        try:
+            self.stmt(body)
+        finally:
+            self.hoisted = saved
+
+    def _chain(self, e) -> Optional[tuple]:
+        """(text, names) of a field chain ``base.f1...fn`` rooted at an already named variable
+        through structs/headers only, else None."""
+        names = []
+        x = e
+        while isinstance(x, ir.Member):
+            if not isinstance(x.expr.type, StructT):
+                return None
+            names.append(x.member)
+            x = x.expr
+        if not isinstance(x, ir.Path) or x.sym not in self.names or x is e:
+            return None
+        base = self.names[x.sym]
+        if not base.startswith(("p_", "c_")):    # parameters and control variables only
+            return None
+        names.append(base)
+        text = base + "".join("." + pyfield(n) for n in reversed(names[:-1]))
+        return text, frozenset(names)
+
+    def _scan_expr(self, e, reads: dict) -> bool:
+        if e is None or getattr(e, "const", None) is not None:
+            return True
+        if isinstance(e, ir.Member):
+            c = self._chain(e)
+            if c is not None:
+                if isinstance(e.type, (Bits, Bool, EnumT)):
+                    n, _ = reads.get(c[0], (0, None))
+                    reads[c[0]] = (n + 1, c[1])
+                return True
+            if isinstance(e.expr.type, StackT):
+                return False
+            return self._scan_expr(e.expr, reads)
+        if isinstance(e, (ir.IntLit, ir.BoolLit, ir.StringLit, ir.Path, ir.TypeMember)):
+            return True
+        if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
+            return self._scan_expr(e.expr, reads)
+        if isinstance(e, ir.Binary):
+            return self._scan_expr(e.left, reads) and self._scan_expr(e.right, reads)
+        if isinstance(e, ir.Cond):
+            return all(self._scan_expr(x, reads) for x in (e.cond, e.then, e.other))
+        if isinstance(e, ir.ListExpr):
+            return all(self._scan_expr(x, reads) for x in e.items)
+        if isinstance(e, ir.StructExpr):
+            return all(self._scan_expr(x, reads) for x in e.values)
+        if isinstance(e, ir.Call):
+            k = getattr(e, "call_kind", None)
+            return bool(k) and k[0] == "header" and k[1] == "isValid"
+        return False
+
+    def _scan_table_apply(self, e, reads: dict, written: set) -> bool:
+        """A table apply: its keys are read; any of its actions may run (their writes count)."""
+        table = e.func.expr.sym.decl
+        if not isinstance(table, ir.TableDecl):
+            return False
+        if not all(self._scan_expr(k.expr, reads) for k in table.keys):
+            return False
+        for sym in table.action_decls:
+            d = getattr(sym, "decl", None)
+            if not isinstance(d, ir.ActionDecl) or not self._scan_stmt(d.body, {}, written):
+                return False
+            for p in d.params:          # an action's parameters are its own locals
+                written.add(f"p_{p.name}")
+                written.add(p.name)
+        return True
+
+    def _scan_target(self, t, reads: dict, written: set) -> bool:
+        while isinstance(t, ir.Slice):
+            t = t.expr
+        if isinstance(t, ir.DontCare):
+            return True
+        x = t
+        while isinstance(x, ir.Member):
+            if isinstance(x.expr.type, StackT):
+                return False
+            written.add(x.member)
+            x = x.expr
+        if not isinstance(x, ir.Path):
+            return False
+        if x is t:                  # the whole variable assigned
+            written.add(self.names.get(x.sym, x.name))
+            written.add(x.name)
+        return True
+
+    def _scan_stmt(self, s, reads: dict, written: set) -> bool:
+        if isinstance(s, ir.Block):
+            return all(self._scan_stmt(x, reads, written) for x in s.stmts)
+        if isinstance(s, ir.Assign):
+            return self._scan_expr(s.value, reads) and self._scan_target(s.target, reads, written)
+        if isinstance(s, ir.VarDecl):
+            return self._scan_expr(s.init, reads)
+        if isinstance(s, (ir.ConstDecl, ir.EmptyStmt, ir.Exit, ir.Return)):
+            return s.value is None if isinstance(s, ir.Return) else True
+        if isinstance(s, ir.If):
+            return (self._scan_expr(s.cond, reads) and self._scan_stmt(s.then, reads, written)
+                    and (s.other is None or self._scan_stmt(s.other, reads, written)))
+        if isinstance(s, ir.CallStmt):
+            e = s.call
+            k = getattr(e, "call_kind", None)
+            if not k or isinstance(e, ir.CtorCall):
+                return False
+            if k[0] == "extern_method" and k[1] == "register" and k[2] in ("read", "write"):
+                if not isinstance(e.func.expr, ir.Path) or self.names.get(e.func.expr.sym) is None:
+                    return False
+                if k[2] == "read":
+                    return self._scan_expr(e.args[1], reads) and \
+                        self._scan_target(e.args[0], reads, written)
+                return all(self._scan_expr(a, reads) for a in e.args)
+            if k[0] == "extern_method" and k[1] == "counter":
+                return all(self._scan_expr(a, reads) for a in e.args)
+            if k[0] == "table_apply":
+                return self._scan_table_apply(e, reads, written)
+            if k[0] == "extern_func" and k[1] == "hash" and len(e.args) == 5:
+                return all(self._scan_expr(a, reads) for a in e.args[1:]) and \
+                    self._scan_target(e.args[0], reads, written)
+            if k[0] == "header" and k[1] in ("setValid", "setInvalid"):
+                t = e.func.expr.type        # set_valid() zeroes the fields: all are written
+                if not isinstance(t, StructT) or not self._scan_expr(e.func.expr, reads):
+                    return False
+                written.update(n for n, _ in t.fields)
+                return True
+            if k[0] == "action" and isinstance(e.func.sym.decl, ir.ActionDecl) \
+                    and not e.func.sym.decl.params and not has_return(e.func.sym.decl.body):
+                return self._scan_stmt(e.func.sym.decl.body, reads, written)   # inlined
+            return False
+        return False
+
     # ------------------------------------------------------------------------------ statements
+    @staticmethod
+    def _assigned_next(decl: ir.VarDecl, nxt) -> bool:
+        """Whether ``nxt`` (the statement after ``decl``) sets the whole declared scalar
+        without reading it first (its default value is then never seen)."""
+        if not isinstance(decl.resolved, (Bits, Bool)) or nxt is None:
+            return False
+        if isinstance(nxt, ir.CallStmt):
+            k = getattr(nxt.call, "call_kind", None)
+            if k and k[0] == "extern_method" and k[1] == "register" and k[2] == "read":
+                t = nxt.call.args[0]
+                return isinstance(t, ir.Path) and _decl_of(t) is decl and \
+                    not CodeGen._mentions(nxt.call.args[1], decl)
+            if k and k[0] == "extern_func" and k[1] == "hash" and len(nxt.call.args) == 5:
+                t = nxt.call.args[0]
+                return isinstance(t, ir.Path) and _decl_of(t) is decl and \
+                    not any(CodeGen._mentions(a, decl) for a in nxt.call.args[1:])
+        return False
+
+    @staticmethod
+    def _mentions(e, decl) -> bool:
+        """Whether expression ``e`` may refer to ``decl`` (conservative: True when unsure)."""
+        if isinstance(e, ir.Path):
+            return _decl_of(e) is decl or _decl_of(e) is None
+        if getattr(e, "const", None) is not None or isinstance(e, (ir.IntLit, ir.BoolLit,
+                                                                     ir.TypeMember)):
+            return False
+        if isinstance(e, ir.Member):
+            return CodeGen._mentions(e.expr, decl)
+        if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
+            return CodeGen._mentions(e.expr, decl)
+        if isinstance(e, ir.Binary):
+            return CodeGen._mentions(e.left, decl) or CodeGen._mentions(e.right, decl)
+        if isinstance(e, ir.Cond):
+            return any(CodeGen._mentions(x, decl) for x in (e.cond, e.then, e.other))
+        if isinstance(e, ir.ListExpr):
+            return any(CodeGen._mentions(x, decl) for x in e.items)
+        return True
+
     def stmt(self, s: ir.Stmt) -> None:
         o = self.out
         if isinstance(s, ir.Block):
             n = len(o.lines)
-            for x in s.stmts:
+            stmts = s.stmts
+            for i, x in enumerate(stmts):
+                if isinstance(x, ir.VarDecl) and x.init is None and \
+                        self._assigned_next(x, stmts[i + 1] if i + 1 < len(stmts) else None):
+                    # `bit<32> old; r.read(old, i);`: only name the local, no default store
+                    self.names[self._find_sym(x)] = self.fresh(f"v_{x.name}_")
+                    continue
                 self.stmt(x)
             if len(o.lines) == n:
                 o.line("pass")
@@ -534,6 +881,16 @@ class CodeGen:
             return
         if k0 == "table_apply":
             o.line(self.table_apply(e))
+            return
+        if k0 == "action" and isinstance(e.func.sym.decl, ir.ActionDecl) \
+                and not e.func.sym.decl.params and not has_return(e.func.sym.decl.body):
+            # A direct call of a parameterless action: its body inlined (it only touches the
+            # enclosing control's closure cells and its own fresh locals), saving a call per
+            # action per packet. Tables still call the action function.
+            n = len(o.lines)
+            self.body_with_hoisting(e.func.sym.decl.body)
+            if len(o.lines) == n:
+                o.line("pass")
             return
         if k0 in ("action", "function"):
             sym = e.func.sym
@@ -657,6 +1014,15 @@ class CodeGen:
             for v, t, valid in parts) + "))"
         return f"({fast} if {' and '.join(valids)} else {slow})"
 
+    def local_index(self, text: str) -> str:
+        """``text`` (an index expression) evaluated once: itself when it is a constant or a
+        generated local (``_...``: nothing else can rebind it), else a fresh local."""
+        if text.isdigit() or (text.startswith("_") and text.isidentifier()):
+            return text
+        i = self.fresh("i")
+        self.out.line(f"{i} = {text}")
+        return i
+
     def extern_method(self, e: ir.Call, ext: str, method: str) -> None:
         o = self.out
         base = e.func.expr
@@ -685,10 +1051,24 @@ class CodeGen:
         if inst is None:
             raise unsupported(e, f"{ext}.{method} on this object")
         if ext == "register":
+            size = self.reg_sizes.get(inst)
             if method == "read":
-                self.assign(e.args[0], f"{inst}.read({self.g(e.args[1])})")
+                if size is None:
+                    self.assign(e.args[0], f"{inst}.read({self.g(e.args[1])})")
+                else:           # Register.read inlined: out of range reads give 0
+                    i = self.local_index(self.g(e.args[1]))
+                    self.assign(e.args[0], f"({inst}_v[{i}] if 0 <= {i} < {size} else 0)")
             elif method == "write":
-                o.line(f"{inst}.write({self.g(e.args[0])}, {self.g(e.args[1])})")
+                if size is None:
+                    o.line(f"{inst}.write({self.g(e.args[0])}, {self.g(e.args[1])})")
+                else:           # Register.write inlined: out of range writes are ignored
+                    i = self.local_index(self.g(e.args[0]))
+                    value = self.g(e.args[1])
+                    if not pure(e.args[1]):     # evaluated whatever the index, as before
+                        w = self.fresh("w")
+                        o.line(f"{w} = {value}")
+                        value = w
+                    o.line(f"if 0 <= {i} < {size}: {inst}_v[{i}] = {value}")
             return
         if ext == "counter":
             o.line(f"{inst}.count({self.g(e.args[0])}, C.length)")
@@ -715,8 +1095,13 @@ class CodeGen:
         elif name == "hash":
             data = self.packed_field_list(a[3])
             mask = e.args[0].type.mask
-            self.assign(a[0], f"RT.hash_packed({self.g(a[1])}, {self.g(a[2])}, *{data}, "
-                              f"{self.g(a[4])}, {hex(mask)})")
+            algo = getattr(a[1], "const", None)
+            if isinstance(algo, int) and not isinstance(algo, bool) and algo in HASH_BY_ALGO:
+                self.assign(a[0], f"RT.{HASH_BY_ALGO[algo]}({self.g(a[2])}, *{data}, "
+                                  f"{self.g(a[4])}, {hex(mask)})")
+            else:
+                self.assign(a[0], f"RT.hash_packed({self.g(a[1])}, {self.g(a[2])}, *{data}, "
+                                  f"{self.g(a[4])}, {hex(mask)})")
         elif name in ("verify_checksum", "verify_checksum_with_payload"):
             data = self.packed_field_list(a[1])
             payload = ", C.payload()" if name.endswith("payload") else ""
@@ -730,8 +1115,13 @@ class CodeGen:
             payload = ", C.payload()" if name.endswith("payload") else ""
             o.line(f"if {self.g(a[0])}:")
             o.indent()
-            self.assign(a[2], f"RT.checksum_packed({self.g(a[3])}, *{data}{payload}) "
-                              f"& {hex(a[2].type.mask)}")
+            algo = getattr(a[3], "const", None)
+            if not payload and isinstance(algo, int) and not isinstance(algo, bool) \
+                    and algo in CHECKSUM_BY_ALGO:
+                self.assign(a[2], f"RT.{CHECKSUM_BY_ALGO[algo]}(*{data}) & {hex(a[2].type.mask)}")
+            else:
+                self.assign(a[2], f"RT.checksum_packed({self.g(a[3])}, *{data}{payload}) "
+                                  f"& {hex(a[2].type.mask)}")
             o.dedent()
         elif name == "verify":
             o.line(f"if not {self.g(a[0])}: raise RT.ParserError({self.g(a[1])})")
@@ -898,7 +1288,7 @@ class ProgramGen(CodeGen):
         o.indent()
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
-        self.stmt(d.body)
+        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
         if outs:
@@ -993,7 +1383,7 @@ class ProgramGen(CodeGen):
         for loc in var_inits:
             init = self.value_for(loc.init, loc.resolved) if loc.init is not None else self.default_value(loc.resolved)
             o.line(f"c_{loc.name} = {init}")
-        self.stmt(d.body)
+        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
         if outs:
@@ -1022,8 +1412,14 @@ class ProgramGen(CodeGen):
                 et = t.type_args[0] if t.type_args else None
                 if not isinstance(et, Bits):
                     raise unsupported(d, f"register of {et}")
-                o.line(f"{vn} = REG.register({full}, {self.g(args[0])}, {et.width}, {et.signed}, "
+                size = self.g(args[0])
+                o.line(f"{vn} = REG.register({full}, {size}, {et.width}, {et.signed}, "
                        f"{copied_annotations(d.annotations)!r})")
+                if size.isdigit():
+                    # Register.values is never rebound (reset clears it in place): reads and
+                    # writes index the list directly instead of calling read()/write().
+                    o.line(f"{vn}_v = {vn}.values")
+                    self.reg_sizes[vn] = size
             elif t.name == "counter":
                 o.line(f"{vn} = REG.counter({full}, {self.g(args[0])}, {self.g(args[1])})")
             elif t.name == "meter":
@@ -1116,6 +1512,8 @@ class ProgramGen(CodeGen):
                                f"{self.names[call.func.sym]}, {args!r}, {prio})")
         counters = props.get("counters")
         meters = props.get("meters")
+        if counters:
+            self.counted_tables.add(vn)
         o.line(f"{vn} = REG.table({full}, {fields!r}, [" + ", ".join(
             f"({fn}, {sc!r}, {an!r})" for fn, sc, an in refs) + "], "
                f"({default[0]}, {default[1]!r}), {bool(const_default)}, {size}, "

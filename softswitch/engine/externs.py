@@ -48,9 +48,11 @@ def csum16(data: bytes) -> int:
 
 def csum16_int(s: int) -> int:
     """Internet checksum of the 16-bit words of ``s``: folding the high part into the low part
-    until 16 bits remain is the ones' complement sum with end-around carry."""
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
+    until 16 bits remain is the ones' complement sum with end-around carry. Folding keeps ``s``
+    modulo 0xFFFF (2**16 = 1 mod 0xFFFF) and ends in 1..0xFFFF for ``s > 0``, so the folded
+    sum is ``(s - 1) % 0xFFFF + 1`` (one C-level division instead of a Python loop)."""
+    if s:
+        s = (s - 1) % 0xFFFF + 1
     return (~s) & 0xFFFF
 
 
@@ -114,6 +116,40 @@ def compute_hash_packed(algo: int, packed: int, nbits: int) -> int:
     return _random.getrandbits(32)
 
 
+def crc32_packed(packed: int, nbits: int) -> int:
+    """``compute_hash_packed`` for crc32 / crc32_custom (what generated code calls when the
+    algorithm is a compile-time constant)."""
+    pad = (-nbits) % BITS_PER_BYTE
+    return zlib.crc32((packed << pad).to_bytes((nbits + pad) // BITS_PER_BYTE, "big"))
+
+
+def csum16_packed(packed: int, nbits: int) -> int:
+    """``compute_hash_packed`` for csum16."""
+    return csum16_int(packed << ((-nbits) % (2 * BITS_PER_BYTE)))
+
+
+def hash_crc32(base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
+    """:func:`hash_packed` with the algorithm crc32 or crc32_custom."""
+    pad = (-nbits) % BITS_PER_BYTE
+    h = zlib.crc32((packed << pad).to_bytes((nbits + pad) // BITS_PER_BYTE, "big"))
+    return (base + (h % max_ if max_ > 0 else h)) & out_mask
+
+
+def hash_csum16(base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
+    """:func:`hash_packed` with the algorithm csum16."""
+    h = csum16_int(packed << ((-nbits) % (2 * BITS_PER_BYTE)))
+    return (base + (h % max_ if max_ > 0 else h)) & out_mask
+
+
+# Specialised entry points by algorithm number (HASH_ALGOS order), for constant algorithms.
+HASH_BY_ALGO = {HASH_ALGOS.index("crc32"): "hash_crc32",
+                HASH_ALGOS.index("crc32_custom"): "hash_crc32",
+                HASH_ALGOS.index("csum16"): "hash_csum16"}
+CHECKSUM_BY_ALGO = {HASH_ALGOS.index("crc32"): "crc32_packed",
+                    HASH_ALGOS.index("crc32_custom"): "crc32_packed",
+                    HASH_ALGOS.index("csum16"): "csum16_packed"}
+
+
 def hash_packed(algo: int, base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
     """v1model ``hash`` on a packed field list: ``base + (h % max)``, truncated to the output."""
     h = compute_hash_packed(algo, packed, nbits)
@@ -147,7 +183,8 @@ class Register:
             self.values[index] = value
 
     def reset(self) -> None:
-        self.values = [0] * self.size
+        # In place: generated code holds a reference to this list.
+        self.values[:] = [0] * self.size
 
 
 class Counter:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random as _random
+import struct
 import sys
 from typing import Optional, Sequence
 
@@ -17,7 +18,8 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
                    ProgramInfo, RegisterInfo, Replica, StructFieldInfo, TableEntry, TableInfo)
 from . import externs
-from .externs import hash_packed  # noqa: F401  (generated code calls RT.hash_packed)
+from .externs import (crc32_packed, csum16_packed, hash_crc32, hash_csum16,  # noqa: F401
+                      hash_packed)   # (generated code calls these as RT.*)
 from .tables import ActionImpl, Table
 
 log = logging.getLogger("softswitch.engine")
@@ -392,10 +394,12 @@ class V1Dataplane:
         C = self.C
         if trace or self._tracing:
             self._set_trace(result.trace if trace else None)
-        work = [(ingress_port, frame if type(frame) is bytes else bytes(frame),
-                 PKT_INSTANCE_TYPE_NORMAL, None)]
-        passes = 0
+        data = frame if type(frame) is bytes else bytes(frame)
+        work: list = []
+        passes = 1
         try:
+            # The first pass directly; resubmitted and recirculated packets queue in ``work``.
+            self._ingress_pass(ingress_port, data, PKT_INSTANCE_TYPE_NORMAL, None, result, work)
             while work:
                 port, data, itype, preserved = work.pop(0)
                 passes += 1
@@ -472,11 +476,17 @@ class V1Dataplane:
             replicas = self.mcast.get(grp, ())
             if C.trace is not None:
                 C.trace.append(f"multicast group {grp}: {len(replicas)} replicas")
-            for r in replicas:
+            last = len(replicas) - 1
+            for i, r in enumerate(replicas):
                 s2 = std.copy()
                 s2.egress_rid = r.rid
                 s2.instance_type = PKT_INSTANCE_TYPE_REPLICATION
-                self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work)
+                # The last replica takes the packet's own headers and metadata: every earlier
+                # replica has copied them already and nothing reads them afterwards.
+                if i == last:
+                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work)
+                else:
+                    self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work)
             return
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:

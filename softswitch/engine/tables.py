@@ -18,13 +18,15 @@ class ActionImpl:
 
 
 class _Entry:
-    __slots__ = ("api", "fn", "args", "name", "checks", "priority", "prefix", "bytes", "packets")
+    __slots__ = ("api", "fn", "args", "name", "checks", "priority", "prefix", "bytes", "packets",
+                 "hit")
 
     def __init__(self, api: TableEntry, impl: ActionImpl, checks: tuple, priority: int, prefix: int):
         self.api = api
         self.fn, self.args, self.name = impl.fn, api.action.args, impl.name
         self.checks, self.priority, self.prefix = checks, priority, prefix
         self.bytes = self.packets = 0
+        self.hit = (True, impl.fn)          # what apply() returns on a hit on this entry
 
 
 def _args(args: tuple) -> str:
@@ -53,11 +55,71 @@ class Table:
         self.by_id: dict = {}                     # identity -> _Entry
         self.initial_default = default
         self.default_entry = None
-        self.tracer = None                        # trace sink (list.append) or None
+        self._tracer = None                       # trace sink (list.append) or None
         self.set_default_unchecked(default)
 
     # ----------------------------------------------------------------------------- data path
-    def apply(self, key: tuple, length: int = 0):
+    @property
+    def tracer(self):
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, sink) -> None:
+        self._tracer = sink
+        self._specialise()
+
+    def _specialise(self) -> None:
+        """Bind ``self.apply`` to the fastest lookup for this table's current shape: exact-only
+        and single-lpm tables get a closure (no per-packet kind dispatch, no hit counting
+        unless the table has a direct counter, preallocated results); tracing and other match
+        kinds use :meth:`_apply`. Called whenever the default action or the tracer changes
+        (entries are looked up through the live dicts)."""
+        d = self.default_entry
+        if self._tracer is not None or d is None or not (self.exact_only or self.lpm_levels is not None):
+            self.apply = self._apply
+            return
+        dfn, dargs = d.fn, d.args
+        miss = (False, dfn)
+        count = self.info.direct_counter is not None
+        if self.exact_only:
+            get = self.exact.get
+
+            if count:
+                def apply(key, length=0):
+                    e = get(key)
+                    if e is None:
+                        dfn(*dargs)
+                        return miss
+                    e.bytes += length
+                    e.packets += 1
+                    e.fn(*e.args)
+                    return e.hit
+            else:
+                def apply(key, length=0):
+                    e = get(key)
+                    if e is None:
+                        dfn(*dargs)
+                        return miss
+                    e.fn(*e.args)
+                    return e.hit
+        else:
+            table = self
+
+            def apply(key, length=0):
+                v = key[0]
+                for mask, level in table.lpm_levels:
+                    e = level.get(v & mask)
+                    if e is not None:
+                        if count:
+                            e.bytes += length
+                            e.packets += 1
+                        e.fn(*e.args)
+                        return e.hit
+                dfn(*dargs)
+                return miss
+        self.apply = apply
+
+    def _apply(self, key: tuple, length: int = 0):
         """Look ``key`` up, run the action; returns (hit, action function run)."""
         if self.exact_only:
             e = self.exact.get(key)
@@ -82,14 +144,14 @@ class Table:
                     break
         if e is None:
             d = self.default_entry
-            if self.tracer is not None:
-                self.tracer(f"table {self.name}: miss, default action {d.name}({_args(d.args)})")
+            if self._tracer is not None:
+                self._tracer(f"table {self.name}: miss, default action {d.name}({_args(d.args)})")
             d.fn(*d.args)
             return False, d.fn
         e.bytes += length
         e.packets += 1
-        if self.tracer is not None:
-            self.tracer(f"table {self.name}: hit, action {e.name}({_args(e.args)})")
+        if self._tracer is not None:
+            self._tracer(f"table {self.name}: hit, action {e.name}({_args(e.args)})")
         e.fn(*e.args)
         return True, e.fn
 
@@ -261,6 +323,7 @@ class Table:
     def set_default_unchecked(self, call: ActionCall) -> None:
         impl = self.actions[call.action]
         self.default_entry = _Entry(TableEntry(self.name, (), call), impl, (), 0, 0)
+        self._specialise()
 
     def set_default(self, call: ActionCall) -> None:
         if self.info.const_default_action is not None:
