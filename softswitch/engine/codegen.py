@@ -109,6 +109,20 @@ def pure(e) -> bool:
     return False
 
 
+def _operands(e: ir.Expr) -> Optional[tuple]:
+    """The operands of an operator expression (unary, cast, slice, binary, conditional, list),
+    or None for any other kind of expression."""
+    if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
+        return (e.expr,)
+    if isinstance(e, ir.Binary):
+        return (e.left, e.right)
+    if isinstance(e, ir.Cond):
+        return (e.cond, e.then, e.other)
+    if isinstance(e, ir.ListExpr):
+        return tuple(e.items)
+    return None
+
+
 class CodeGen:
     """Turns the checked IR of a v1model program into Python source."""
 
@@ -618,14 +632,9 @@ class CodeGen:
             return self._scan_expr(e.expr, reads)
         if isinstance(e, (ir.IntLit, ir.BoolLit, ir.StringLit, ir.Path, ir.TypeMember)):
             return True
-        if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
-            return self._scan_expr(e.expr, reads)
-        if isinstance(e, ir.Binary):
-            return self._scan_expr(e.left, reads) and self._scan_expr(e.right, reads)
-        if isinstance(e, ir.Cond):
-            return all(self._scan_expr(x, reads) for x in (e.cond, e.then, e.other))
-        if isinstance(e, ir.ListExpr):
-            return all(self._scan_expr(x, reads) for x in e.items)
+        operands = _operands(e)
+        if operands is not None:
+            return all(self._scan_expr(x, reads) for x in operands)
         if isinstance(e, ir.StructExpr):
             return all(self._scan_expr(x, reads) for x in e.values)
         if isinstance(e, ir.Call):
@@ -739,14 +748,9 @@ class CodeGen:
             return False
         if isinstance(e, ir.Member):
             return CodeGen._mentions(e.expr, decl)
-        if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
-            return CodeGen._mentions(e.expr, decl)
-        if isinstance(e, ir.Binary):
-            return CodeGen._mentions(e.left, decl) or CodeGen._mentions(e.right, decl)
-        if isinstance(e, ir.Cond):
-            return any(CodeGen._mentions(x, decl) for x in (e.cond, e.then, e.other))
-        if isinstance(e, ir.ListExpr):
-            return any(CodeGen._mentions(x, decl) for x in e.items)
+        operands = _operands(e)
+        if operands is not None:
+            return any(CodeGen._mentions(x, decl) for x in operands)
         return True
 
     def stmt(self, s: ir.Stmt) -> None:
