@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     need=()
-    for pkg in python3-venv cpp mininet iproute2 ethtool nftables protobuf-compiler protobuf-compiler-grpc; do
+    # g++: the opt-in native THC kernels (ThcCodec(compiled=True)); everything else works without it
+    for pkg in python3-venv cpp g++ mininet iproute2 ethtool nftables protobuf-compiler protobuf-compiler-grpc; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then
