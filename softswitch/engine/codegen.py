@@ -1348,11 +1348,11 @@ class ProgramGen(CodeGen):
             self._ck_syms = collect_syms(self.ck.program)
         return self._ck_syms
 
-    def gen_control(self, d: ir.ControlDecl) -> None:
+    def _factory_cells(self, d, instances_allowed: bool) -> tuple[list, list]:
+        """Declare the closure cells of a control or parser factory: one per parameter (``p_*``)
+        and per local variable (``c_*``). Returns the cell names and the variable declarations
+        that ``apply`` re-initialises on every call."""
         o = self.out
-        o.line(f"def make_{d.name}(prefix):")
-        o.indent()
-        saved_cells = self.cells
         cells = []
         for p in d.params:
             pn = f"p_{p.name}"
@@ -1367,6 +1367,29 @@ class ProgramGen(CodeGen):
                 cells.append(cn)
                 o.line(f"{cn} = {self.default_value(loc.resolved)}")
                 var_inits.append(loc)
+            elif isinstance(loc, ir.Instantiation) and not instances_allowed:
+                raise unsupported(loc, "instantiations inside a parser")
+        return cells, var_inits
+
+    def _apply_prologue(self, d, cells: list, var_inits: list) -> None:
+        """Open the factory's ``apply``: bind the arguments to their cells and reset the locals
+        (left indented for the body)."""
+        o = self.out
+        o.line("def apply(" + ", ".join(f"a_{p.name}" for p in d.params) + "):")
+        o.indent()
+        o.line(f"nonlocal {', '.join(cells)}" if cells else "pass")
+        for p in d.params:
+            o.line(f"p_{p.name} = a_{p.name}")
+        for loc in var_inits:
+            init = self.value_for(loc.init, loc.resolved) if loc.init is not None else self.default_value(loc.resolved)
+            o.line(f"c_{loc.name} = {init}")
+
+    def gen_control(self, d: ir.ControlDecl) -> None:
+        o = self.out
+        o.line(f"def make_{d.name}(prefix):")
+        o.indent()
+        saved_cells = self.cells
+        cells, var_inits = self._factory_cells(d, instances_allowed=True)
         self.cells = cells
         for loc in d.locals:
             if isinstance(loc, ir.Instantiation):
@@ -1379,14 +1402,7 @@ class ProgramGen(CodeGen):
         for loc in d.locals:
             if isinstance(loc, ir.TableDecl):
                 self.gen_table(loc)
-        o.line("def apply(" + ", ".join(f"a_{p.name}" for p in d.params) + "):")
-        o.indent()
-        o.line(f"nonlocal {', '.join(cells)}" if cells else "pass")
-        for p in d.params:
-            o.line(f"p_{p.name} = a_{p.name}")
-        for loc in var_inits:
-            init = self.value_for(loc.init, loc.resolved) if loc.init is not None else self.default_value(loc.resolved)
-            o.line(f"c_{loc.name} = {init}")
+        self._apply_prologue(d, cells, var_inits)
         self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
@@ -1529,22 +1545,7 @@ class ProgramGen(CodeGen):
         o = self.out
         o.line(f"def make_{d.name}(prefix):")
         o.indent()
-        cells = []
-        for p in d.params:
-            pn = f"p_{p.name}"
-            self.names[self._find_sym(p)] = pn
-            cells.append(pn)
-            o.line(f"{pn} = None")
-        var_inits = []
-        for loc in d.locals:
-            if isinstance(loc, ir.VarDecl):
-                cn = f"c_{loc.name}"
-                self.names[self._find_sym(loc)] = cn
-                cells.append(cn)
-                o.line(f"{cn} = {self.default_value(loc.resolved)}")
-                var_inits.append(loc)
-            elif isinstance(loc, ir.Instantiation):
-                raise unsupported(loc, "instantiations inside a parser")
+        cells, var_inits = self._factory_cells(d, instances_allowed=False)
         saved = self.cells
         self.cells = cells
         for st in d.states:
@@ -1568,14 +1569,7 @@ class ProgramGen(CodeGen):
                     o.line(f"if {cond}: return {self.state_ref(target)}")
                 o.line("raise RT.ParserError(RT.ERR_NO_MATCH)")
             o.dedent()
-        o.line("def apply(" + ", ".join(f"a_{p.name}" for p in d.params) + "):")
-        o.indent()
-        o.line(f"nonlocal {', '.join(cells)}")
-        for p in d.params:
-            o.line(f"p_{p.name} = a_{p.name}")
-        for loc in var_inits:
-            init = self.value_for(loc.init, loc.resolved) if loc.init is not None else self.default_value(loc.resolved)
-            o.line(f"c_{loc.name} = {init}")
+        self._apply_prologue(d, cells, var_inits)
         o.line("st = s_start")
         o.line("while st is not None:")
         o.indent()
