@@ -22,6 +22,8 @@ from typing import Any, Optional, Sequence
 
 from hina import pipeline
 from hina import protocol as P
+from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
+from hina.cli import help_with_example as _help
 
 from .config import CODECS, ConfigError, JobConfig, parse_worker
 from .jobs import JobError, JobManager
@@ -34,7 +36,6 @@ __all__ = ["main", "build_parser"]
 log = logging.getLogger("hina.controller")
 
 PROG = "hina-ctl"
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_SWITCH = "127.0.0.1:9559"
 DEFAULT_LISTEN = "127.0.0.1:50051"
 SWITCH_ENV = "HINA_SWITCH"
@@ -43,18 +44,6 @@ DEFAULT_LANES_SHOWN = 8
 
 #: Errors that are the user's to fix: one line, no traceback.
 USER_ERRORS = (ConfigError, JobError, P4RuntimeClientError, ValueError, OSError)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr (exit status 2)."""
-
-    def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _help(description: str, example: str) -> dict:
-    return dict(description=description, epilog=f"example:\n  {example}",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ import logging
 import sys
 from typing import Optional, Sequence
 
+from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
+from hina.cli import help_with_example as _help
+
 from .jobclient import JobClient, JobServiceError
 
 __all__ = ["main", "build_parser"]
@@ -25,17 +28,6 @@ __all__ = ["main", "build_parser"]
 log = logging.getLogger("hina.worker")
 
 PROG = "hina-worker"
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _help(description: str, example: str) -> dict:
-    return dict(description=description, epilog=f"example:\n  {example}",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def build_parser() -> argparse.ArgumentParser:
