@@ -2,7 +2,14 @@
 
 Throughput is GB/s of fp32 input (4 bytes per coordinate) for one worker's ``agreement + encode``
 and for ``decode`` of the switch's aggregated lanes, median of ``--repeats`` runs after one warm-up.
-On CPU the run is pinned to ``--threads`` threads (1 by default: the one-core figure).
+On CPU the run is pinned to ``--threads`` threads (1 by default: the one-core figure). On CUDA the
+THC rows are the fused Triton kernels (the default there) and the eager path beside them.
+
+Against memory bandwidth: THC's encode+decode must at least read the fp32 gradient, write its
+4-bit indices, read the int32 sums and write the fp32 result, 12.5 bytes per coordinate. That
+traffic over the measured encode+decode time, as a share of the device's copy bandwidth (a
+``copy_`` of the largest size, read + write, measured in the same run), is the figure the
+issue's GPU goal (>= 50%) is about.
 
 NMSE is ``||decode - x||^2 / ||x||^2`` for one worker (n = 1, first step, no error feedback) on
 three inputs: Gaussian, heavy-tailed (Student t, 3 d.o.f.) and sparse (1% nonzeros, Gaussian).
@@ -47,6 +54,8 @@ from worker.codecs.thc import ThcCodec  # noqa: E402
 from worker.codecs.thc_table import PUBLISHED_TABLE  # noqa: E402
 
 FP32_BYTES = 4
+#: THC encode+decode's unavoidable traffic per coordinate: fp32 in, 4 bits out, int32 sums in, fp32 out
+THC_MIN_BYTES = 4 + 0.5 + 4 + 4
 MEGA = 1 << 20
 UNIFORM_BITS = 4
 UNIFORM_BLOCK = 1024
@@ -99,9 +108,13 @@ def make_sketch(d: int) -> Tuple[str, SketchCodec]:
 THC_COMPILED = "thc (ours, b=4 g=30, compiled)"
 
 
-def make_codecs(d: int) -> Dict[str, Codec]:
+def make_codecs(d: int, device: torch.device) -> Dict[str, Codec]:
     name, sketch = make_sketch(d)
     codecs: Dict[str, Codec] = {"thc (ours, b=4 g=30)": ThcCodec(1, error_feedback=False, compiled=False)}
+    if device.type == "cuda":  # the default above runs the Triton kernels where Triton imports
+        codecs["thc (ours, eager torch ops)"] = ThcCodec(1, error_feedback=False, triton=False)
+        codecs.update({"fixed point int32": FixedPointCodec(1), name: sketch})
+        return codecs
     start = time.perf_counter()
     compiled = ThcCodec(1, error_feedback=False, compiled=True)  # builds/loads the native kernel once
     if compiled.compiled:
@@ -117,10 +130,11 @@ def make_codecs(d: int) -> Dict[str, Codec]:
 COMPILE_SECONDS = None
 
 
-def throughput(d: int, device: torch.device, repeats: int, only: str = "") -> List[Tuple[str, float, float]]:
+def throughput(d: int, device: torch.device, repeats: int, only: str = "") -> List[Tuple[str, float, float, str]]:
+    """[(codec, encode GB/s, decode GB/s, kernels that ran)] for a d-coordinate gradient."""
     x = torch.randn(d, device=device)
     rows = []
-    for name, codec in make_codecs(d).items():
+    for name, codec in make_codecs(d, device).items():
         if only not in name:
             continue
         agreed = codec.agreement(x)
@@ -134,9 +148,18 @@ def throughput(d: int, device: torch.device, repeats: int, only: str = "") -> Li
             codec.decode(agg, agreed, meta=lanes.meta)
 
         gbps = d * FP32_BYTES / 1e9
-        rows.append((name, gbps / timed(enc, device, repeats), gbps / timed(dec, device, repeats)))
+        enc_gbps, dec_gbps = gbps / timed(enc, device, repeats), gbps / timed(dec, device, repeats)
+        kernels = ",".join(sorted(set(getattr(codec, "last_kernels", {}).values()))) or "torch"
+        rows.append((name, enc_gbps, dec_gbps, kernels))
         codec.reset()
     return rows
+
+
+def copy_bandwidth(d: int, device: torch.device, repeats: int) -> float:
+    """GB/s of ``dst.copy_(src)`` for d fp32 values, counting the read and the write."""
+    src = torch.randn(d, device=device)
+    dst = torch.empty_like(src)
+    return 2 * d * FP32_BYTES / 1e9 / timed(lambda: dst.copy_(src), device, repeats)
 
 
 # ------------------------------------------------------------------ baselines (one worker)
@@ -276,11 +299,24 @@ def main(argv: List[str] | None = None) -> None:
         profile_thc(parse_size(args.sizes.split(",")[0]), device, args.repeats)
         return
     print("\n== throughput, GB/s of fp32 input (agreement+encode | decode) ==")
-    print(f"{'codec':<34}{'size':>6}{'encode':>10}{'decode':>10}{'enc+dec':>10}")
-    for size in [parse_size(s) for s in args.sizes.split(",")]:
-        for name, enc, dec in throughput(size, device, args.repeats, args.only):
+    print(f"{'codec':<34}{'size':>6}{'encode':>10}{'decode':>10}{'enc+dec':>10}  kernels")
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    thc_rows = []
+    for size in sizes:
+        for name, enc, dec, kernels in throughput(size, device, args.repeats, args.only):
             both = 1.0 / (1.0 / enc + 1.0 / dec)
-            print(f"{name:<34}{size // MEGA:>5}M{enc:>10.3f}{dec:>10.3f}{both:>10.3f}", flush=True)
+            print(f"{name:<34}{size // MEGA:>5}M{enc:>10.3f}{dec:>10.3f}{both:>10.3f}  {kernels}", flush=True)
+            if name.startswith("thc"):
+                thc_rows.append((name, size, both))
+    if thc_rows:
+        copy_gbps = copy_bandwidth(max(sizes), device, args.repeats)
+        print(f"\n== THC against memory bandwidth: {THC_MIN_BYTES} B/coordinate at least; "
+              f"copy bandwidth {copy_gbps:.1f} GB/s ({max(sizes) // MEGA}M fp32, read + write) ==")
+        print(f"{'codec':<34}{'size':>6}{'enc+dec ms':>12}{'traffic GB/s':>14}{'% of copy':>11}")
+        for name, size, both in thc_rows:
+            seconds = size * FP32_BYTES / 1e9 / both
+            traffic = size * THC_MIN_BYTES / 1e9 / seconds
+            print(f"{name:<34}{size // MEGA:>5}M{seconds * 1e3:>12.2f}{traffic:>14.2f}{100 * traffic / copy_gbps:>10.1f}%")
     if COMPILE_SECONDS is not None:
         print(f"(compiled THC: native kernel build/load took {COMPILE_SECONDS:.2f} s, excluded from the timings)")
     if args.skip_nmse:

@@ -21,14 +21,29 @@ def _compiled_available():
     return ThcCodec(1, compiled=True).compiled
 
 
-#: eager and, where the native kernels build, the opt-in compiled path
-PATHS = [False, pytest.param(True, id="compiled")]
+#: eager, the opt-in compiled path where the native kernels build, and the Triton kernels where
+#: they run on CPU tensors (Triton installed; tests/conftest.py turns its interpreter on when
+#: there is no GPU; tests/worker/test_thc_triton.py runs them on the GPU when there is one)
+PATHS = ["eager", "compiled", "triton"]
 
 
-def _path(compiled):
-    if compiled and not _compiled_available():
+def _path(path):
+    """ThcCodec keyword arguments of one implementation (skips when it cannot run here)."""
+    if path == "compiled" and not _compiled_available():
         pytest.skip("compiled THC unavailable (no C++ compiler)")
-    return compiled
+    if path == "triton":
+        from worker.codecs import thc_triton
+        if not thc_triton.AVAILABLE:
+            pytest.skip("Triton is not installed")
+        if not thc_triton.INTERPRET:
+            pytest.skip("Triton's interpreter is off (GPU machine): test_thc_triton.py covers the kernels")
+    return {"compiled": path == "compiled", "triton": path == "triton"}
+
+
+def _ran(codec, path):
+    """The codec's last agreement, encode and decode ran the implementation under test."""
+    want = {"eager": "eager", "compiled": "native", "triton": "triton"}[path]
+    assert set(codec.last_kernels.values()) == {want}, codec.last_kernels
 
 
 def run_round(codecs, grads, key=0):
@@ -76,17 +91,18 @@ def test_one_draw_rounding_equals_two_stage():
 
 
 # ----------------------------------------------------------------------- statistics
-@pytest.mark.parametrize("compiled", PATHS)
-def test_unbiased_over_seeds_without_clamping(compiled):
+@pytest.mark.parametrize("path", PATHS)
+def test_unbiased_over_seeds_without_clamping(path):
     """T = sqrt(D) never clamps (|s y_j| <= sqrt(D)); the mean over seeds converges to x."""
     d, seeds = 1024, 300
     x = torch.randn(d, generator=torch.Generator().manual_seed(0))
     t = math.sqrt(d)
     acc = torch.zeros(d, dtype=torch.float64)
-    c = ThcCodec(1, threshold=t, error_feedback=False, compiled=_path(compiled))
+    c = ThcCodec(1, threshold=t, error_feedback=False, **_path(path))
     for key in range(seeds):  # each bucket key has its own rotation seed
         agreed, lanes, agg = run_round([c], [x], key)
         acc += c.decode(agg, agreed, key, meta=lanes[0].meta).double()
+    _ran(c, path)
     # per-coordinate variance <= (max gap / 2)**2 table units -> (2T / (g s))**2 with s = sqrt(d)/|x|
     gap = max(b - a for a, b in zip(DEFAULT_TABLE, DEFAULT_TABLE[1:]))
     var_bound = (gap / 2) ** 2 * (2 * t / (30 * math.sqrt(d) / x.norm().item())) ** 2
@@ -94,15 +110,16 @@ def test_unbiased_over_seeds_without_clamping(compiled):
     assert err <= Z_BOUND * math.sqrt(var_bound / seeds)
 
 
-@pytest.mark.parametrize("compiled", PATHS)
-def test_unbiased_given_rotation_with_clamping(compiled):
+@pytest.mark.parametrize("path", PATHS)
+def test_unbiased_given_rotation_with_clamping(path):
     """With clamping, E[decode] = R^-1 clamp(R x) (rotation fixed, quantisation noise varies)."""
     d, ranks = 1024, 256
     x = torch.randn(d, generator=torch.Generator().manual_seed(3))
     x[:4] *= 40  # heavy coordinates so that clamping happens
-    codecs = [ThcCodec(ranks, rank=r, error_feedback=False, compiled=_path(compiled)) for r in range(ranks)]
+    codecs = [ThcCodec(ranks, rank=r, error_feedback=False, **_path(path)) for r in range(ranks)]
     agreed, lanes, agg = run_round(codecs, [x] * ranks)
     mean = codecs[0].decode(agg, agreed, meta=lanes[0].meta).double()
+    _ran(codecs[0], path)
     signs = random_signs(codecs[0].states[0].rotation_seed, d, torch.float64)
     y = fwht(x.double() * signs, d)
     s = math.sqrt(d) / y.norm().item()
@@ -113,14 +130,15 @@ def test_unbiased_given_rotation_with_clamping(compiled):
     assert (mean - expected).abs().max().item() <= Z_BOUND * sd
 
 
-@pytest.mark.parametrize("compiled", PATHS)
-def test_nmse_matches_theory(compiled):
+@pytest.mark.parametrize("path", PATHS)
+def test_nmse_matches_theory(path):
     """vNMSE = (2T/g)^2 E[var] + E[(|X|-T)+^2] for one worker, no error feedback, D = d."""
     d = 1 << 14
     x = torch.randn(d, generator=torch.Generator().manual_seed(5))
-    c = ThcCodec(1, error_feedback=False, compiled=_path(compiled))
+    c = ThcCodec(1, error_feedback=False, **_path(path))
     agreed, lanes, agg = run_round([c], [x])
     err2 = (c.decode(agg, agreed, meta=lanes[0].meta) - x).double() ** 2
+    _ran(c, path)
     nmse = err2.sum().item() / x.double().norm().item() ** 2
     theory = (2 * DEFAULT_T / 30) ** 2 * expected_variance(DEFAULT_TABLE) + clamp_error(DEFAULT_T)
     # sampling error: the sum of d roughly independent squared errors, plus the normalisation by
@@ -147,18 +165,19 @@ def test_decode_of_sum_is_mean_of_decodes(n):
     assert agg[0].max().item() <= n * 30 and lanes[0].streams[0].op is LaneOp.LUTSUM
 
 
-@pytest.mark.parametrize("compiled", PATHS)
-def test_error_feedback_telescopes(compiled):
+@pytest.mark.parametrize("path", PATHS)
+def test_error_feedback_telescopes(path):
     """n = 1: sum of K decodes = K x - R^-1 e_K exactly (up to float32)."""
     d, steps = 2048, 6
     x = torch.randn(d, generator=torch.Generator().manual_seed(2))
-    c = ThcCodec(1, compiled=_path(compiled))
+    c = ThcCodec(1, **_path(path))
     total = torch.zeros(d)
     for _ in range(steps):
         agreed, lanes, agg = run_round([c], [x])
         total += c.decode(agg, agreed, meta=lanes[0].meta)
+    _ran(c, path)
     state = c.states[0]
-    residual = fwht(state.residual, 1024) * state.signs
+    residual = fwht(state.residual, 1024) * random_signs(state.rotation_seed, d)
     torch.testing.assert_close(total + residual, steps * x, rtol=0, atol=steps * 1e3 * EPS32 * x.abs().max().item())
     assert (total / steps - x).norm() < (c.decode(agg, agreed, meta=lanes[0].meta) - x).norm()
 
@@ -176,14 +195,16 @@ def test_non_finite_refused(bad):
         c.encode(torch.randn(100), poisoned, key="b1")
 
 
-@pytest.mark.parametrize("compiled", PATHS)
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("d", [0, 1, 3, 1025])
-def test_empty_and_odd_sizes(d, compiled):
+def test_empty_and_odd_sizes(d, path):
     x = torch.randn(d, dtype=torch.float64)
-    c = ThcCodec(1, threshold=math.sqrt(max(d, 1) * 2), compiled=_path(compiled))
+    c = ThcCodec(1, threshold=math.sqrt(max(d, 1) * 2), **_path(path))
     agreed, lanes, agg = run_round([c], [x])
     out = c.decode(agg, agreed, meta=lanes[0].meta)
     assert out.shape == x.shape and out.dtype == x.dtype and torch.isfinite(out).all()
+    if d > 128:  # smaller buckets take blocks the fused kernels do not (eager for every path)
+        _ran(c, path)
     if d == 0:
         assert lanes[0].nbytes == 0
 

@@ -31,10 +31,17 @@ references it. The decode affine map is folded into the transform (``H`` is line
 ``HINA_THC_COMPILE=1``) swaps in native kernels built with g++: a butterfly transform in cache with
 the sign flips, residual add and decode's affine map fused in, and a one-pass quantiser; ~3x the
 eager throughput.
+
+On CUDA tensors the codec uses the fused Triton kernels of :mod:`worker.codecs.thc_triton` when
+Triton imports (it ships with CUDA builds of torch): one kernel per phase (rotate + norm,
+quantise + pack + error feedback, inverse), three memory passes in place of the eager path's ~20.
+``ThcCodec(triton=False)`` or ``HINA_THC_TRITON=0`` keeps the eager path; a kernel that fails to
+build logs one warning and the codec goes on eagerly.
 """
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import os
 import threading
@@ -58,6 +65,9 @@ _U32_MASK = (1 << 32) - 1
 _SEED_MIX = 0x9E3779B1  # odd 32-bit constant (golden ratio) to spread (seed, key, rank)
 #: environment switch for the opt-in compiled (native) transform, see ``ThcCodec(compiled=...)``
 COMPILE_ENV = "HINA_THC_COMPILE"
+#: environment switch of the fused Triton kernels on CUDA ("0" turns them off), see ``ThcCodec(triton=...)``
+TRITON_ENV = "HINA_THC_TRITON"
+_log = logging.getLogger(__name__)
 
 
 class ThcState:
@@ -66,6 +76,7 @@ class ThcState:
     Attributes:
         residual: error-feedback residual in the rotated domain (padded length), or None.
         signs: cached rotation signs (padded length, on the gradient's device).
+        signs8: the same signs as int8, for the Triton kernels (a quarter of the bytes to read).
         rotation_seed: seed of this bucket's rotation (same on every worker).
         pending: rotated, compensated gradient between ``agreement`` and ``encode``.
         meta: layout of the last encoded gradient.
@@ -74,11 +85,12 @@ class ThcState:
             allocation and its page faults, which cost more than the arithmetic on CPU).
     """
 
-    __slots__ = ("residual", "signs", "rotation_seed", "pending", "meta", "generator", "spare")
+    __slots__ = ("residual", "signs", "signs8", "rotation_seed", "pending", "meta", "generator", "spare")
 
     def __init__(self, rotation_seed: int) -> None:
         self.residual: Optional[torch.Tensor] = None
         self.signs: Optional[torch.Tensor] = None
+        self.signs8: Optional[torch.Tensor] = None
         self.rotation_seed = rotation_seed
         self.pending: Optional[torch.Tensor] = None
         self.meta: Dict[str, Any] = {}
@@ -118,6 +130,13 @@ class ThcCodec(Codec):
             and the eager path is used. The transform sums in another order than the eager one
             (results within float32 rounding), so indices can differ from the eager path's at
             exact rounding boundaries; same statistics. Other devices use the eager path.
+        triton: the fused Triton kernels (:mod:`~worker.codecs.thc_triton`). None (the default):
+            on CUDA tensors whenever Triton imports, unless ``HINA_THC_TRITON=0``; False: never;
+            True: also on CPU tensors when Triton's interpreter is on (``TRITON_INTERPRET=1``,
+            for tests). Blocks outside 256..2048 values (buckets of <= 128 values, blocks of 4096)
+            stay eager.
+            Rotations and statistics are the eager path's; the rounding noise comes from
+            in-kernel Philox instead of the torch generator.
 
     .. warning::
         DDP rebuilds its buckets after the first iteration; a bucket key whose size changes while
@@ -141,7 +160,7 @@ class ThcCodec(Codec):
                  table: Sequence[int] = DEFAULT_TABLE, granularity: int = DEFAULT_GRANULARITY,
                  threshold: float = DEFAULT_T, block: int = DEFAULT_BLOCK,
                  error_feedback: bool = True, lut_lane_bits: int = 32,
-                 compiled: Optional[bool] = None) -> None:
+                 compiled: Optional[bool] = None, triton: Optional[bool] = None) -> None:
         super().__init__(n_workers)
         if not isinstance(rank, int) or not 0 <= rank < n_workers:
             raise ValueError(f"rank={rank!r}: must be an int in [0, n_workers={n_workers})")
@@ -161,6 +180,12 @@ class ThcCodec(Codec):
             compiled = os.environ.get(COMPILE_ENV, "") == "1"
         self._native_quantise = _native_quantiser() if compiled else None
         self.compiled = bool(compiled) and native_kernel() is not None and self._native_quantise is not None
+        if triton is None:
+            triton = None if os.environ.get(TRITON_ENV, "") != "0" else False
+        #: "auto" (CUDA tensors), "on" (also interpreted CPU tensors) or "off"
+        self.triton = {None: "auto", True: "on", False: "off"}[triton]
+        #: which implementation ran last, per phase ("eager", "native" or "triton")
+        self.last_kernels: Dict[str, str] = {}
         self._luts: Dict[torch.device, Dict[str, torch.Tensor]] = {}
         # scratch buffers shared by all buckets (grown to the largest), see _buf
         self._scratch: Dict[tuple, torch.Tensor] = {}
@@ -201,6 +226,27 @@ class ThcCodec(Codec):
             s = random_signs(state.rotation_seed, padded, torch.float32, device)
             state.signs = s
         return s
+
+    @staticmethod
+    def _signs8(state: ThcState, padded: int, device: torch.device) -> torch.Tensor:
+        s = state.signs8
+        if s is None or s.numel() != padded or s.device != device:
+            s = random_signs(state.rotation_seed, padded, torch.int8, device)
+            state.signs8 = s
+        return s
+
+    def _kernels(self, t: torch.Tensor, block: int) -> Optional[Any]:
+        """The Triton kernel module when this call should use it, else None."""
+        if self.triton == "off" or (self.triton == "auto" and not t.is_cuda):
+            return None
+        kernels = _triton_kernels()
+        return kernels if kernels is not None and kernels.supported(t, block) else None
+
+    def _kernel_failed(self, exc: Exception) -> None:
+        """A Triton kernel failed to build or launch: warn once, use the eager path from now on."""
+        self.triton = "off"
+        _log.warning("THC Triton kernels failed (%s: %s); using the eager path", type(exc).__name__,
+                     str(exc)[:400])
 
     def _buf(self, name: str, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """First ``n`` elements of a reusable scratch buffer (call with ``self._lock`` held)."""
@@ -249,11 +295,35 @@ class ThcCodec(Codec):
                 and state.residual.numel() != padded):
             raise CodecError(f"bucket {key!r}: gradient has {numel} values but its error-feedback "
                              f"state has {state.residual.numel()} (padded); call reset({key!r})")
-        signs = self._signs(state, padded, x.device)
         if state.pending is not None:  # agreement again without encode: recycle the buffer
             state.spare, state.pending = state.pending, None
         y = self._take_spare(state, padded, x.device)
         residual = state.residual if self.error_feedback else None
+        norm = None
+        kernels = self._kernels(x, block)
+        if kernels is not None:  # one pass: y = H (D pad(x)) + e and per-block sums of squares
+            try:
+                with self._lock:
+                    partial = self._buf("partial", padded // block, torch.float32, x.device)
+                    parts = kernels.rotate(x.contiguous(), self._signs8(state, padded, x.device), residual, y,
+                                           block, partial)
+                    norm = parts.sum(dtype=torch.float64).sqrt().to(torch.float32).reshape(1)
+                self.last_kernels["agreement"] = "triton"
+            except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
+                self._kernel_failed(exc)
+        if norm is None:
+            norm = self._eager_rotate(x, y, state, residual, block, padded)
+        check_finite_scalar(float(norm), key, "local")
+        state.pending = y
+        state.meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype,
+                      "block": block, "padded": padded}
+        return float_to_max_code(norm)
+
+    def _eager_rotate(self, x: torch.Tensor, y: torch.Tensor, state: ThcState, residual: Optional[torch.Tensor],
+                      block: int, padded: int) -> torch.Tensor:
+        """``y = H (D pad(x)) + residual`` (native or eager transform); returns ``[||y||]``."""
+        numel = x.numel()
+        signs = self._signs(state, padded, x.device)
         fused = False  # the native transform also applied the signs and added the residual
         with self._lock:
             if self.compiled and numel == padded:  # one pass: y = H (D x) + e
@@ -267,14 +337,10 @@ class ThcCodec(Codec):
                     fwht_into(a, block, y, self._buf("f1", padded, torch.float32, x.device))
         if residual is not None and not fused:
             y += residual
+        self.last_kernels["agreement"] = "native" if self.compiled and fused else "eager"
         # the eager norm on both paths (a norm summed otherwise moves the scale by ulps, and with
         # it ~1e-5 of the indices)
-        norm = torch.linalg.vector_norm(y).reshape(1)
-        check_finite_scalar(float(norm), key, "local")
-        state.pending = y
-        state.meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype,
-                      "block": block, "padded": padded}
-        return float_to_max_code(norm)
+        return torch.linalg.vector_norm(y).reshape(1)
 
     def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:
         """Quantise the pending rotated gradient with the agreed norm: one LUT-SUM stream."""
@@ -286,10 +352,7 @@ class ThcCodec(Codec):
         scale = self._scale(agreed, key, meta["padded"])
         padded, device = meta["padded"], y.device
         packed = torch.empty((padded + 1) // 2, dtype=torch.uint8, device=device)
-        if self.compiled and device.type == "cpu" and y.is_contiguous():
-            self._native_encode(y, packed, state, scale)
-        else:
-            self._eager_encode(y, packed, state, scale)
+        self.last_kernels["encode"] = self._quantise_into(y, packed, state, scale, meta["block"])
         if self.error_feedback:
             state.spare, state.residual = state.residual, y
         else:
@@ -298,15 +361,46 @@ class ThcCodec(Codec):
                             lut=self._device_luts(device)["int_levels"], name="thc_indices")
         return EncodedLanes([stream], meta)
 
+    def _quantise_into(self, y: torch.Tensor, packed: torch.Tensor, state: ThcState, scale: float,
+                       block: int) -> str:
+        """Quantise ``y`` into ``packed`` (and update it for error feedback) with the fastest
+        implementation that applies; returns its name."""
+        kernels = self._kernels(y, block)
+        if kernels is not None:
+            try:
+                self._triton_encode(kernels, y, packed, state, scale)
+                return "triton"
+            except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
+                self._kernel_failed(exc)
+        if self.compiled and y.device.type == "cpu" and y.is_contiguous():
+            self._native_encode(y, packed, state, scale)
+            return "native"
+        self._eager_encode(y, packed, state, scale)
+        return "eager"
+
+    def _dequantised_levels(self, device: torch.device, scale: float) -> torch.Tensor:
+        """Each index's value in rotated units, ``(level - g/2) 2T / (g s)`` (error feedback)."""
+        g, T = self.granularity, self.threshold
+        return ((self._device_luts(device)["levels"] - g / 2.0) * ((2.0 * T) / (g * scale))).contiguous()
+
+    def _triton_encode(self, kernels: Any, y: torch.Tensor, packed: torch.Tensor, state: ThcState,
+                       scale: float) -> None:
+        """:meth:`_eager_encode` as one Triton kernel; the noise is Philox keyed by a seed drawn
+        from this bucket's (CPU) generator, so a run is reproducible and workers independent."""
+        g, T = self.granularity, self.threshold
+        luts = self._device_luts(y.device)
+        deq = self._dequantised_levels(y.device, scale) if self.error_feedback else None
+        seed = int(torch.randint(0, 1 << 31, (1,), generator=self._generator(state, torch.device("cpu"))))
+        kernels.quantise(y, packed, luts["offset"], luts["slope"], deq, seed, scale * g / (2.0 * T), g / 2.0,
+                         float(g), float(len(self.table) - 1))
+
     def _native_encode(self, y: torch.Tensor, packed: torch.Tensor, state: ThcState, scale: float) -> None:
         """The opt-in quantiser: :meth:`_eager_encode` in one pass, bit-identical (same RNG words,
         same float operations): writes ``packed`` and, with error feedback, subtracts the
         dequantised values from ``y``."""
         g, T, n = self.granularity, self.threshold, y.numel()
         luts = self._device_luts(y.device)
-        deq = None
-        if self.error_feedback:
-            deq = ((luts["levels"] - g / 2.0) * ((2.0 * T) / (g * scale))).contiguous()
+        deq = self._dequantised_levels(y.device, scale) if self.error_feedback else None
         with self._lock:
             words = self._buf("i64", -(-n // 4), torch.int64, y.device)
             words.random_(-(1 << 63), None, generator=self._generator(state, y.device))
@@ -326,9 +420,8 @@ class ThcCodec(Codec):
             v = self._rounded_levels(u, state)
             _pack_floats_into(v, packed, self._buf("f1", (padded + 1) // 2, torch.float32, device))
             if self.error_feedback:
-                luts = self._device_luts(device)
-                # dequantised value of each index, straight in y units: (level - g/2) * 2T/(g s)
-                deq_levels = (luts["levels"] - g / 2.0) * ((2.0 * T) / (g * scale))
+                # dequantised value of each index, straight in y units
+                deq_levels = self._dequantised_levels(device, scale)
                 j = self._buf("i0", padded, torch.int32, device).copy_(v)
                 deq = torch.index_select(deq_levels, 0, j, out=self._buf("f1", padded, torch.float32, device))
                 y.sub_(deq)
@@ -348,7 +441,19 @@ class ThcCodec(Codec):
         padded, numel, block = meta["padded"], meta["numel"], meta["block"]
         device = sums.device
         state = self._state(key)
+        kernels = self._kernels(sums, block)
+        if kernels is not None:  # one pass: out = D (H sums * step/n - (g/2) step sqrt(B) e_0)
+            try:
+                with self._lock:
+                    out = self._output_buffer(numel, device)
+                    kernels.inverse(sums.contiguous(), self._signs8(state, padded, device), out, block, step / n,
+                                    (g / 2.0) * step * math.sqrt(block))
+                self.last_kernels["decode"] = "triton"
+                return out.view(meta["shape"]).to(meta["dtype"])
+            except Exception as exc:  # noqa: BLE001
+                self._kernel_failed(exc)
         signs = self._signs(state, padded, device)
+        self.last_kernels["decode"] = "eager"
         with self._lock:
             out = self._output_buffer(numel, device)
             # y = sums * step/n - (g/2) step. H is linear and H 1 = sqrt(B) e_0 per block, so the
@@ -360,6 +465,7 @@ class ThcCodec(Codec):
                 z = out if padded == numel else self._buf("f2", padded, torch.float32, device)
                 if native_fwht_into(src, block, z, scale=step / n, post=signs,
                                     offset0=(g / 2.0) * step * math.sqrt(block)) is not None:
+                    self.last_kernels["decode"] = "native"
                     if z is not out:
                         out.copy_(z[:numel])
                     return out.view(meta["shape"]).to(meta["dtype"])
@@ -487,6 +593,20 @@ extern "C" void hina_thc_quantise(float* y, const int16_t* r, int64_t n, float a
     if (i < n) packed[i / 2] = (uint8_t)(q1(y + i, r[i], a, half_g, g, top, offset, slope, deq) << 4);
 }
 """
+
+
+_TRITON_LOCK = threading.Lock()
+_TRITON_MODULE: list = []
+
+
+def _triton_kernels() -> Optional[Any]:
+    """:mod:`worker.codecs.thc_triton` (imported on first use: Triton's import takes a second),
+    or None when Triton is not installed."""
+    with _TRITON_LOCK:
+        if not _TRITON_MODULE:
+            from . import thc_triton
+            _TRITON_MODULE.append(thc_triton if thc_triton.AVAILABLE else None)
+        return _TRITON_MODULE[0]
 
 
 def _native_quantiser() -> Optional[Any]:

@@ -1,0 +1,111 @@
+"""Compile THC's Triton kernels for real GPU targets without a GPU, and report what ptxas made.
+
+Triton compiles ahead of time for a named target (``GPUTarget("cuda", arch, 32)``) with the
+ptxas it ships, so every kernel in :mod:`worker.codecs.thc_triton` can be built here for sm_75,
+sm_80 and sm_90 with the launch configuration the codec uses (``LAUNCH_CONFIG``), and its
+resource use read back from the cubin (``cuobjdump -res-usage``): registers per thread, stack
+(register spills), shared memory. This is the check that the kernels are valid Triton for those
+GPUs beyond what the CPU interpreter accepts; it says nothing of their speed.
+
+Usage::
+
+    python bench/triton_aot.py                 # every kernel, block and arch: a table
+    python bench/triton_aot.py --archs 90 --blocks 1024 --check   # exit 1 on a failure or a spill
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter replaces the compiler: drop it
+    os.environ.pop("TRITON_INTERPRET")
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, stated (no warning)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from worker.codecs import thc_triton as K  # noqa: E402
+
+CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+ROTATE_SIG = {"X": "*fp32", "SIGNS": "*i8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64", "norm": "fp32"}
+INVERSE_SIG = {"SUMS": "*i32", "SIGNS": "*i8", "OUT": "*fp32", "numel": "i64",
+               "scale": "fp32", "off0": "fp32"}
+QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
+             "seed": "i32", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}
+
+
+def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], arch: int, warps: int) -> Dict[str, int]:
+    """Compile ``fn`` for sm_<arch>; {"REG", "STACK", "SHARED", "LOCAL"} from its cubin."""
+    sig = dict(signature, **{k: "constexpr" for k in constants})
+    names = list(sig)
+    src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(k),): v for k, v in constants.items()})
+    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        out = subprocess.run([str(CUOBJDUMP), "-res-usage", str(cubin)], capture_output=True, text=True,
+                             check=True).stdout
+    return {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", out)}
+
+
+def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Dict[str, str], Dict[str, object], int]]:
+    """(label, arch, kernel, signature, constants, warps) for every kernel the codec launches."""
+    out = []
+    for arch in archs:
+        prec = K.precision_for((arch // 10, arch % 10))
+        for block in blocks:
+            warps = K.LAUNCH_CONFIG[prec].get(block)
+            if warps is None:
+                continue  # the codec keeps this block eager on this arch
+            r, c = K.tile_sides(block)
+            for has_res in (False, True):
+                out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<6} residual={int(has_res)}", arch,
+                            K._rotate_kernel, ROTATE_SIG, {"R": r, "C": c, "HAS_RES": has_res, "PREC": prec}, warps))
+            out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
+                        {"R": r, "C": c, "PREC": prec}, warps))
+        for has_deq in (False, True):
+            out.append((f"quantise {K.QUANT_PAIRS} pairs, error feedback={int(has_deq)}", arch, K._quantise_kernel,
+                        QUANT_SIG, {"PAIRS": K.QUANT_PAIRS, "HAS_DEQ": has_deq, "HAS_RAND": False}, K.QUANT_WARPS))
+    return out
+
+
+def main(argv: List[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", default="75,80,90", help="comma list of sm versions")
+    parser.add_argument("--blocks", default=",".join(str(b) for b in K.LAUNCH_CONFIG["tf32x3"]),
+                        help="comma list of Hadamard block sizes")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a kernel fails or spills")
+    args = parser.parse_args(argv)
+    try:
+        archs = [int(a) for a in args.archs.split(",")]
+        blocks = [int(b) for b in args.blocks.split(",")]
+    except ValueError:
+        parser.error("--archs and --blocks take comma-separated integers")
+    if not CUOBJDUMP.exists():
+        parser.error(f"{CUOBJDUMP}: Triton's bundled cuobjdump is missing (a Triton build without the NVIDIA backend?)")
+    print(f"triton {triton.__version__}; registers per thread, stack bytes (spills), shared bytes")
+    bad = 0
+    for label, arch, fn, sig, constants, warps in jobs(archs, blocks):
+        try:
+            use = compile_kernel(fn, sig, constants, arch, warps)
+        except Exception as exc:  # noqa: BLE001 - report every failure, then exit non-zero
+            bad += 1
+            print(f"sm_{arch}  {label:<52} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            continue
+        spills = use.get("STACK", 0) + use.get("LOCAL", 0)
+        bad += spills > 0
+        print(f"sm_{arch}  {label:<52} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
+              f"  shared {use.get('SHARED', 0):>5}" + ("  SPILLS" if spills else ""), flush=True)
+    return 1 if args.check and bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""Fused Triton kernels for THC on the GPU: three memory passes per step instead of ~20.
+
+The eager THC path runs every step of the codec as its own ATen kernel: sign flip, two GEMMs of
+the factored transform, residual add, norm, then a dozen element-wise passes for the quantiser
+and the packing, and as many again to decode. On a GPU each pass streams the whole bucket through
+DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one kernel:
+
+``rotate``
+    per Hadamard block of ``B = R * C`` values: ``y = H_B (signs * x) + residual`` and the
+    block's ``sum(y**2)``. ``H_B = H_R (x) H_C``, so with the block viewed as an ``R x C`` tile
+    ``X``, ``H_B x = H_R X H_C``: two small ``tl.dot``s on a tile held in registers, with the
+    Hadamard tiles built in registers too (no memory traffic beyond the data).
+    Traffic: x, signs (int8), residual in; y out (13 bytes per coordinate).
+``quantise``
+    the THC rounding of :meth:`ThcCodec._rounded_levels` (same per-integer LUTs, same 16-bit
+    draw), counter-based Philox noise generated in the kernel (no random buffer in memory), two
+    indices packed per byte, and the error-feedback update ``y -= deq[index]`` in place.
+    Traffic: y in and out, packed out (8.5 bytes per coordinate).
+``inverse``
+    decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
+    Traffic: sums, signs in; out out (9 bytes per coordinate).
+
+The kernels run on CUDA tensors; ``TRITON_INTERPRET=1`` (set before this module is imported)
+runs them on CPU tensors with Triton's interpreter, which is how the tests check them against
+the eager path on machines without a GPU. :func:`supported` says whether a layout qualifies
+(``tl.dot`` needs both tile sides >= 16: blocks of 256 to 2048 values, up to 1024 before
+sm_80); everything else stays on the eager path. ``bench/triton_aot.py`` compiles every kernel
+for sm_75/80/90 with Triton and ptxas, no GPU needed, and reports registers and spills. Any failure to import Triton makes :data:`AVAILABLE` false.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional, Tuple
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is used
+    triton = None
+    tl = None
+
+__all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_PAIRS", "QUANT_WARPS",
+           "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
+
+#: Triton imported
+AVAILABLE = triton is not None
+#: the kernels were defined under Triton's CPU interpreter (``TRITON_INTERPRET=1``)
+INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
+#: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
+MIN_BLOCK, MAX_BLOCK = 256, 2048
+_MIN_SIDE = 16
+#: pairs of coordinates per program of the quantiser, and its warps (64 registers at 8 warps
+#: against 118 at 4 on sm_90, so twice the resident warps)
+QUANT_PAIRS, QUANT_WARPS = 1024, 8
+
+
+#: (dot precision, warps) of the transform kernels per block size, from the register use ptxas
+#: reports for sm_75/80/90 (``python bench/triton_aot.py``): no spills and the most warps
+#: resident per SM (at 16 warps the compiler caps a thread at 128 registers; 4 or 8 warps took
+#: 135-151, leaving 8-12 warps per SM). Chosen without timing them: no GPU was at hand.
+#: "tf32x3" (three TF32 products, fp32-accurate, tensor cores) needs sm_80+; plain fp32 ("ieee")
+#: spills beyond 1024-value blocks, so older GPUs keep bigger blocks eager. 4096-value blocks
+#: (64x64 tiles) spill at every warp count on sm_80, so they stay eager everywhere.
+LAUNCH_CONFIG = {
+    "tf32x3": {256: 4, 512: 4, 1024: 16, 2048: 16},
+    "ieee": {256: 4, 512: 8, 1024: 16},
+}
+
+
+def precision_for(capability: Tuple[int, int]) -> str:
+    """``tl.dot`` precision for a CUDA compute capability: TF32x3 on sm_80 and later."""
+    return "tf32x3" if tuple(capability) >= (8, 0) else "ieee"
+
+
+def _config(device: torch.device, block: int) -> Optional[Tuple[str, int]]:
+    """(precision, warps) for the transform kernels on ``device``, or None (block not taken)."""
+    prec = precision_for(torch.cuda.get_device_capability(device)) if device.type == "cuda" else "ieee"
+    warps = LAUNCH_CONFIG[prec].get(block)
+    return None if warps is None else (prec, warps)
+
+
+def supported(t: torch.Tensor, block: int) -> bool:
+    """True when the kernels can run on ``t`` (device, dtype) with Hadamard block ``block``."""
+    if not AVAILABLE or not MIN_BLOCK <= block <= MAX_BLOCK:
+        return False
+    if not (t.is_cuda or (INTERPRET and t.device.type == "cpu")):
+        return False
+    return t.device.type == "cpu" or _config(t.device, block) is not None
+
+
+def tile_sides(block: int) -> Tuple[int, int]:
+    """Tile ``R x C`` of a block: C = 2**ceil(m/2), R = 2**floor(m/2)."""
+    m = block.bit_length() - 1
+    return 1 << (m // 2), 1 << (m - m // 2)
+
+
+def _launch(device: torch.device, block: int) -> Tuple[str, int]:
+    if INTERPRET and device.type == "cpu":
+        return "ieee", 4
+    config = _config(device, block)
+    if config is None:
+        raise ValueError(f"block={block}: not taken by the kernels on {device} (see LAUNCH_CONFIG)")
+    return config
+
+
+if AVAILABLE:
+    @triton.jit
+    def _hadamard_tile(N: tl.constexpr):
+        """The unnormalised Sylvester matrix H_N (N <= 64) built in registers: entry (i, j) is
+        (-1)**popcount(i & j). Its +-1 entries are exact in TF32, so the products' error is only
+        the data's."""
+        i = tl.arange(0, N)
+        bits = i[:, None] & i[None, :]
+        bits ^= bits >> 4
+        bits ^= bits >> 2
+        bits ^= bits >> 1
+        return (1 - 2 * (bits & 1)).to(tl.float32)
+
+    @triton.jit
+    def _rotate_kernel(X, SIGNS, RES, Y, PARTIAL, numel, norm,
+                       R: tl.constexpr, C: tl.constexpr, HAS_RES: tl.constexpr, PREC: tl.constexpr):
+        pid = tl.program_id(0)
+        rows = tl.arange(0, R)
+        cols = tl.arange(0, C)
+        offs = pid.to(tl.int64) * (R * C) + (rows[:, None] * C + cols[None, :])
+        x = tl.load(X + offs, mask=offs < numel, other=0.0)  # the padding reads as zeros
+        x = x * tl.load(SIGNS + offs).to(tl.float32)
+        y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
+        y = y * norm  # 1 / sqrt(R C): orthonormal
+        if HAS_RES:
+            y += tl.load(RES + offs)
+        tl.store(Y + offs, y)
+        tl.store(PARTIAL + pid, tl.sum(tl.sum(y * y, axis=1), axis=0))
+
+    @triton.jit
+    def _round_to_index(y, r16, OFFSET, SLOPE, a, half_g, g, top):
+        """THC's one-draw rounding of rotated values to table indices (see _rounded_levels)."""
+        u = tl.minimum(tl.maximum(y * a + half_g, 0.0), g)
+        j = u.to(tl.int32)  # truncation == floor for u >= 0
+        v = tl.load(OFFSET + j) + tl.load(SLOPE + j) * u
+        v = tl.minimum(v + r16.to(tl.float32) * 1.52587890625e-05, top)  # r16 = m - 2**15, m ~ U{0..2**16-1}
+        return tl.floor(v).to(tl.int32)
+
+    @triton.jit
+    def _quantise_kernel(Y, PACKED, OFFSET, SLOPE, DEQ, RAND, seed, n_pairs, a, half_g, g, top,
+                         PAIRS: tl.constexpr, HAS_DEQ: tl.constexpr, HAS_RAND: tl.constexpr):
+        pid = tl.program_id(0)
+        p = pid.to(tl.int64) * PAIRS + tl.arange(0, PAIRS)
+        mask = p < n_pairs
+        # contiguous (vectorised) loads of the pairs, split into even (high nibble) and odd values
+        offs = pid.to(tl.int64) * (2 * PAIRS) + tl.arange(0, 2 * PAIRS)
+        y = tl.load(Y + offs, mask=offs < 2 * n_pairs, other=0.0)
+        y_hi, y_lo = tl.split(tl.reshape(y, (PAIRS, 2)))
+        if HAS_RAND:  # explicit int16 draws (the tests' bit-for-bit comparison with the eager path)
+            r = tl.load(RAND + offs, mask=offs < 2 * n_pairs, other=0).to(tl.int32)
+            r_hi, r_lo = tl.split(tl.reshape(r, (PAIRS, 2)))
+        else:  # one Philox word per pair, 16 bits per coordinate
+            w = tl.randint(seed, p)
+            r_hi = (w & 0xFFFF).to(tl.int32) - 32768
+            r_lo = ((w >> 16) & 0xFFFF).to(tl.int32) - 32768
+        q_hi = _round_to_index(y_hi, r_hi, OFFSET, SLOPE, a, half_g, g, top)
+        q_lo = _round_to_index(y_lo, r_lo, OFFSET, SLOPE, a, half_g, g, top)
+        tl.store(PACKED + p, (q_hi * 16 + q_lo).to(tl.uint8), mask=mask)
+        if HAS_DEQ:  # error feedback: the residual is what the indices do not carry
+            e = tl.join(y_hi - tl.load(DEQ + q_hi), y_lo - tl.load(DEQ + q_lo))
+            tl.store(Y + offs, tl.reshape(e, (2 * PAIRS,)), mask=offs < 2 * n_pairs)
+
+    @triton.jit
+    def _inverse_kernel(SUMS, SIGNS, OUT, numel, scale, off0,
+                        R: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr):
+        pid = tl.program_id(0)
+        rows = tl.arange(0, R)
+        cols = tl.arange(0, C)
+        local = rows[:, None] * C + cols[None, :]
+        offs = pid.to(tl.int64) * (R * C) + local
+        s = tl.load(SUMS + offs).to(tl.float32)
+        y = tl.dot(tl.dot(_hadamard_tile(R), s, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
+        y = y * scale  # includes 1 / sqrt(R C)
+        y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
+        y = y * tl.load(SIGNS + offs).to(tl.float32)
+        tl.store(OUT + offs, y, mask=offs < numel)
+
+
+def _check(name: str, t: torch.Tensor, n: int, dtypes: Tuple[torch.dtype, ...], device: torch.device) -> None:
+    if t.device != device or t.dtype not in dtypes or not t.is_contiguous() or t.numel() < n:
+        raise ValueError(f"{name}: expected a contiguous {'/'.join(map(str, dtypes))} tensor of >= {n} "
+                         f"values on {device}, got {t.dtype} x {t.numel()} on {t.device}")
+
+
+def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor], y: torch.Tensor,
+           block: int, partial: torch.Tensor) -> torch.Tensor:
+    """``y = fwht(signs * pad(x), block) + residual`` (orthonormal, blockwise) in one pass.
+
+    Args:
+        x: flat float32 gradient (``numel`` values, padded with zeros up to ``y.numel()``).
+        signs: int8 +-1 of the padded length.
+        residual: float32 of the padded length, or None.
+        y: float32 output, padded length (a multiple of ``block``).
+        block: Hadamard block, see :func:`supported`.
+        partial: float32 scratch of >= ``padded / block`` values: each block's ``sum(y**2)``.
+
+    Returns:
+        The first ``padded / block`` values of ``partial`` (sum them for ``||y||**2``).
+    """
+    padded, device = y.numel(), y.device
+    nblocks = padded // block
+    _check("x", x, 0, (torch.float32,), device)
+    _check("signs", signs, padded, (torch.int8,), device)
+    _check("y", y, padded, (torch.float32,), device)
+    _check("partial", partial, nblocks, (torch.float32,), device)
+    if residual is not None:
+        _check("residual", residual, padded, (torch.float32,), device)
+    r, c = tile_sides(block)
+    if nblocks:
+        prec, warps = _launch(device, block)
+        _rotate_kernel[(nblocks,)](x, signs, residual if residual is not None else y, y, partial, x.numel(),
+                                   1.0 / math.sqrt(block), R=r, C=c, HAS_RES=residual is not None, PREC=prec, num_warps=warps)
+    return partial[:nblocks]
+
+
+def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope: torch.Tensor,
+             deq: Optional[torch.Tensor], seed: int, a: float, half_g: float, g: float, top: float,
+             rand: Optional[torch.Tensor] = None) -> None:
+    """THC rounding of ``u = clamp(a y + half_g, 0, g)`` to 4-bit table indices packed two per
+    byte into ``packed`` (even coordinate in the high nibble); with ``deq`` (float32, one value
+    per index), ``y -= deq[index]`` in place.
+
+    ``y.numel()`` must be even. The noise is Philox keyed by ``seed`` and the pair's position;
+    ``rand`` (int16 ``m - 2**15`` per coordinate) replaces it, for tests.
+    """
+    n, device = y.numel(), y.device
+    if n % 2:
+        raise ValueError(f"y has {n} values: the kernel packs whole pairs")
+    _check("y", y, n, (torch.float32,), device)
+    _check("packed", packed, n // 2, (torch.uint8,), device)
+    _check("offset", offset, int(g) + 1, (torch.float32,), device)
+    _check("slope", slope, int(g) + 1, (torch.float32,), device)
+    if deq is not None:
+        _check("deq", deq, 16, (torch.float32,), device)
+    if rand is not None:
+        _check("rand", rand, n, (torch.int16,), device)
+    pairs = n // 2
+    if pairs:
+        _quantise_kernel[(triton.cdiv(pairs, QUANT_PAIRS),)](
+            y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
+            seed & 0x7FFFFFFF, pairs, a, half_g, g, top,
+            PAIRS=QUANT_PAIRS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
+
+
+def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: int, scale: float,
+            offset0: float) -> torch.Tensor:
+    """``out = (signs * (fwht(sums, block) * scale - offset0 * e_0 per block))[:out.numel()]``.
+
+    Args:
+        sums: integer lanes (int16/32/64) of the padded length, a multiple of ``block``.
+        signs: int8 +-1 of the padded length.
+        out: float32 result, ``numel <= padded``.
+    """
+    padded, device = sums.numel(), sums.device
+    _check("sums", sums, padded, (torch.int16, torch.int32, torch.int64), device)
+    _check("signs", signs, padded, (torch.int8,), device)
+    _check("out", out, 0, (torch.float32,), device)
+    if padded % block or out.numel() > padded:
+        raise ValueError(f"sums: {padded} values for block {block} and {out.numel()} outputs")
+    r, c = tile_sides(block)
+    if padded:
+        prec, warps = _launch(device, block)
+        _inverse_kernel[(padded // block,)](sums, signs, out, out.numel(), scale / math.sqrt(block), offset0,
+                                            R=r, C=c, PREC=prec, num_warps=warps)
+    return out
+
