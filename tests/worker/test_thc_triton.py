@@ -162,11 +162,22 @@ def test_codec_on_kernels_tracks_the_eager_codec(n):
     assert errs[True] < 0.1 and errs[False] < 0.1 and 0.5 < errs[True] / errs[False] < 2.0
 
 
-def test_kernel_failure_falls_back_once(monkeypatch, caplog):
-    """A kernel that cannot build or launch: one warning, then the eager path, results intact."""
+@pytest.fixture
+def fresh_self_check(monkeypatch):
+    """The kernels' once-per-process self-check runs again (and its verdict is dropped after)."""
+    import worker.codecs.thc as thc
+    monkeypatch.setattr(thc, "_KERNELS_VERIFIED", {})
+
+
+@pytest.mark.parametrize("verified", [False, True], ids=["at-self-check", "at-launch"])
+def test_kernel_failure_falls_back_once(monkeypatch, caplog, fresh_self_check, verified):
+    """A kernel that cannot build or launch (caught by the self-check, or later at a launch):
+    one warning, then the eager path, results intact."""
     def broken(*args, **kwargs):
         raise RuntimeError("simulated PTX assembly failure")
 
+    if verified:  # the self-check passed before the kernel broke
+        assert ThcCodec(1, triton=True)._kernels(torch.zeros(1, device=DEVICE), 1024) is not None
     monkeypatch.setattr(K, "rotate", broken)
     c = ThcCodec(1, triton=True)
     x = torch.randn(4096, device=DEVICE)
@@ -178,6 +189,27 @@ def test_kernel_failure_falls_back_once(monkeypatch, caplog):
     assert sum("Triton kernels failed" in r.getMessage() for r in caplog.records) == 1
     assert c.triton == "off" and set(c.last_kernels.values()) == {"eager"}
     assert ((out - x).norm() / x.norm()).item() < 0.3
+
+
+@pytest.mark.parametrize("kernel", ["rotate", "quantise", "inverse"])
+def test_self_check_catches_a_kernel_that_computes_wrongly(monkeypatch, caplog, fresh_self_check, kernel):
+    """A kernel that runs but is off by a little (a miscompile, say): the first use's self-check
+    against the eager math turns the codec eager, with a warning naming the kernel."""
+    real = getattr(K, kernel)
+
+    def skewed(*args, **kwargs):
+        result = real(*args, **kwargs)
+        target = {"rotate": args[3], "quantise": args[1], "inverse": args[2]}[kernel]
+        target.view(-1)[-1] += 1  # one wrong value (a packed byte: one index)
+        return result
+
+    monkeypatch.setattr(K, kernel, skewed)
+    c = ThcCodec(1, triton=True)
+    with caplog.at_level(logging.WARNING):
+        agreed = reference_agree([c.agreement(torch.randn(3000, device=DEVICE))])
+    assert c.triton == "off" and c.last_kernels["agreement"] == "eager"
+    assert any(f"{kernel} differs" in r.getMessage() for r in caplog.records), caplog.text
+    assert agreed.numel() == 1
 
 
 def test_env_switch_turns_the_kernels_off(monkeypatch):

@@ -53,7 +53,8 @@ import torch
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
                    check_gradient, float_from_max_code, float_to_max_code)
 from .errors import CodecError
-from .hadamard import build_native_library, fwht_into, native_fwht_into, native_kernel, random_signs
+from .packing import unpack_nibbles
+from .hadamard import build_native_library, fwht, fwht_into, native_fwht_into, native_kernel, random_signs
 from .thc_table import DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, check_table
 
 __all__ = ["DEFAULT_BLOCK", "ThcCodec", "ThcState", "quantise_two_stage"]
@@ -136,7 +137,10 @@ class ThcCodec(Codec):
             for tests). Blocks outside 256..2048 values (buckets of <= 128 values, blocks of 4096)
             stay eager.
             Rotations and statistics are the eager path's; the rounding noise comes from
-            in-kernel Philox instead of the torch generator.
+            in-kernel Philox instead of the torch generator. The first use per device and block
+            checks the kernels against the eager math (:func:`_verify_kernels`). Workers of one
+            job should all run the same implementation (see ``last_kernels``): the float
+            rounding differs between them.
 
     .. warning::
         DDP rebuilds its buckets after the first iteration; a bucket key whose size changes while
@@ -240,10 +244,17 @@ class ThcCodec(Codec):
         if self.triton == "off" or (self.triton == "auto" and not t.is_cuda):
             return None
         kernels = _triton_kernels()
-        return kernels if kernels is not None and kernels.supported(t, block) else None
+        if kernels is None or not kernels.supported(t, block):
+            return None
+        problem = _verify_kernels(kernels, t.device, block, self.table)
+        if problem is not None:
+            self._kernel_failed(RuntimeError(problem))
+            return None
+        return kernels
 
     def _kernel_failed(self, exc: Exception) -> None:
-        """A Triton kernel failed to build or launch: warn once, use the eager path from now on."""
+        """A Triton kernel failed to build, launch or its self-check: warn once, use the eager
+        path from now on."""
         self.triton = "off"
         _log.warning("THC Triton kernels failed (%s: %s); using the eager path", type(exc).__name__,
                      str(exc)[:400])
@@ -607,6 +618,72 @@ def _triton_kernels() -> Optional[Any]:
             from . import thc_triton
             _TRITON_MODULE.append(thc_triton if thc_triton.AVAILABLE else None)
         return _TRITON_MODULE[0]
+
+
+#: (device, block, table) -> None (the kernels agree with the eager math there) or what differed
+_KERNELS_VERIFIED: Dict[tuple, Optional[str]] = {}
+
+
+def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Sequence[int]) -> Optional[str]:
+    """Run the three Triton kernels once per (device, block, table) on two blocks of random data
+    against the eager math; None when they agree, else what differed (or the build error).
+
+    A guard for GPUs the kernels never ran on: a kernel that builds but computes wrongly (a
+    compiler or driver problem) turns the codec eager with a warning instead of training on
+    garbage. Costs three small launches once per process and configuration."""
+    key = (device, block, tuple(table))
+    with _TRITON_LOCK:
+        if key in _KERNELS_VERIFIED:
+            return _KERNELS_VERIFIED[key]
+    where = f"self-check on {device}, block {block}"
+    try:
+        gen = torch.Generator().manual_seed(block)
+        padded, numel = 2 * block, 2 * block - 3
+        x = torch.randn(numel, generator=gen)
+        signs = random_signs(7, padded, torch.int8)
+        res = torch.randn(padded, generator=gen)
+        y = torch.empty(padded, device=device)
+        parts = kernels.rotate(x.to(device), signs.to(device), res.to(device), y,
+                               block, torch.empty(2, device=device)).cpu().double()
+        y = y.cpu().double()
+        ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
+        tol = 1e-5 * float(ref.abs().max())
+        if not (y - ref).abs().max() <= tol or not torch.allclose(parts.sum(), (ref ** 2).sum(), rtol=1e-5):
+            problem = f"{where}: rotate differs from the eager transform by {float((y - ref).abs().max()):.3g}"
+        else:
+            luts = _rounding_luts(table)
+            g = float(table[-1])
+            top = float(len(table) - 1)
+            yq = torch.randn(padded, generator=gen) * 6
+            rand = torch.randint(-(1 << 15), 1 << 15, (padded,), generator=gen, dtype=torch.int16)
+            deq = (luts["levels"] - g / 2.0) * 0.25
+            yk = yq.to(device, copy=True)  # the kernel updates it in place
+            packed = torch.empty(padded // 2, dtype=torch.uint8, device=device)
+            kernels.quantise(yk, packed, luts["offset"].to(device), luts["slope"].to(device), deq.to(device), 0,
+                             2.0, g / 2.0, g, top, rand=rand.to(device))
+            got = unpack_nibbles(packed.cpu(), padded).long()
+            u = (yq * 2.0 + g / 2.0).clamp(0.0, g)
+            j = u.long()
+            want = (luts["offset"][j] + luts["slope"][j] * u + rand.float() * 2.0 ** -16).clamp(max=top).floor().long()
+            # float contraction may move a value across a rounding boundary: one level, rarely
+            if (got - want).abs().max() > 1 or (got != want).sum() > max(1, padded // 1000) \
+                    or not torch.equal(yk.cpu(), yq - deq[got]):
+                problem = f"{where}: quantise differs from the eager rounding ({int((got != want).sum())} indices)"
+            else:
+                sums = torch.randint(0, int(g) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
+                out = torch.empty(numel, device=device)
+                kernels.inverse(sums.to(device), signs.to(device), out, block, 0.125, 3.0)
+                z = fwht(sums.double(), block) * 0.125
+                z.view(-1, block)[:, 0] -= 3.0
+                ref = (z * signs.double())[:numel]
+                err = float((out.cpu().double() - ref).abs().max())
+                problem = None if err <= 1e-5 * float(ref.abs().max()) else \
+                    f"{where}: inverse differs from the eager decode by {err:.3g}"
+    except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
+        problem = f"{where}: {type(exc).__name__}: {exc}"
+    with _TRITON_LOCK:
+        _KERNELS_VERIFIED[key] = problem
+    return problem
 
 
 def _native_quantiser() -> Optional[Any]:

@@ -1,4 +1,4 @@
-"""Fused Triton kernels for THC on the GPU: three memory passes per step instead of ~20.
+"""Fused Triton kernels for THC on the GPU: three memory passes per round trip instead of ~20.
 
 The eager THC path runs every step of the codec as its own ATen kernel: sign flip, two GEMMs of
 the factored transform, residual add, norm, then a dozen element-wise passes for the quantiser
@@ -10,12 +10,13 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     block's ``sum(y**2)``. ``H_B = H_R (x) H_C``, so with the block viewed as an ``R x C`` tile
     ``X``, ``H_B x = H_R X H_C``: two small ``tl.dot``s on a tile held in registers, with the
     Hadamard tiles built in registers too (no memory traffic beyond the data).
-    Traffic: x, signs (int8), residual in; y out (13 bytes per coordinate).
+    Traffic: x, signs (int8) and, with error feedback, the residual in; y out (9 or 13 bytes
+    per coordinate).
 ``quantise``
     the THC rounding of :meth:`ThcCodec._rounded_levels` (same per-integer LUTs, same 16-bit
     draw), counter-based Philox noise generated in the kernel (no random buffer in memory), two
     indices packed per byte, and the error-feedback update ``y -= deq[index]`` in place.
-    Traffic: y in and out, packed out (8.5 bytes per coordinate).
+    Traffic: y in, packed out and, with error feedback, y out (4.5 or 8.5 bytes per coordinate).
 ``inverse``
     decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
     Traffic: sums, signs in; out out (9 bytes per coordinate).
@@ -25,7 +26,8 @@ runs them on CPU tensors with Triton's interpreter, which is how the tests check
 the eager path on machines without a GPU. :func:`supported` says whether a layout qualifies
 (``tl.dot`` needs both tile sides >= 16: blocks of 256 to 2048 values, up to 1024 before
 sm_80); everything else stays on the eager path. ``bench/triton_aot.py`` compiles every kernel
-for sm_75/80/90 with Triton and ptxas, no GPU needed, and reports registers and spills. Any failure to import Triton makes :data:`AVAILABLE` false.
+for sm_75/80/90 with Triton and ptxas, no GPU needed, and reports registers and spills. Any
+failure to import Triton makes :data:`AVAILABLE` false.
 """
 from __future__ import annotations
 
@@ -51,7 +53,6 @@ AVAILABLE = triton is not None
 INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
 #: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
 MIN_BLOCK, MAX_BLOCK = 256, 2048
-_MIN_SIDE = 16
 #: pairs of coordinates per program of the quantiser, and its warps (64 registers at 8 warps
 #: against 118 at 4 on sm_90, so twice the resident warps)
 QUANT_PAIRS, QUANT_WARPS = 1024, 8
