@@ -35,8 +35,8 @@ from triton.compiler import ASTSource  # noqa: E402
 from worker.codecs import thc_triton as K  # noqa: E402
 
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-ROTATE_SIG = {"X": "*fp32", "SIGNS": "*i8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64", "norm": "fp32"}
-INVERSE_SIG = {"SUMS": "*i32", "SIGNS": "*i8", "OUT": "*fp32", "numel": "i64",
+ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64", "norm": "fp32"}
+INVERSE_SIG = {"SUMS": "*i32", "SIGN_BITS": "*u8", "OUT": "*fp32", "numel": "i64",
                "scale": "fp32", "off0": "fp32"}
 QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
              "seed": "i32", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}

@@ -27,7 +27,16 @@ Z_BOUND = 6.0
 
 
 def _signs(padded, seed=0):
-    return random_signs(seed, padded, torch.int8, DEVICE)
+    """(+-1 float64 signs, their packed bits for the kernels)."""
+    signs = random_signs(seed, padded, torch.int8, DEVICE)
+    return signs.double(), K.pack_sign_bits(signs)
+
+
+def test_sign_bits_pack_little_endian():
+    signs = torch.tensor([1, -1, 1, 1, 1, 1, 1, -1] + [-1] * 8, dtype=torch.int8)
+    assert K.pack_sign_bits(signs).tolist() == [0b10000010, 0xFF]
+    with pytest.raises(ValueError, match="multiple of 8"):
+        K.pack_sign_bits(signs[:7])
 
 
 @pytest.mark.parametrize("block", [256, 512, 1024, 2048])
@@ -38,11 +47,11 @@ def test_rotate_is_the_blockwise_randomized_transform(block, residual):
     padded = 3 * block
     numel = padded - 17  # a padded tail
     x = torch.randn(numel, generator=gen).to(DEVICE)
-    signs = _signs(padded, block)
+    signs, bits = _signs(padded, block)
     e = torch.randn(padded, generator=gen).to(DEVICE) if residual else None
     y = torch.empty(padded, device=DEVICE)
-    parts = K.rotate(x, signs, e, y, block, torch.empty(8, device=DEVICE))
-    ref = fwht(torch.cat([x, x.new_zeros(17)]).double() * signs.double(), block)
+    parts = K.rotate(x, bits, e, y, block, torch.empty(8, device=DEVICE))
+    ref = fwht(torch.cat([x, x.new_zeros(17)]).double() * signs, block)
     if residual:
         ref += e.double()
     # a 2-factor orthonormal transform in float32: error ~ eps * |x| * sqrt(block) at worst
@@ -56,12 +65,12 @@ def test_inverse_is_decodes_affine_map(dtype):
     """out = D (fwht(sums) * scale - off0 e_0) blockwise, first numel values, from any int lanes."""
     block, padded, numel = 1024, 4096, 3001
     sums = torch.randint(0, 16 * 30, (padded,), generator=torch.Generator().manual_seed(1)).to(dtype).to(DEVICE)
-    signs = _signs(padded, 3)
+    signs, bits = _signs(padded, 3)
     out = torch.full((numel,), float("nan"), device=DEVICE)
-    K.inverse(sums, signs, out, block, 0.125, 7.5)
+    K.inverse(sums, bits, out, block, 0.125, 7.5)
     z = fwht(sums.double(), block) * 0.125
     z.view(-1, block)[:, 0] -= 7.5
-    ref = (z * signs.double())[:numel]
+    ref = (z * signs)[:numel]
     torch.testing.assert_close(out.double(), ref, rtol=0, atol=64 * EPS32 * ref.abs().max().item())
 
 
@@ -119,17 +128,17 @@ def test_philox_rounding_is_unbiased_and_per_seed():
 
 def test_launchers_refuse_bad_buffers():
     y = torch.zeros(1024, device=DEVICE)
-    signs = _signs(1024)
+    signs, bits = _signs(1024)
     with pytest.raises(ValueError, match="signs"):
-        K.rotate(y, signs.float(), None, torch.empty_like(y), 1024, torch.empty(1, device=DEVICE))
+        K.rotate(y, signs.to(torch.int8), None, torch.empty_like(y), 1024, torch.empty(1, device=DEVICE))
     with pytest.raises(ValueError, match="partial"):
-        K.rotate(y, signs, None, torch.empty_like(y), 1024, torch.empty(0, device=DEVICE))
+        K.rotate(y, bits, None, torch.empty_like(y), 1024, torch.empty(0, device=DEVICE))
     luts = _rounding_luts(DEFAULT_TABLE)
     with pytest.raises(ValueError, match="whole pairs"):
         K.quantise(torch.zeros(3, device=DEVICE), torch.empty(2, dtype=torch.uint8, device=DEVICE),
                    luts["offset"].to(DEVICE), luts["slope"].to(DEVICE), None, 0, 1.0, 15.0, 30.0, 15.0)
     with pytest.raises(ValueError, match="sums"):
-        K.inverse(torch.zeros(1000, dtype=torch.int32, device=DEVICE), _signs(1000), torch.empty(10, device=DEVICE),
+        K.inverse(torch.zeros(1000, dtype=torch.int32, device=DEVICE), _signs(1000)[1], torch.empty(10, device=DEVICE),
                   1024, 1.0, 0.0)
     assert not K.supported(y, 128) and not K.supported(y, 4096) and K.supported(y, 1024)
 

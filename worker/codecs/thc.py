@@ -77,7 +77,7 @@ class ThcState:
     Attributes:
         residual: error-feedback residual in the rotated domain (padded length), or None.
         signs: cached rotation signs (padded length, on the gradient's device).
-        signs8: the same signs as int8, for the Triton kernels (a quarter of the bytes to read).
+        sign_bits: the same signs packed one bit each, for the Triton kernels (1/32 of the bytes).
         rotation_seed: seed of this bucket's rotation (same on every worker).
         pending: rotated, compensated gradient between ``agreement`` and ``encode``.
         meta: layout of the last encoded gradient.
@@ -86,12 +86,12 @@ class ThcState:
             allocation and its page faults, which cost more than the arithmetic on CPU).
     """
 
-    __slots__ = ("residual", "signs", "signs8", "rotation_seed", "pending", "meta", "generator", "spare")
+    __slots__ = ("residual", "signs", "sign_bits", "rotation_seed", "pending", "meta", "generator", "spare")
 
     def __init__(self, rotation_seed: int) -> None:
         self.residual: Optional[torch.Tensor] = None
         self.signs: Optional[torch.Tensor] = None
-        self.signs8: Optional[torch.Tensor] = None
+        self.sign_bits: Optional[torch.Tensor] = None
         self.rotation_seed = rotation_seed
         self.pending: Optional[torch.Tensor] = None
         self.meta: Dict[str, Any] = {}
@@ -232,11 +232,11 @@ class ThcCodec(Codec):
         return s
 
     @staticmethod
-    def _signs8(state: ThcState, padded: int, device: torch.device) -> torch.Tensor:
-        s = state.signs8
-        if s is None or s.numel() != padded or s.device != device:
-            s = random_signs(state.rotation_seed, padded, torch.int8, device)
-            state.signs8 = s
+    def _sign_bits(kernels: Any, state: ThcState, padded: int, device: torch.device) -> torch.Tensor:
+        s = state.sign_bits
+        if s is None or s.numel() * 8 != padded or s.device != device:
+            s = kernels.pack_sign_bits(random_signs(state.rotation_seed, padded, torch.int8, device))
+            state.sign_bits = s
         return s
 
     def _kernels(self, t: torch.Tensor, block: int) -> Optional[Any]:
@@ -316,7 +316,7 @@ class ThcCodec(Codec):
             try:
                 with self._lock:
                     partial = self._buf("partial", padded // block, torch.float32, x.device)
-                    parts = kernels.rotate(x.contiguous(), self._signs8(state, padded, x.device), residual, y,
+                    parts = kernels.rotate(x.contiguous(), self._sign_bits(kernels, state, padded, x.device), residual, y,
                                            block, partial)
                     norm = parts.sum(dtype=torch.float64).sqrt().to(torch.float32).reshape(1)
                 self.last_kernels["agreement"] = "triton"
@@ -457,7 +457,7 @@ class ThcCodec(Codec):
             try:
                 with self._lock:
                     out = self._output_buffer(numel, device)
-                    kernels.inverse(sums.contiguous(), self._signs8(state, padded, device), out, block, step / n,
+                    kernels.inverse(sums.contiguous(), self._sign_bits(kernels, state, padded, device), out, block, step / n,
                                     (g / 2.0) * step * math.sqrt(block))
                 self.last_kernels["decode"] = "triton"
                 return out.view(meta["shape"]).to(meta["dtype"])
@@ -641,9 +641,10 @@ def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Seque
         padded, numel = 2 * block, 2 * block - 3
         x = torch.randn(numel, generator=gen)
         signs = random_signs(7, padded, torch.int8)
+        bits = kernels.pack_sign_bits(signs).to(device)
         res = torch.randn(padded, generator=gen)
         y = torch.empty(padded, device=device)
-        parts = kernels.rotate(x.to(device), signs.to(device), res.to(device), y,
+        parts = kernels.rotate(x.to(device), bits, res.to(device), y,
                                block, torch.empty(2, device=device)).cpu().double()
         y = y.cpu().double()
         ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
@@ -672,7 +673,7 @@ def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Seque
             else:
                 sums = torch.randint(0, int(g) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
                 out = torch.empty(numel, device=device)
-                kernels.inverse(sums.to(device), signs.to(device), out, block, 0.125, 3.0)
+                kernels.inverse(sums.to(device), bits, out, block, 0.125, 3.0)
                 z = fwht(sums.double(), block) * 0.125
                 z.view(-1, block)[:, 0] -= 3.0
                 ref = (z * signs.double())[:numel]

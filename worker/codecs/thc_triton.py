@@ -10,8 +10,8 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     block's ``sum(y**2)``. ``H_B = H_R (x) H_C``, so with the block viewed as an ``R x C`` tile
     ``X``, ``H_B x = H_R X H_C``: two small ``tl.dot``s on a tile held in registers, with the
     Hadamard tiles built in registers too (no memory traffic beyond the data).
-    Traffic: x, signs (int8) and, with error feedback, the residual in; y out (9 or 13 bytes
-    per coordinate).
+    Traffic: x, the signs (one bit each) and, with error feedback, the residual in; y out
+    (8.125 or 12.125 bytes per coordinate).
 ``quantise``
     the THC rounding of :meth:`ThcCodec._rounded_levels` (same per-integer LUTs, same 16-bit
     draw), counter-based Philox noise generated in the kernel (no random buffer in memory), two
@@ -19,7 +19,7 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     Traffic: y in, packed out and, with error feedback, y out (4.5 or 8.5 bytes per coordinate).
 ``inverse``
     decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
-    Traffic: sums, signs in; out out (9 bytes per coordinate).
+    Traffic: sums and sign bits in; out out (8.125 bytes per coordinate).
 
 The kernels run on CUDA tensors; ``TRITON_INTERPRET=1`` (set before this module is imported)
 runs them on CPU tensors with Triton's interpreter, which is how the tests check them against
@@ -45,7 +45,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     tl = None
 
 __all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_PAIRS", "QUANT_WARPS",
-           "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
+           "pack_sign_bits", "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
 
 #: Triton imported
 AVAILABLE = triton is not None
@@ -121,14 +121,21 @@ if AVAILABLE:
         return (1 - 2 * (bits & 1)).to(tl.float32)
 
     @triton.jit
-    def _rotate_kernel(X, SIGNS, RES, Y, PARTIAL, numel, norm,
+    def _sign(SIGN_BITS, offs):
+        """+-1.0 of each coordinate from the packed sign bits (bit k of byte j: coordinate 8j + k
+        is negative); eight neighbouring threads share a byte, so it reads 1/8 byte each."""
+        byte = tl.load(SIGN_BITS + (offs >> 3)).to(tl.int32)
+        return (1 - 2 * ((byte >> (offs & 7).to(tl.int32)) & 1)).to(tl.float32)
+
+    @triton.jit
+    def _rotate_kernel(X, SIGN_BITS, RES, Y, PARTIAL, numel, norm,
                        R: tl.constexpr, C: tl.constexpr, HAS_RES: tl.constexpr, PREC: tl.constexpr):
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
         offs = pid.to(tl.int64) * (R * C) + (rows[:, None] * C + cols[None, :])
         x = tl.load(X + offs, mask=offs < numel, other=0.0)  # the padding reads as zeros
-        x = x * tl.load(SIGNS + offs).to(tl.float32)
+        x = x * _sign(SIGN_BITS, offs)
         y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
         y = y * norm  # 1 / sqrt(R C): orthonormal
         if HAS_RES:
@@ -170,7 +177,7 @@ if AVAILABLE:
             tl.store(Y + offs, tl.reshape(e, (2 * PAIRS,)), mask=offs < 2 * n_pairs)
 
     @triton.jit
-    def _inverse_kernel(SUMS, SIGNS, OUT, numel, scale, off0,
+    def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, scale, off0,
                         R: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr):
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
@@ -181,7 +188,7 @@ if AVAILABLE:
         y = tl.dot(tl.dot(_hadamard_tile(R), s, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
         y = y * scale  # includes 1 / sqrt(R C)
         y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
-        y = y * tl.load(SIGNS + offs).to(tl.float32)
+        y = y * _sign(SIGN_BITS, offs)
         tl.store(OUT + offs, y, mask=offs < numel)
 
 
@@ -191,13 +198,23 @@ def _check(name: str, t: torch.Tensor, n: int, dtypes: Tuple[torch.dtype, ...], 
                          f"values on {device}, got {t.dtype} x {t.numel()} on {t.device}")
 
 
+def pack_sign_bits(signs: torch.Tensor) -> torch.Tensor:
+    """+-1 signs (any dtype, numel a multiple of 8) as the kernels' bits: uint8, bit k of byte j
+    set when coordinate 8j + k is negative."""
+    if signs.numel() % 8:
+        raise ValueError(f"signs: {signs.numel()} values, not a multiple of 8")
+    neg = (signs.reshape(-1, 8) < 0).to(torch.uint8)
+    weights = torch.tensor([1 << k for k in range(8)], dtype=torch.uint8, device=signs.device)
+    return (neg * weights).sum(1, dtype=torch.uint8)
+
+
 def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor], y: torch.Tensor,
            block: int, partial: torch.Tensor) -> torch.Tensor:
     """``y = fwht(signs * pad(x), block) + residual`` (orthonormal, blockwise) in one pass.
 
     Args:
         x: flat float32 gradient (``numel`` values, padded with zeros up to ``y.numel()``).
-        signs: int8 +-1 of the padded length.
+        signs: the padded length's sign bits (:func:`pack_sign_bits`).
         residual: float32 of the padded length, or None.
         y: float32 output, padded length (a multiple of ``block``).
         block: Hadamard block, see :func:`supported`.
@@ -209,7 +226,7 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     padded, device = y.numel(), y.device
     nblocks = padded // block
     _check("x", x, 0, (torch.float32,), device)
-    _check("signs", signs, padded, (torch.int8,), device)
+    _check("signs", signs, padded // 8, (torch.uint8,), device)
     _check("y", y, padded, (torch.float32,), device)
     _check("partial", partial, nblocks, (torch.float32,), device)
     if residual is not None:
@@ -257,12 +274,12 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
 
     Args:
         sums: integer lanes (int16/32/64) of the padded length, a multiple of ``block``.
-        signs: int8 +-1 of the padded length.
+        signs: the padded length's sign bits (:func:`pack_sign_bits`).
         out: float32 result, ``numel <= padded``.
     """
     padded, device = sums.numel(), sums.device
     _check("sums", sums, padded, (torch.int16, torch.int32, torch.int64), device)
-    _check("signs", signs, padded, (torch.int8,), device)
+    _check("signs", signs, padded // 8, (torch.uint8,), device)
     _check("out", out, 0, (torch.float32,), device)
     if padded % block or out.numel() > padded:
         raise ValueError(f"sums: {padded} values for block {block} and {out.numel()} outputs")
