@@ -72,8 +72,8 @@ def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Di
             out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
                         {"R": r, "C": c, "PREC": prec}, warps))
         for has_deq in (False, True):
-            out.append((f"quantise {K.QUANT_PAIRS} pairs, error feedback={int(has_deq)}", arch, K._quantise_kernel,
-                        QUANT_SIG, {"PAIRS": K.QUANT_PAIRS, "HAS_DEQ": has_deq, "HAS_RAND": False}, K.QUANT_WARPS))
+            out.append((f"quantise {8 * K.QUANT_OCTETS} values, error feedback={int(has_deq)}", arch, K._quantise_kernel,
+                        QUANT_SIG, {"OCTETS": K.QUANT_OCTETS, "HAS_DEQ": has_deq, "HAS_RAND": False}, K.QUANT_WARPS))
     return out
 
 

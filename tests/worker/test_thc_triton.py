@@ -108,7 +108,8 @@ def test_quantise_matches_the_eager_rounding(n):
 
 
 def test_philox_rounding_is_unbiased_and_per_seed():
-    """In-kernel noise: P(upper level) = p for a value between two levels; other seeds, other draws."""
+    """In-kernel noise: P(upper level) = p for a value between two levels, independently per
+    coordinate; other seeds, other draws."""
     luts = _rounding_luts(DEFAULT_TABLE)
     n, u = 1 << 16, 10.3  # between levels 9 (index 4) and 11 (index 5): p = 0.65
     a = 1.0
@@ -122,6 +123,11 @@ def test_philox_rounding_is_unbiased_and_per_seed():
         assert set(idx.unique().tolist()) == {4, 5}
         p_hat = (idx == 5).double().mean().item()
         assert abs(p_hat - 0.65) <= Z_BOUND * math.sqrt(0.65 * 0.35 / n)
+        # the 8 coordinates that share one Philox call draw independently: P(both up) = p^2
+        up = (idx == 5).double().view(-1, 8)
+        both = 0.65 ** 2
+        for k in range(1, 8):
+            assert abs((up[:, 0] * up[:, k]).mean().item() - both) <= Z_BOUND * math.sqrt(both * (1 - both) / up.shape[0])
         out.append(idx)
     assert not torch.equal(out[0], out[1])
 

@@ -14,7 +14,8 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     (8.125 or 12.125 bytes per coordinate).
 ``quantise``
     the THC rounding of :meth:`ThcCodec._rounded_levels` (same per-integer LUTs, same 16-bit
-    draw), counter-based Philox noise generated in the kernel (no random buffer in memory), two
+    draw), counter-based Philox noise generated in the kernel (no random buffer in memory; one
+    call of four words per 8 coordinates), two
     indices packed per byte, and the error-feedback update ``y -= deq[index]`` in place.
     Traffic: y in, packed out and, with error feedback, y out (4.5 or 8.5 bytes per coordinate).
 ``inverse``
@@ -44,7 +45,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_PAIRS", "QUANT_WARPS",
+__all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS", "QUANT_WARPS",
            "pack_sign_bits", "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
 
 #: Triton imported
@@ -53,9 +54,8 @@ AVAILABLE = triton is not None
 INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
 #: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
 MIN_BLOCK, MAX_BLOCK = 256, 2048
-#: pairs of coordinates per program of the quantiser, and its warps (64 registers at 8 warps
-#: against 118 at 4 on sm_90, so twice the resident warps)
-QUANT_PAIRS, QUANT_WARPS = 1024, 8
+#: rows of 8 coordinates per program of the quantiser, and its warps
+QUANT_OCTETS, QUANT_WARPS = 256, 8
 
 
 #: (dot precision, warps) of the transform kernels per block size, from the register use ptxas
@@ -154,27 +154,28 @@ if AVAILABLE:
 
     @triton.jit
     def _quantise_kernel(Y, PACKED, OFFSET, SLOPE, DEQ, RAND, seed, n_pairs, a, half_g, g, top,
-                         PAIRS: tl.constexpr, HAS_DEQ: tl.constexpr, HAS_RAND: tl.constexpr):
+                         OCTETS: tl.constexpr, HAS_DEQ: tl.constexpr, HAS_RAND: tl.constexpr):
+        # a tile of OCTETS x 8 consecutive coordinates: one Philox call (four 32-bit words) per
+        # row gives its 8 coordinates 16 bits each
         pid = tl.program_id(0)
-        p = pid.to(tl.int64) * PAIRS + tl.arange(0, PAIRS)
-        mask = p < n_pairs
-        # contiguous (vectorised) loads of the pairs, split into even (high nibble) and odd values
-        offs = pid.to(tl.int64) * (2 * PAIRS) + tl.arange(0, 2 * PAIRS)
-        y = tl.load(Y + offs, mask=offs < 2 * n_pairs, other=0.0)
-        y_hi, y_lo = tl.split(tl.reshape(y, (PAIRS, 2)))
-        if HAS_RAND:  # explicit int16 draws (the tests' bit-for-bit comparison with the eager path)
-            r = tl.load(RAND + offs, mask=offs < 2 * n_pairs, other=0).to(tl.int32)
-            r_hi, r_lo = tl.split(tl.reshape(r, (PAIRS, 2)))
-        else:  # one Philox word per pair, 16 bits per coordinate
-            w = tl.randint(seed, p)
-            r_hi = (w & 0xFFFF).to(tl.int32) - 32768
-            r_lo = ((w >> 16) & 0xFFFF).to(tl.int32) - 32768
-        q_hi = _round_to_index(y_hi, r_hi, OFFSET, SLOPE, a, half_g, g, top)
-        q_lo = _round_to_index(y_lo, r_lo, OFFSET, SLOPE, a, half_g, g, top)
-        tl.store(PACKED + p, (q_hi * 16 + q_lo).to(tl.uint8), mask=mask)
+        octet = pid.to(tl.int64) * OCTETS + tl.arange(0, OCTETS)
+        offs = octet[:, None] * 8 + tl.arange(0, 8)[None, :]
+        mask = offs < 2 * n_pairs
+        y = tl.load(Y + offs, mask=mask, other=0.0)
+        if HAS_RAND:  # explicit int16 draws (the tests' comparison with the eager path)
+            r = tl.load(RAND + offs, mask=mask, other=0).to(tl.int32)
+        else:
+            w0, w1, w2, w3 = tl.randint4x(seed, octet)
+            # words in order (join stacks along a new last axis), then each word's low half for
+            # the even coordinate of its pair and its high half for the odd one
+            w = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (OCTETS, 4))
+            r = tl.reshape(tl.join(w & 0xFFFF, w >> 16), (OCTETS, 8)).to(tl.int32) - 32768
+        q = _round_to_index(y, r, OFFSET, SLOPE, a, half_g, g, top)
+        q_hi, q_lo = tl.split(tl.reshape(q, (OCTETS, 4, 2)))  # even coordinate: high nibble
+        pair = octet[:, None] * 4 + tl.arange(0, 4)[None, :]
+        tl.store(PACKED + pair, (q_hi * 16 + q_lo).to(tl.uint8), mask=pair < n_pairs)
         if HAS_DEQ:  # error feedback: the residual is what the indices do not carry
-            e = tl.join(y_hi - tl.load(DEQ + q_hi), y_lo - tl.load(DEQ + q_lo))
-            tl.store(Y + offs, tl.reshape(e, (2 * PAIRS,)), mask=offs < 2 * n_pairs)
+            tl.store(Y + offs, y - tl.load(DEQ + q), mask=mask)
 
     @triton.jit
     def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, scale, off0,
@@ -246,8 +247,9 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
     byte into ``packed`` (even coordinate in the high nibble); with ``deq`` (float32, one value
     per index), ``y -= deq[index]`` in place.
 
-    ``y.numel()`` must be even. The noise is Philox keyed by ``seed`` and the pair's position;
-    ``rand`` (int16 ``m - 2**15`` per coordinate) replaces it, for tests.
+    ``y.numel()`` must be even. The noise is Philox keyed by ``seed`` and the position (one call,
+    four 32-bit words, per 8 coordinates); ``rand`` (int16 ``m - 2**15`` per coordinate)
+    replaces it, for tests.
     """
     n, device = y.numel(), y.device
     if n % 2:
@@ -262,10 +264,10 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
         _check("rand", rand, n, (torch.int16,), device)
     pairs = n // 2
     if pairs:
-        _quantise_kernel[(triton.cdiv(pairs, QUANT_PAIRS),)](
+        _quantise_kernel[(triton.cdiv(pairs, 4 * QUANT_OCTETS),)](
             y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
             seed & 0x7FFFFFFF, pairs, a, half_g, g, top,
-            PAIRS=QUANT_PAIRS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
+            OCTETS=QUANT_OCTETS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
 
 
 def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: int, scale: float,
