@@ -45,6 +45,13 @@ CODECS = {
     "lossless": (lambda n, r: LosslessSketchCodec(n, columns=1 << 9, seed=SEED), "sparse", 1e-8),
 }
 
+try:  # THC on the fused Triton kernels, where they run on CPU tensors (Triton's interpreter)
+    from worker.codecs import thc_triton as _thc_triton
+    if _thc_triton.AVAILABLE and _thc_triton.INTERPRET:
+        CODECS["thc-triton"] = (lambda n, r: ThcCodec(n, rank=r, seed=SEED, triton=True), "dense", 0.3)
+except ImportError:
+    pass
+
 
 def _grads(kind: str, n: int) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(SEED + n)
@@ -81,6 +88,8 @@ def _through_switch(program, name: str, n: int, grads, loss: float = 0.0, steps:
     finally:
         job.close()
     assert errors == [None] * n, errors
+    if name.endswith("-triton"):  # the kernels ran (no worker fell back to the eager path)
+        assert all(set(c.last_kernels.values()) == {"triton"} for c in codecs)
     return results, sum(t.total.retransmissions for t in transports)
 
 

@@ -32,8 +32,10 @@ failure to import Triton makes :data:`AVAILABLE` false.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 from typing import Optional, Tuple
 
 import torch
@@ -52,6 +54,9 @@ __all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", 
 AVAILABLE = triton is not None
 #: the kernels were defined under Triton's CPU interpreter (``TRITON_INTERPRET=1``)
 INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
+#: Triton's interpreter swaps module-level state while a kernel runs, so interpreted launches
+#: from several threads (the tests' workers) take turns; compiled launches need no lock
+_LAUNCH_GUARD = threading.Lock() if INTERPRET else contextlib.nullcontext()
 #: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
 MIN_BLOCK, MAX_BLOCK = 256, 2048
 #: rows of 8 coordinates per program of the quantiser, and its warps
@@ -235,8 +240,10 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     r, c = tile_sides(block)
     if nblocks:
         prec, warps = _launch(device, block)
-        _rotate_kernel[(nblocks,)](x, signs, residual if residual is not None else y, y, partial, x.numel(),
-                                   1.0 / math.sqrt(block), R=r, C=c, HAS_RES=residual is not None, PREC=prec, num_warps=warps)
+        with _LAUNCH_GUARD:
+            _rotate_kernel[(nblocks,)](x, signs, residual if residual is not None else y, y, partial, x.numel(),
+                                       1.0 / math.sqrt(block), R=r, C=c, HAS_RES=residual is not None, PREC=prec,
+                                       num_warps=warps)
     return partial[:nblocks]
 
 
@@ -264,10 +271,11 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
         _check("rand", rand, n, (torch.int16,), device)
     pairs = n // 2
     if pairs:
-        _quantise_kernel[(triton.cdiv(pairs, 4 * QUANT_OCTETS),)](
-            y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
-            seed & 0x7FFFFFFF, pairs, a, half_g, g, top,
-            OCTETS=QUANT_OCTETS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
+        with _LAUNCH_GUARD:
+            _quantise_kernel[(triton.cdiv(pairs, 4 * QUANT_OCTETS),)](
+                y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
+                seed & 0x7FFFFFFF, pairs, a, half_g, g, top,
+                OCTETS=QUANT_OCTETS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
 
 
 def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: int, scale: float,
@@ -288,7 +296,8 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
     r, c = tile_sides(block)
     if padded:
         prec, warps = _launch(device, block)
-        _inverse_kernel[(padded // block,)](sums, signs, out, out.numel(), scale / math.sqrt(block), offset0,
-                                            R=r, C=c, PREC=prec, num_warps=warps)
+        with _LAUNCH_GUARD:
+            _inverse_kernel[(padded // block,)](sums, signs, out, out.numel(), scale / math.sqrt(block), offset0,
+                                                R=r, C=c, PREC=prec, num_warps=warps)
     return out
 
