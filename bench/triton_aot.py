@@ -66,9 +66,11 @@ def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Di
             if warps is None:
                 continue  # the codec keeps this block eager on this arch
             r, c = K.tile_sides(block)
-            for has_res in (False, True):
-                out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<6} residual={int(has_res)}", arch,
-                            K._rotate_kernel, ROTATE_SIG, {"R": r, "C": c, "HAS_RES": has_res, "PREC": prec}, warps))
+            # float32 gradients with and without error feedback; half-precision ones read as they are
+            for x_type, has_res in (("fp32", False), ("fp32", True), ("bf16", True), ("fp16", True)):
+                out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<6} {x_type} residual={int(has_res)}", arch,
+                            K._rotate_kernel, dict(ROTATE_SIG, X=f"*{x_type}"),
+                            {"R": r, "C": c, "HAS_RES": has_res, "PREC": prec}, warps))
             out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
                         {"R": r, "C": c, "PREC": prec}, warps))
         for has_deq in (False, True):
@@ -98,11 +100,11 @@ def main(argv: List[str] | None = None) -> int:
             use = compile_kernel(fn, sig, constants, arch, warps)
         except Exception as exc:  # noqa: BLE001 - report every failure, then exit non-zero
             bad += 1
-            print(f"sm_{arch}  {label:<52} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            print(f"sm_{arch}  {label:<58} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
             continue
         spills = use.get("STACK", 0) + use.get("LOCAL", 0)
         bad += spills > 0
-        print(f"sm_{arch}  {label:<52} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
+        print(f"sm_{arch}  {label:<58} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
               f"  shared {use.get('SHARED', 0):>5}" + ("  SPILLS" if spills else ""), flush=True)
     return 1 if args.check and bad else 0
 

@@ -184,6 +184,23 @@ def fresh_self_check(monkeypatch):
     monkeypatch.setattr(thc, "_KERNELS_VERIFIED", {})
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_gradients_are_read_as_they_are(dtype):
+    """A float16/bfloat16 gradient goes to the kernel unconverted: the same norm, indices and
+    decode as its float32 copy, and the decode comes back in the gradient's dtype."""
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(5)).to(dtype).to(DEVICE)
+    runs = []
+    for grad in (x, x.float()):
+        c = ThcCodec(1, seed=3, triton=True)
+        agreed = reference_agree([c.agreement(grad)])
+        lanes = c.encode(grad, agreed)
+        out = c.decode(reference_aggregate([lanes]), agreed, meta=lanes.meta)
+        assert c.last_kernels["agreement"] == "triton"
+        runs.append((agreed, lanes.streams[0].data, out))
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+    assert runs[0][2].dtype == dtype and torch.equal(runs[0][2], runs[1][2].to(dtype))
+
+
 @pytest.mark.parametrize("verified", [False, True], ids=["at-self-check", "at-launch"])
 def test_kernel_failure_falls_back_once(monkeypatch, caplog, fresh_self_check, verified):
     """A kernel that cannot build or launch (caught by the self-check, or later at a launch):
@@ -253,5 +270,6 @@ def test_kernels_compile_for_gpu_targets():
                           capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [l for l in done.stdout.splitlines() if l.startswith("sm_")]
-    # sm_75: 1024 only (3 transform kernels + 2 quantisers); sm_80/90: 1024 and 2048 (6 + 2 each)
-    assert len(lines) == 5 + 8 + 8 and not any("SPILLS" in l or "FAILED" in l for l in lines)
+    # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16) + inverse;
+    # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch
+    assert len(lines) == (5 + 2) + 2 * (10 + 2) and not any("SPILLS" in l or "FAILED" in l for l in lines)

@@ -366,12 +366,14 @@ class Codec(abc.ABC):
             self.states.pop(key, None)
 
 
-def check_gradient(grad: torch.Tensor, name: str = "grad") -> torch.Tensor:
-    """Check ``grad`` is a floating tensor and return it flattened (float32 view or copy)."""
+def check_gradient(grad: torch.Tensor, name: str = "grad", float32: bool = True) -> torch.Tensor:
+    """Check ``grad`` is a floating tensor and return it flattened (a view where it can be),
+    converted to float32 unless ``float32`` is False."""
     if not isinstance(grad, torch.Tensor) or not grad.is_floating_point():
         raise ValueError(f"{name}: must be a floating-point torch.Tensor, got "
                          f"{getattr(grad, 'dtype', type(grad).__name__)}")
-    return grad.reshape(-1).to(torch.float32)
+    flat = grad.reshape(-1)
+    return flat.to(torch.float32) if float32 else flat
 
 
 def check_finite_scalar(value: float, key: Hashable, where: str) -> None:

@@ -298,8 +298,8 @@ class ThcCodec(Codec):
     # ----------------------------------------------------------------- Codec API
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
         """Rotate (and compensate) ``grad``; return ``[code(||y||)]`` for the MAX round."""
-        x = check_gradient(grad)
-        numel = x.numel()
+        flat = check_gradient(grad, float32=False)
+        numel = flat.numel()
         block, padded = self._layout(numel)
         state = self._state(key)
         if (self.error_feedback and state.residual is not None
@@ -308,22 +308,24 @@ class ThcCodec(Codec):
                              f"state has {state.residual.numel()} (padded); call reset({key!r})")
         if state.pending is not None:  # agreement again without encode: recycle the buffer
             state.spare, state.pending = state.pending, None
-        y = self._take_spare(state, padded, x.device)
+        y = self._take_spare(state, padded, flat.device)
         residual = state.residual if self.error_feedback else None
         norm = None
-        kernels = self._kernels(x, block)
+        kernels = self._kernels(flat, block)
         if kernels is not None:  # one pass: y = H (D pad(x)) + e and per-block sums of squares
             try:
+                # float16/bfloat16 gradients are read as they are (no float32 copy in memory)
+                x = flat.contiguous() if flat.dtype in kernels.INPUT_DTYPES else flat.to(torch.float32)
                 with self._lock:
-                    partial = self._buf("partial", padded // block, torch.float32, x.device)
-                    parts = kernels.rotate(x.contiguous(), self._sign_bits(kernels, state, padded, x.device), residual, y,
+                    partial = self._buf("partial", padded // block, torch.float32, flat.device)
+                    parts = kernels.rotate(x, self._sign_bits(kernels, state, padded, flat.device), residual, y,
                                            block, partial)
                     norm = parts.sum(dtype=torch.float64).sqrt().to(torch.float32).reshape(1)
                 self.last_kernels["agreement"] = "triton"
             except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
                 self._kernel_failed(exc)
         if norm is None:
-            norm = self._eager_rotate(x, y, state, residual, block, padded)
+            norm = self._eager_rotate(flat.to(torch.float32), y, state, residual, block, padded)
         check_finite_scalar(float(norm), key, "local")
         state.pending = y
         state.meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype,

@@ -47,7 +47,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS", "QUANT_WARPS",
+__all__ = ["AVAILABLE", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS", "QUANT_WARPS",
            "pack_sign_bits", "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
 
 #: Triton imported
@@ -57,6 +57,8 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
 #: Triton's interpreter swaps module-level state while a kernel runs, so interpreted launches
 #: from several threads (the tests' workers) take turns; compiled launches need no lock
 _LAUNCH_GUARD = threading.Lock() if INTERPRET else contextlib.nullcontext()
+#: gradient dtypes ``rotate`` reads as they are (converted to float32 in registers, not in memory)
+INPUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 #: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
 MIN_BLOCK, MAX_BLOCK = 256, 2048
 #: rows of 8 coordinates per program of the quantiser, and its warps
@@ -139,7 +141,7 @@ if AVAILABLE:
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
         offs = pid.to(tl.int64) * (R * C) + (rows[:, None] * C + cols[None, :])
-        x = tl.load(X + offs, mask=offs < numel, other=0.0)  # the padding reads as zeros
+        x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)  # padding reads as zeros
         x = x * _sign(SIGN_BITS, offs)
         y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
         y = y * norm  # 1 / sqrt(R C): orthonormal
@@ -219,7 +221,8 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     """``y = fwht(signs * pad(x), block) + residual`` (orthonormal, blockwise) in one pass.
 
     Args:
-        x: flat float32 gradient (``numel`` values, padded with zeros up to ``y.numel()``).
+        x: flat gradient, float32, float16 or bfloat16 (``numel`` values, padded with zeros up
+            to ``y.numel()``).
         signs: the padded length's sign bits (:func:`pack_sign_bits`).
         residual: float32 of the padded length, or None.
         y: float32 output, padded length (a multiple of ``block``).
@@ -231,7 +234,7 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     """
     padded, device = y.numel(), y.device
     nblocks = padded // block
-    _check("x", x, 0, (torch.float32,), device)
+    _check("x", x, 0, INPUT_DTYPES, device)
     _check("signs", signs, padded // 8, (torch.uint8,), device)
     _check("y", y, padded, (torch.float32,), device)
     _check("partial", partial, nblocks, (torch.float32,), device)
