@@ -65,10 +65,11 @@ MIN_BLOCK, MAX_BLOCK = 256, 2048
 QUANT_OCTETS, QUANT_WARPS = 256, 8
 
 
-#: (dot precision, warps) of the transform kernels per block size, from the register use ptxas
-#: reports for sm_75/80/90 (``python bench/triton_aot.py``): no spills and the most warps
-#: resident per SM (at 16 warps the compiler caps a thread at 128 registers; 4 or 8 warps took
-#: 135-151, leaving 8-12 warps per SM). Chosen without timing them: no GPU was at hand.
+#: (dot precision, warps) of the transform kernels per block size, picked from the register use
+#: ptxas reports for sm_75/80/90 (``python bench/triton_aot.py``): no spills, and as many warps
+#: resident per SM as the registers allow (16 warps per 32x32 tile keep a thread at <= 128
+#: registers; 4 or 8 warps let the compiler go above and fit fewer warps). Chosen without
+#: timing them: no GPU was at hand.
 #: "tf32x3" (three TF32 products, fp32-accurate, tensor cores) needs sm_80+; plain fp32 ("ieee")
 #: spills beyond 1024-value blocks, so older GPUs keep bigger blocks eager. 4096-value blocks
 #: (64x64 tiles) spill at every warp count on sm_80, so they stay eager everywhere.
@@ -91,7 +92,7 @@ def _config(device: torch.device, block: int) -> Optional[Tuple[str, int]]:
 
 
 def supported(t: torch.Tensor, block: int) -> bool:
-    """True when the kernels can run on ``t`` (device, dtype) with Hadamard block ``block``."""
+    """True when the kernels can run on ``t``'s device with Hadamard block ``block``."""
     if not AVAILABLE or not MIN_BLOCK <= block <= MAX_BLOCK:
         return False
     if not (t.is_cuda or (INTERPRET and t.device.type == "cpu")):
