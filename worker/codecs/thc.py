@@ -640,53 +640,75 @@ def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Seque
     where = f"self-check on {device}, block {block}"
     try:
         gen = torch.Generator().manual_seed(block)
-        padded, numel = 2 * block, 2 * block - 3
-        x = torch.randn(numel, generator=gen)
-        signs = random_signs(7, padded, torch.int8)
+        signs = random_signs(7, 2 * block, torch.int8)
         bits = kernels.pack_sign_bits(signs).to(device)
-        res = torch.randn(padded, generator=gen)
-        y = torch.empty(padded, device=device)
-        parts = kernels.rotate(x.to(device), bits, res.to(device), y,
-                               block, torch.empty(2, device=device)).cpu().double()
-        y = y.cpu().double()
-        ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
-        tol = 1e-5 * float(ref.abs().max())
-        if not (y - ref).abs().max() <= tol or not torch.allclose(parts.sum(), (ref ** 2).sum(), rtol=1e-5):
-            problem = f"{where}: rotate differs from the eager transform by {float((y - ref).abs().max()):.3g}"
-        else:
-            luts = _rounding_luts(table)
-            g = float(table[-1])
-            top = float(len(table) - 1)
-            yq = torch.randn(padded, generator=gen) * 6
-            rand = torch.randint(-(1 << 15), 1 << 15, (padded,), generator=gen, dtype=torch.int16)
-            deq = (luts["levels"] - g / 2.0) * 0.25
-            yk = yq.to(device, copy=True)  # the kernel updates it in place
-            packed = torch.empty(padded // 2, dtype=torch.uint8, device=device)
-            kernels.quantise(yk, packed, luts["offset"].to(device), luts["slope"].to(device), deq.to(device), 0,
-                             2.0, g / 2.0, g, top, rand=rand.to(device))
-            got = unpack_nibbles(packed.cpu(), padded).long()
-            u = (yq * 2.0 + g / 2.0).clamp(0.0, g)
-            j = u.long()
-            want = (luts["offset"][j] + luts["slope"][j] * u + rand.float() * 2.0 ** -16).clamp(max=top).floor().long()
-            # float contraction may move a value across a rounding boundary: one level, rarely
-            if (got - want).abs().max() > 1 or (got != want).sum() > max(1, padded // 1000) \
-                    or not torch.equal(yk.cpu(), yq - deq[got]):
-                problem = f"{where}: quantise differs from the eager rounding ({int((got != want).sum())} indices)"
-            else:
-                sums = torch.randint(0, int(g) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
-                out = torch.empty(numel, device=device)
-                kernels.inverse(sums.to(device), bits, out, block, 0.125, 3.0)
-                z = fwht(sums.double(), block) * 0.125
-                z.view(-1, block)[:, 0] -= 3.0
-                ref = (z * signs.double())[:numel]
-                err = float((out.cpu().double() - ref).abs().max())
-                problem = None if err <= 1e-5 * float(ref.abs().max()) else \
-                    f"{where}: inverse differs from the eager decode by {err:.3g}"
+        problem = (_check_rotate(kernels, device, block, signs, bits, gen)
+                   or _check_quantise(kernels, device, 2 * block, table, gen)
+                   or _check_inverse(kernels, device, block, signs, bits, table, gen))
+        problem = problem and f"{where}: {problem}"
     except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
         problem = f"{where}: {type(exc).__name__}: {exc}"
     with _TRITON_LOCK:
         _KERNELS_VERIFIED[key] = problem
     return problem
+
+
+#: relative error the self-check allows the transforms (float32 through a 2-factor transform)
+_SELF_CHECK_RTOL = 1e-5
+
+
+def _check_rotate(kernels: Any, device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor,
+                  gen: torch.Generator) -> Optional[str]:
+    padded = signs.numel()
+    x = torch.randn(padded - 3, generator=gen)  # a padded tail
+    res = torch.randn(padded, generator=gen)
+    y = torch.empty(padded, device=device)
+    parts = kernels.rotate(x.to(device), bits, res.to(device), y, block, torch.empty(2, device=device))
+    ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
+    err = float((y.cpu().double() - ref).abs().max())
+    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
+        return f"rotate differs from the eager transform by {err:.3g}"
+    if not torch.allclose(parts.cpu().double().sum(), (ref ** 2).sum(), rtol=_SELF_CHECK_RTOL):
+        return "rotate's sums of squares differ from the eager norm"
+    return None
+
+
+def _check_quantise(kernels: Any, device: torch.device, n: int, table: Sequence[int],
+                    gen: torch.Generator) -> Optional[str]:
+    luts = _rounding_luts(table)
+    g, top = float(table[-1]), float(len(table) - 1)
+    y = torch.randn(n, generator=gen) * 6  # a = 2: some clamp on both sides
+    rand = torch.randint(-(1 << 15), 1 << 15, (n,), generator=gen, dtype=torch.int16)
+    deq = (luts["levels"] - g / 2.0) * 0.25
+    yk = y.to(device, copy=True)  # the kernel updates it in place
+    packed = torch.empty(n // 2, dtype=torch.uint8, device=device)
+    kernels.quantise(yk, packed, luts["offset"].to(device), luts["slope"].to(device), deq.to(device), 0,
+                     2.0, g / 2.0, g, top, rand=rand.to(device))
+    got = unpack_nibbles(packed.cpu(), n).long()
+    u = (y * 2.0 + g / 2.0).clamp(0.0, g)
+    j = u.long()
+    want = (luts["offset"][j] + luts["slope"][j] * u + rand.float() * 2.0 ** -16).clamp(max=top).floor().long()
+    # float contraction may move a value across a rounding boundary: one level, rarely
+    if (got - want).abs().max() > 1 or (got != want).sum() > max(1, n // 1000):
+        return f"quantise differs from the eager rounding ({int((got != want).sum())} of {n} indices)"
+    if not torch.equal(yk.cpu(), y - deq[got]):
+        return "quantise differs from its own indices in the error-feedback update (y - deq[index])"
+    return None
+
+
+def _check_inverse(kernels: Any, device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor,
+                   table: Sequence[int], gen: torch.Generator) -> Optional[str]:
+    padded = signs.numel()
+    sums = torch.randint(0, int(table[-1]) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
+    out = torch.empty(padded - 3, device=device)
+    kernels.inverse(sums.to(device), bits, out, block, 0.125, 3.0)
+    z = fwht(sums.double(), block) * 0.125
+    z.view(-1, block)[:, 0] -= 3.0
+    ref = (z * signs.double())[: padded - 3]
+    err = float((out.cpu().double() - ref).abs().max())
+    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
+        return f"inverse differs from the eager decode by {err:.3g}"
+    return None
 
 
 def _native_quantiser() -> Optional[Any]:
