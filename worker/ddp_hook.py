@@ -71,12 +71,12 @@ def _allreduce_mean(state: HinaState, tensor: torch.Tensor) -> torch.futures.Fut
     return fut.then(lambda f: f.value()[0].div_(world))
 
 
-def _resync_sequence(state: HinaState, group) -> None:
+def _resync_sequence(state: HinaState, group, device: torch.device) -> None:
     """After a failed call the workers' sequence numbers may differ (a worker stopped part-way):
     all continue from a common number past anything sent, which the switch treats as new rounds
     in every slot copy (partial contributions of the failed call are discarded)."""
     transport = state.transport
-    seq = torch.tensor([transport.next_seq], dtype=torch.int64)
+    seq = torch.tensor([transport.next_seq], dtype=torch.int64, device=device)
     dist.all_reduce(seq, op=dist.ReduceOp.MAX, group=group)
     transport.next_seq = (int(seq) + 2 * transport.job.n_slots) % (1 << 32)
 
@@ -122,7 +122,8 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
     except TransportError as exc:
         failure = exc
     group = state.process_group or dist.group.WORLD
-    ok = torch.tensor([0 if failure else 1], dtype=torch.int32)
+    # on the bucket's device: NCCL groups (CUDA training) reduce only CUDA tensors
+    ok = torch.tensor([0 if failure else 1], dtype=torch.int32, device=tensor.device)
     dist.all_reduce(ok, op=dist.ReduceOp.MIN, group=group)
     state.stats["seconds"] += time.monotonic() - started
     state.stats["bytes_sent"] += state.transport.total.bytes_sent - sent_before
@@ -130,7 +131,7 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
         state.stats["fallback_buckets"] += 1
         log.warning("HINA: bucket %d falls back to fp32 all-reduce (%s)", bucket.index(),
                     failure or "another worker's switch path failed")
-        _resync_sequence(state, group)
+        _resync_sequence(state, group, tensor.device)
         return _allreduce_mean(state, tensor)
     state.stats["hina_buckets"] += 1
     tensor.copy_(result)
