@@ -98,14 +98,20 @@ def make_codec(mode: str, n_workers: int, rank: int):
 
 
 def _train_worker(rank: int, mode: str, seat: Optional[WorkerSeat], n_workers: int,
-                  init: str, epochs: int, batch: int, lr: float, out: "mp.Queue") -> None:
-    """One DDP worker process."""
+                  init: str, epochs: int, batch: int, lr: float, out: "mp.Queue",
+                  device_kind: str = "cpu") -> None:
+    """One DDP worker process (model, gradients and codec on ``device_kind``: "cpu", or "cuda"
+    for GPU ``rank mod count``; gloo carries CUDA tensors too, so ranks may share a GPU)."""
     from worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(1)
+    device = torch.device("cpu")
+    if device_kind == "cuda":
+        device = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n_workers)
     try:
-        x_tr, y_tr, x_te, y_te = load_digits_split()
-        model = DDP(make_model())
+        x_tr, y_tr, x_te, y_te = (t.to(device) for t in load_digits_split())
+        model = DDP(make_model().to(device), device_ids=[device] if device.type == "cuda" else None)
         n_params = sum(p.numel() for p in model.parameters())
         state = None
         if mode != "fp32":
@@ -168,7 +174,7 @@ def run_mode(mode: str, args, deployment: Optional[LocalDeployment]) -> RunResul
         init = f"tcp://127.0.0.1:{free_tcp_port()}"
         procs = [ctx.Process(target=_train_worker,
                              args=(r, mode, seats[r], args.workers, init, args.epochs,
-                                   args.batch, args.lr, out))
+                                   args.batch, args.lr, out, getattr(args, "device", "cpu")))
                  for r in range(args.workers)]
         for p in procs:
             p.start()
@@ -246,8 +252,13 @@ def main(argv=None) -> int:
                         help="HINA_WORDS the switch program is compiled with")
     parser.add_argument("--slots", type=int, default=32, help="aggregation slots of the job")
     parser.add_argument("--loss", type=float, default=0.0, help="packet loss per switch port")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the model, gradients and codecs run (cuda: worker r on GPU r mod "
+                             "count; never run in this project's CI, which has no GPU)")
     parser.add_argument("--out", default=str(ROOT / "out"))
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device available")
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
     if bad:
