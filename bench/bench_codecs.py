@@ -321,7 +321,8 @@ def main(argv: List[str] | None = None) -> None:
         for name, size, both in thc_rows:
             seconds = size * FP32_BYTES / 1e9 / both
             traffic = size * THC_MIN_BYTES / 1e9 / seconds
-            print(f"{name:<34}{size // MEGA:>5}M{seconds * 1e3:>12.2f}{traffic:>14.2f}{100 * traffic / copy_gbps:>10.1f}%")
+            share = 100 * traffic / copy_gbps
+            print(f"{name:<34}{size // MEGA:>5}M{seconds * 1e3:>12.2f}{traffic:>14.2f}{share:>10.1f}%")
     if COMPILE_SECONDS is not None:
         print(f"(compiled THC: native kernel build/load took {COMPILE_SECONDS:.2f} s, excluded from the timings)")
     if args.skip_nmse:

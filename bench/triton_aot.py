@@ -35,14 +35,16 @@ from triton.compiler import ASTSource  # noqa: E402
 from worker.codecs import thc_triton as K  # noqa: E402
 
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64", "norm": "fp32"}
+ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64",
+              "norm": "fp32"}
 INVERSE_SIG = {"SUMS": "*i32", "SIGN_BITS": "*u8", "OUT": "*fp32", "numel": "i64",
                "scale": "fp32", "off0": "fp32"}
 QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
              "seed": "i32", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}
 
 
-def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], arch: int, warps: int) -> Dict[str, int]:
+def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], arch: int,
+                   warps: int) -> Dict[str, int]:
     """Compile ``fn`` for sm_<arch>; {"REG", "STACK", "SHARED", "LOCAL"} from its cubin."""
     sig = dict(signature, **{k: "constexpr" for k in constants})
     names = list(sig)
@@ -74,8 +76,9 @@ def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Di
             out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
                         {"R": r, "C": c, "PREC": prec}, warps))
         for has_deq in (False, True):
-            out.append((f"quantise {8 * K.QUANT_OCTETS} values, error feedback={int(has_deq)}", arch, K._quantise_kernel,
-                        QUANT_SIG, {"OCTETS": K.QUANT_OCTETS, "HAS_DEQ": has_deq, "HAS_RAND": False}, K.QUANT_WARPS))
+            out.append((f"quantise {8 * K.QUANT_OCTETS} values, error feedback={int(has_deq)}", arch,
+                        K._quantise_kernel, QUANT_SIG,
+                        {"OCTETS": K.QUANT_OCTETS, "HAS_DEQ": has_deq, "HAS_RAND": False}, K.QUANT_WARPS))
     return out
 
 

@@ -36,7 +36,8 @@ On CUDA tensors the codec uses the fused Triton kernels of :mod:`worker.codecs.t
 Triton imports (it ships with CUDA builds of torch): one kernel per phase (rotate + norm,
 quantise + pack + error feedback, inverse), three memory passes in place of the eager path's ~20.
 ``ThcCodec(triton=False)`` or ``HINA_THC_TRITON=0`` keeps the eager path; a kernel that fails to
-build logs one warning and the codec goes on eagerly.
+build, or its self-check against the eager math at first use, logs one warning and the codec goes
+on eagerly.
 """
 from __future__ import annotations
 
@@ -53,8 +54,7 @@ import torch
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
                    check_gradient, float_from_max_code, float_to_max_code)
 from .errors import CodecError
-from .packing import unpack_nibbles
-from .hadamard import build_native_library, fwht, fwht_into, native_fwht_into, native_kernel, random_signs
+from .hadamard import build_native_library, fwht_into, native_fwht_into, native_kernel, random_signs
 from .thc_table import DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, check_table
 
 __all__ = ["DEFAULT_BLOCK", "ThcCodec", "ThcState", "quantise_two_stage"]
@@ -135,12 +135,11 @@ class ThcCodec(Codec):
             on CUDA tensors whenever Triton imports, unless ``HINA_THC_TRITON=0``; False: never;
             True: also on CPU tensors when Triton's interpreter is on (``TRITON_INTERPRET=1``,
             for tests). Blocks outside 256..2048 values (buckets of <= 128 values, blocks of 4096)
-            stay eager.
-            Rotations and statistics are the eager path's; the rounding noise comes from
-            in-kernel Philox instead of the torch generator. The first use per device and block
-            checks the kernels against the eager math (:func:`_verify_kernels`). Workers of one
-            job should all run the same implementation (see ``last_kernels``): the float
-            rounding differs between them.
+            stay eager. Rotations and statistics are the eager path's; the rounding noise comes
+            from in-kernel Philox instead of the torch generator. The first use per device and
+            block checks the kernels against the eager math
+            (:func:`~worker.codecs.thc_triton.self_check`). Workers of one job should all run the
+            same implementation (see ``last_kernels``): the float rounding differs between them.
 
     .. warning::
         DDP rebuilds its buckets after the first iteration; a bucket key whose size changes while
@@ -459,7 +458,8 @@ class ThcCodec(Codec):
             try:
                 with self._lock:
                     out = self._output_buffer(numel, device)
-                    kernels.inverse(sums.contiguous(), self._sign_bits(kernels, state, padded, device), out, block, step / n,
+                    bits = self._sign_bits(kernels, state, padded, device)
+                    kernels.inverse(sums.contiguous(), bits, out, block, step / n,
                                     (g / 2.0) * step * math.sqrt(block))
                 self.last_kernels["decode"] = "triton"
                 return out.view(meta["shape"]).to(meta["dtype"])
@@ -627,88 +627,16 @@ _KERNELS_VERIFIED: Dict[tuple, Optional[str]] = {}
 
 
 def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Sequence[int]) -> Optional[str]:
-    """Run the three Triton kernels once per (device, block, table) on two blocks of random data
-    against the eager math; None when they agree, else what differed (or the build error).
-
-    A guard for GPUs the kernels never ran on: a kernel that builds but computes wrongly (a
-    compiler or driver problem) turns the codec eager with a warning instead of training on
-    garbage. Costs three small launches once per process and configuration."""
+    """:func:`~worker.codecs.thc_triton.self_check`, once per (device, block, table) and process:
+    None when the kernels agree with the eager math, else what differed."""
     key = (device, block, tuple(table))
     with _TRITON_LOCK:
         if key in _KERNELS_VERIFIED:
             return _KERNELS_VERIFIED[key]
-    where = f"self-check on {device}, block {block}"
-    try:
-        gen = torch.Generator().manual_seed(block)
-        signs = random_signs(7, 2 * block, torch.int8)
-        bits = kernels.pack_sign_bits(signs).to(device)
-        problem = (_check_rotate(kernels, device, block, signs, bits, gen)
-                   or _check_quantise(kernels, device, 2 * block, table, gen)
-                   or _check_inverse(kernels, device, block, signs, bits, table, gen))
-        problem = problem and f"{where}: {problem}"
-    except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
-        problem = f"{where}: {type(exc).__name__}: {exc}"
+    problem = kernels.self_check(device, block, _rounding_luts(table), float(table[-1]), float(len(table) - 1))
     with _TRITON_LOCK:
         _KERNELS_VERIFIED[key] = problem
     return problem
-
-
-#: relative error the self-check allows the transforms (float32 through a 2-factor transform)
-_SELF_CHECK_RTOL = 1e-5
-
-
-def _check_rotate(kernels: Any, device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor,
-                  gen: torch.Generator) -> Optional[str]:
-    padded = signs.numel()
-    x = torch.randn(padded - 3, generator=gen)  # a padded tail
-    res = torch.randn(padded, generator=gen)
-    y = torch.empty(padded, device=device)
-    parts = kernels.rotate(x.to(device), bits, res.to(device), y, block, torch.empty(2, device=device))
-    ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
-    err = float((y.cpu().double() - ref).abs().max())
-    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
-        return f"rotate differs from the eager transform by {err:.3g}"
-    if not torch.allclose(parts.cpu().double().sum(), (ref ** 2).sum(), rtol=_SELF_CHECK_RTOL):
-        return "rotate's sums of squares differ from the eager norm"
-    return None
-
-
-def _check_quantise(kernels: Any, device: torch.device, n: int, table: Sequence[int],
-                    gen: torch.Generator) -> Optional[str]:
-    luts = _rounding_luts(table)
-    g, top = float(table[-1]), float(len(table) - 1)
-    y = torch.randn(n, generator=gen) * 6  # a = 2: some clamp on both sides
-    rand = torch.randint(-(1 << 15), 1 << 15, (n,), generator=gen, dtype=torch.int16)
-    deq = (luts["levels"] - g / 2.0) * 0.25
-    yk = y.to(device, copy=True)  # the kernel updates it in place
-    packed = torch.empty(n // 2, dtype=torch.uint8, device=device)
-    kernels.quantise(yk, packed, luts["offset"].to(device), luts["slope"].to(device), deq.to(device), 0,
-                     2.0, g / 2.0, g, top, rand=rand.to(device))
-    got = unpack_nibbles(packed.cpu(), n).long()
-    u = (y * 2.0 + g / 2.0).clamp(0.0, g)
-    j = u.long()
-    want = (luts["offset"][j] + luts["slope"][j] * u + rand.float() * 2.0 ** -16).clamp(max=top).floor().long()
-    # float contraction may move a value across a rounding boundary: one level, rarely
-    if (got - want).abs().max() > 1 or (got != want).sum() > max(1, n // 1000):
-        return f"quantise differs from the eager rounding ({int((got != want).sum())} of {n} indices)"
-    if not torch.equal(yk.cpu(), y - deq[got]):
-        return "quantise differs from its own indices in the error-feedback update (y - deq[index])"
-    return None
-
-
-def _check_inverse(kernels: Any, device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor,
-                   table: Sequence[int], gen: torch.Generator) -> Optional[str]:
-    padded = signs.numel()
-    sums = torch.randint(0, int(table[-1]) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
-    out = torch.empty(padded - 3, device=device)
-    kernels.inverse(sums.to(device), bits, out, block, 0.125, 3.0)
-    z = fwht(sums.double(), block) * 0.125
-    z.view(-1, block)[:, 0] -= 3.0
-    ref = (z * signs.double())[: padded - 3]
-    err = float((out.cpu().double() - ref).abs().max())
-    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
-        return f"inverse differs from the eager decode by {err:.3g}"
-    return None
 
 
 def _native_quantiser() -> Optional[Any]:

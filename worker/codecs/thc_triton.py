@@ -36,7 +36,7 @@ import contextlib
 import math
 import os
 import threading
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -47,8 +47,9 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS", "QUANT_WARPS",
-           "pack_sign_bits", "precision_for", "supported", "tile_sides", "rotate", "quantise", "inverse"]
+__all__ = ["AVAILABLE", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
+           "QUANT_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "self_check",
+           "supported", "tile_sides"]
 
 #: Triton imported
 AVAILABLE = triton is not None
@@ -305,3 +306,92 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
                                                 R=r, C=c, PREC=prec, num_warps=warps)
     return out
 
+
+
+# ------------------------------------------------------------------------------- self-check
+#: relative error the self-check allows the transforms (float32 through a 2-factor transform)
+_SELF_CHECK_RTOL = 1e-5
+
+
+def self_check(device: torch.device, block: int, luts: Dict[str, torch.Tensor], g: float,
+               top: float) -> Optional[str]:
+    """Run the three kernels on two blocks of random data against the eager math; None when
+    they agree, else what differed (or the build or launch error).
+
+    A guard for GPUs the kernels never ran on: a kernel that builds but computes wrongly (a
+    compiler or driver problem) must turn the codec eager rather than train on wrong values.
+
+    Args:
+        device: where to run them.
+        block: Hadamard block size (a supported one).
+        luts: the codec's rounding tables (``offset``, ``slope``, ``levels``; see
+            ``thc._rounding_luts``).
+        g: the table's largest level; top: the largest index.
+    """
+    from .hadamard import random_signs  # local: the eager helpers only matter here
+    where = f"self-check on {device}, block {block}"
+    try:
+        gen = torch.Generator().manual_seed(block)
+        signs = random_signs(7, 2 * block, torch.int8)
+        bits = pack_sign_bits(signs).to(device)
+        problem = (_check_rotate(device, block, signs, bits, gen)
+                   or _check_quantise(device, 2 * block, luts, g, top, gen)
+                   or _check_inverse(device, block, signs, bits, g, gen))
+    except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
+        problem = f"{type(exc).__name__}: {exc}"
+    return problem and f"{where}: {problem}"
+
+
+def _check_rotate(device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor,
+                  gen: torch.Generator) -> Optional[str]:
+    from .hadamard import fwht
+    padded = signs.numel()
+    x = torch.randn(padded - 3, generator=gen)  # a padded tail
+    res = torch.randn(padded, generator=gen)
+    y = torch.empty(padded, device=device)
+    parts = rotate(x.to(device), bits, res.to(device), y, block, torch.empty(2, device=device))
+    ref = fwht(torch.cat([x, x.new_zeros(3)]).double() * signs.double(), block) + res.double()
+    err = float((y.cpu().double() - ref).abs().max())
+    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
+        return f"rotate differs from the eager transform by {err:.3g}"
+    if not torch.allclose(parts.cpu().double().sum(), (ref ** 2).sum(), rtol=_SELF_CHECK_RTOL):
+        return "rotate's sums of squares differ from the eager norm"
+    return None
+
+
+def _check_quantise(device: torch.device, n: int, luts: Dict[str, torch.Tensor], g: float, top: float,
+                    gen: torch.Generator) -> Optional[str]:
+    from .packing import unpack_nibbles
+    y = torch.randn(n, generator=gen) * 6  # a = 2: some clamp on both sides
+    rand = torch.randint(-(1 << 15), 1 << 15, (n,), generator=gen, dtype=torch.int16)
+    deq = (luts["levels"] - g / 2.0) * 0.25
+    yk = y.to(device, copy=True)  # the kernel updates it in place
+    packed = torch.empty(n // 2, dtype=torch.uint8, device=device)
+    quantise(yk, packed, luts["offset"].to(device), luts["slope"].to(device), deq.to(device), 0,
+             2.0, g / 2.0, g, top, rand=rand.to(device))
+    got = unpack_nibbles(packed.cpu(), n).long()
+    u = (y * 2.0 + g / 2.0).clamp(0.0, g)
+    j = u.long()
+    want = (luts["offset"][j] + luts["slope"][j] * u + rand.float() * 2.0 ** -16).clamp(max=top).floor().long()
+    # float contraction may move a value across a rounding boundary: one level, rarely
+    if (got - want).abs().max() > 1 or (got != want).sum() > max(1, n // 1000):
+        return f"quantise differs from the eager rounding ({int((got != want).sum())} of {n} indices)"
+    if not torch.equal(yk.cpu(), y - deq[got]):
+        return "quantise differs from its own indices in the error-feedback update (y - deq[index])"
+    return None
+
+
+def _check_inverse(device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor, g: float,
+                   gen: torch.Generator) -> Optional[str]:
+    from .hadamard import fwht
+    padded = signs.numel()
+    sums = torch.randint(0, int(g) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
+    out = torch.empty(padded - 3, device=device)
+    inverse(sums.to(device), bits, out, block, 0.125, 3.0)
+    z = fwht(sums.double(), block) * 0.125
+    z.view(-1, block)[:, 0] -= 3.0
+    ref = (z * signs.double())[: padded - 3]
+    err = float((out.cpu().double() - ref).abs().max())
+    if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
+        return f"inverse differs from the eager decode by {err:.3g}"
+    return None
