@@ -100,9 +100,27 @@ def _tensor(round_: int, worker: int, size: int):
     return torch.randn(size, generator=torch.Generator().manual_seed(round_ * 1009 + worker))
 
 
+def bench_device(text: str):
+    """The torch device ``text`` names ("cpu", "cuda", "cuda:N"), if this machine has it; else
+    ValueError saying why."""
+    import torch
+    try:
+        dev = torch.device(text)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {text!r}: cpu, cuda or cuda:N")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {text!r}: no CUDA device available")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"--device {text!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+    return dev
+
+
 def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: bool = True,
               barrier_timeout: float = 60.0,
-              progress: Optional[Callable[[int], None]] = None) -> BenchReport:
+              progress: Optional[Callable[[int], None]] = None, device: str = "cpu") -> BenchReport:
     """Allreduce ``rounds`` random tensors of ``size`` elements through the switch.
 
     Args:
@@ -112,20 +130,29 @@ def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: 
         rounds: allreduce calls.
         check: compare with the exact mean (every worker's tensor is reproducible here).
         progress: called with the number of elements done after each round (a progress bar).
+        device: where the tensors live and the codec runs ("cpu", "cuda", "cuda:1", ...); the
+            tensors are drawn on the CPU (reproducible on every worker) and moved there untimed.
     """
+    import torch
     from .transport import allreduce
     if size < 1 or rounds < 1:
         raise ValueError(f"size={size}, rounds={rounds}: both must be >= 1")
+    dev = bench_device(device)
     codec = seat.codec()
     transport = seat.transport()
     report = BenchReport(seat.worker_index, seat.n_workers, seat.codec_params.name, size, rounds)
     try:
         client.barrier("bench-start", timeout=barrier_timeout)
         for r in range(rounds):
-            mine = _tensor(r, seat.worker_index, size)
+            mine = _tensor(r, seat.worker_index, size).to(dev)
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
             start = time.perf_counter()
             mean = allreduce(mine, codec, transport, key=0)
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
             report.seconds.append(time.perf_counter() - start)
+            mean = mean.cpu()
             if check:
                 exact = sum(_tensor(r, w, size) for w in range(seat.n_workers)) / seat.n_workers
                 err = float((mean - exact).norm() / exact.norm())

@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--rounds", type=int, default=3)
     bench.add_argument("--no-check", dest="check", action="store_false",
                        help="skip the comparison with the exact mean")
+    bench.add_argument("--device", default="cpu",
+                       help="where the tensors live and the codec runs: cpu, cuda or cuda:N")
     bench.add_argument("--json", action="store_true")
     return parser
 
@@ -83,7 +85,7 @@ def _bench(client, seat, args) -> int:
     with tqdm(total=args.size * args.rounds, unit="el", unit_scale=True, disable=args.json,
               desc=f"worker {seat.worker_index} {seat.codec_params.name}") as bar:
         report = run_bench(client, seat, args.size, args.rounds, args.check,
-                           args.barrier_timeout, progress=bar.update)
+                           args.barrier_timeout, progress=bar.update, device=args.device)
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -96,7 +98,14 @@ def _bench(client, seat, args) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "action", None) == "bench":  # refused before joining: the others would wait
+        from .agent import bench_device
+        try:
+            bench_device(args.device)
+        except ValueError as exc:
+            parser.error(str(exc))
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
