@@ -40,7 +40,7 @@ ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "P
 INVERSE_SIG = {"SUMS": "*i32", "SIGN_BITS": "*u8", "OUT": "*fp32", "numel": "i64",
                "scale": "fp32", "off0": "fp32"}
 QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
-             "seed": "i32", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}
+             "seed": "i64", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}
 
 
 def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], arch: int,

@@ -402,7 +402,7 @@ class ThcCodec(Codec):
         g, T = self.granularity, self.threshold
         luts = self._device_luts(y.device)
         deq = self._dequantised_levels(y.device, scale) if self.error_feedback else None
-        seed = int(torch.randint(0, 1 << 31, (1,), generator=self._generator(state, torch.device("cpu"))))
+        seed = int(torch.randint(0, 1 << 62, (1,), generator=self._generator(state, torch.device("cpu"))))
         kernels.quantise(y, packed, luts["offset"], luts["slope"], deq, seed, scale * g / (2.0 * T), g / 2.0,
                          float(g), float(len(self.table) - 1))
 

@@ -62,6 +62,9 @@ _LAUNCH_GUARD = threading.Lock() if INTERPRET else contextlib.nullcontext()
 INPUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 #: smallest and largest Hadamard block the kernels take (tiles 16x16 to 32x64)
 MIN_BLOCK, MAX_BLOCK = 256, 2048
+#: the quantiser's seed is passed with this bit set: always a 64-bit argument (one compiled
+#: variant), 62 bits of it random
+_SEED_BIT = 1 << 62
 #: rows of 8 coordinates per program of the quantiser, and its warps
 QUANT_OCTETS, QUANT_WARPS = 256, 8
 
@@ -161,7 +164,7 @@ if AVAILABLE:
         v = tl.minimum(v + r16.to(tl.float32) * 1.52587890625e-05, top)  # r16 = m - 2**15, m ~ U{0..2**16-1}
         return tl.floor(v).to(tl.int32)
 
-    @triton.jit
+    @triton.jit(do_not_specialize=["seed"])  # a fresh seed per call must not mean a fresh compile
     def _quantise_kernel(Y, PACKED, OFFSET, SLOPE, DEQ, RAND, seed, n_pairs, a, half_g, g, top,
                          OCTETS: tl.constexpr, HAS_DEQ: tl.constexpr, HAS_RAND: tl.constexpr):
         # a tile of OCTETS x 8 consecutive coordinates: one Philox call (four 32-bit words) per
@@ -259,9 +262,9 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
     byte into ``packed`` (even coordinate in the high nibble); with ``deq`` (float32, one value
     per index), ``y -= deq[index]`` in place.
 
-    ``y.numel()`` must be even. The noise is Philox keyed by ``seed`` and the position (one call,
-    four 32-bit words, per 8 coordinates); ``rand`` (int16 ``m - 2**15`` per coordinate)
-    replaces it, for tests.
+    ``y.numel()`` must be even. The noise is Philox keyed by the low 62 bits of ``seed`` and the
+    position (one call, four 32-bit words, per 8 coordinates); ``rand`` (int16 ``m - 2**15`` per
+    coordinate) replaces it, for tests.
     """
     n, device = y.numel(), y.device
     if n % 2:
@@ -279,7 +282,7 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
         with _LAUNCH_GUARD:
             _quantise_kernel[(triton.cdiv(pairs, 4 * QUANT_OCTETS),)](
                 y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
-                seed & 0x7FFFFFFF, pairs, a, half_g, g, top,
+                _SEED_BIT | (int(seed) & (_SEED_BIT - 1)), pairs, a, half_g, g, top,
                 OCTETS=QUANT_OCTETS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
 
 
