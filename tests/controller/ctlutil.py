@@ -46,18 +46,35 @@ class EmbeddedSwitch:
 
     def __post_init__(self):
         self.address = f"127.0.0.1:{free_port()}"
-        self.switch_ports = [free_port(socket.SOCK_DGRAM) for _ in range(self.n_ports)]
-        self.worker_ports = [free_port(socket.SOCK_DGRAM) for _ in range(self.n_ports)]
-        self._start()
+        # The workers' tunnel ports are held while the switch binds its own with port 0 (the OS
+        # picks): the two sets are distinct, and no port is released between its pick and its
+        # bind on the switch side (picking-then-binding raced with other tests' sockets).
+        held = []
+        try:
+            for _ in range(self.n_ports):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held.append(sock)
+                sock.bind(("127.0.0.1", 0))
+            self.worker_ports = [sock.getsockname()[1] for sock in held]
+            self._start()
+        finally:
+            for sock in held:
+                sock.close()
 
     def _start(self) -> None:
+        """Start the switch; the first start binds its ports where the OS picks, a restart the
+        same ones again."""
         from softswitch.p4runtime_server import serve
         from softswitch.ports import UdpPort
         from softswitch.switch import Switch
         self.switch = Switch(device_id=0)
+        first = not self.switch_ports
         for i in range(self.n_ports):
-            self.switch.add_port(UdpPort(i + 1, ("127.0.0.1", self.switch_ports[i]),
-                                         ("127.0.0.1", self.worker_ports[i])))
+            port = UdpPort(i + 1, ("127.0.0.1", 0 if first else self.switch_ports[i]),
+                           ("127.0.0.1", self.worker_ports[i]))
+            self.switch.add_port(port)
+            if first:
+                self.switch_ports.append(port.local_address[1])
         self.server = serve(self.switch, self.address)
 
     def stop(self) -> None:
