@@ -42,6 +42,7 @@ on eagerly.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
 import os
@@ -609,17 +610,14 @@ extern "C" void hina_thc_quantise(float* y, const int16_t* r, int64_t n, float a
 
 
 _TRITON_LOCK = threading.Lock()
-_TRITON_MODULE: list = []
 
 
+@functools.lru_cache(maxsize=None)
 def _triton_kernels() -> Optional[Any]:
     """:mod:`worker.codecs.thc_triton` (imported on first use: Triton's import takes a second),
     or None when Triton is not installed."""
-    with _TRITON_LOCK:
-        if not _TRITON_MODULE:
-            from . import thc_triton
-            _TRITON_MODULE.append(thc_triton if thc_triton.AVAILABLE else None)
-        return _TRITON_MODULE[0]
+    from . import thc_triton
+    return thc_triton if thc_triton.AVAILABLE else None
 
 
 #: (device, block, table) -> None (the kernels agree with the eager math there) or what differed

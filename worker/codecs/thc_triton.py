@@ -15,8 +15,8 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
 ``quantise``
     the THC rounding of :meth:`ThcCodec._rounded_levels` (same per-integer LUTs, same 16-bit
     draw), counter-based Philox noise generated in the kernel (no random buffer in memory; one
-    call of four words per 8 coordinates), two
-    indices packed per byte, and the error-feedback update ``y -= deq[index]`` in place.
+    call of four words per 8 coordinates), two indices packed per byte, and the error-feedback
+    update ``y -= deq[index]`` in place.
     Traffic: y in, packed out and, with error feedback, y out (4.5 or 8.5 bytes per coordinate).
 ``inverse``
     decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
