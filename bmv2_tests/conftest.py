@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bmv2_tests.target import Bmv2Target, EmbeddedTarget, bmv2_missing
+from bmv2_tests.target import Bmv2Target, EmbeddedTarget, bmv2_missing, close_shared_bmv2
 
 #: The program size the tests compile by default: small payloads keep the embedded target fast.
 #: ``test_default_size.py`` runs the default HINA_WORDS as well.
@@ -41,3 +41,10 @@ def target(target_kind):
     t.load(defines=TEST_DEFINES)
     yield t
     t.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_shared_bmv2():
+    """The session's BMv2 switch (started by the first BMv2 case) goes with the session."""
+    yield
+    close_shared_bmv2()

@@ -2,10 +2,9 @@
 
 The register layout is the dataplane's (``docs/dataplane.md``): per slot copy ``c = (reg_base +
 slot) * 2 + pool``, ``slot_seq[c]`` holds ``seq + 1`` of the copy's current use (0: unused),
-``slot_count[c]`` its contributors, ``slot_flags[c]`` its sticky OVERFLOW, ``lane_<w>[c]`` word
-``w`` of the aggregate (words live in 64-bit pairs, :func:`hina.pipeline.lane_register` and
-:func:`hina.pipeline.lane_word` know the layout); ``slot_bitmap[reg_base + slot]`` keeps both
-copies' contributor bitmaps (pool 1 in the upper 32 bits).
+``slot_count[c]`` its contributors, ``slot_bitmap[c]`` which workers they are, ``slot_flags[c]``
+its sticky OVERFLOW, ``lanes_<w>[c]`` word ``w`` of the aggregate (one 32-bit array per word,
+:func:`hina.pipeline.lane_register`).
 
 Lane words decode by the job's lane operation: SUM as signed 32-bit, LUT_SUM as two unsigned
 16-bit sums (first coordinate in the upper half), MAX and OR as unsigned 32-bit.
@@ -72,19 +71,19 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
         raise ValueError(f"slot {slot}: job {job.job_id} has slots 0..{job.n_slots - 1}")
     words = job.words if lanes is None else max(0, min(lanes, job.words))
     base = job.reg_base or 0
-    cells: list[tuple[str, int]] = [(pipeline.SLOT_BITMAP, base + slot)]
+    cells: list[tuple[str, int]] = []
     for pool in (0, 1):
         c = (base + slot) * 2 + pool
-        cells += [(pipeline.SLOT_SEQ, c), (pipeline.SLOT_COUNT, c), (pipeline.SLOT_FLAGS, c)]
-        cells += [(pipeline.lane_register(w), c) for w in range(0, words, 2)]
+        cells += [(pipeline.SLOT_BITMAP, c), (pipeline.SLOT_SEQ, c), (pipeline.SLOT_COUNT, c),
+                  (pipeline.SLOT_FLAGS, c)]
+        cells += [(pipeline.lane_register(w), c) for w in range(words)]
     values = registers.read(cells)
-    bitmap, rest = values[0], values[1:]
-    per_pool = 3 + (words + 1) // 2
+    per_pool = 4 + words
     pools = []
     for pool in (0, 1):
-        seq1, count, flags, *pairs = rest[pool * per_pool:(pool + 1) * per_pool]
-        lane_words = [pipeline.lane_word(pairs[w // 2], w) for w in range(words)]
-        pool_bitmap = (bitmap >> (_BITMAP_BITS * pool)) & _MASK32
+        pool_bitmap, seq1, count, flags, *cells_of_words = \
+            values[pool * per_pool:(pool + 1) * per_pool]
+        lane_words = [pipeline.lane_word(v, w) for w, v in enumerate(cells_of_words)]
         pools.append({
             "pool": pool,
             "in_use": seq1 != 0,

@@ -81,10 +81,9 @@ def entry_update(index: P4InfoIndex, kind: str, entry: TableEntry) -> p4runtime_
 
 
 def _program_words(index: P4InfoIndex) -> int:
-    """``HINA_WORDS`` of the pushed program: two words per lane register pair (0: unknown)."""
+    """``HINA_WORDS`` of the pushed program: one lane register per word (0: unknown)."""
     prefix = pipeline.lane_register(0).rsplit("_", 1)[0] + "_"
-    pairs = sum(1 for name in index.registers if name.startswith(prefix))
-    return 2 * pairs
+    return sum(1 for name in index.registers if name.startswith(prefix))
 
 
 @dataclass

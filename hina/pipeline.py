@@ -51,15 +51,17 @@ _U32 = (1 << 32) - 1
 def lane_register(word: int) -> str:
     """P4 name of the register array holding payload word ``word``.
 
-    Words live in 64-bit register pairs (as SwitchML's): ``lanes_<p>`` holds word ``2p`` in its
-    upper half and ``2p + 1`` in its lower half; :func:`lane_word` extracts one.
+    One 32-bit array per word, indexed by slot copy (``2 * slot_index + pool``): the program
+    updates words ``2p`` and ``2p + 1`` in one action, as SwitchML pairs them, but keeps them in
+    separate 32-bit arrays because BMv2's Thrift runtime reads 64-bit cells as signed integers.
     """
-    return f"{P.INGRESS}.lane_alu.lanes_{word // 2}"
+    return f"{P.INGRESS}.lane_alu.lanes_{word}"
 
 
-def lane_word(pair_value: int, word: int) -> int:
-    """Payload word ``word`` (unsigned 32-bit) out of the value of its :func:`lane_register`."""
-    return (pair_value >> (32 if word % 2 == 0 else 0)) & _U32
+def lane_word(value: int, word: int) -> int:
+    """Payload word ``word`` (unsigned 32-bit) out of the value of its :func:`lane_register`
+    cell (the cell is the word: kept for callers written against the layout)."""
+    return value & _U32
 
 
 def sketch_register(row: int) -> str:
@@ -213,9 +215,9 @@ def register_ranges(job: JobSpec) -> list[tuple[str, int, int]]:
     """``(register, first index, count)`` the controller zeroes when it (re)installs ``job``."""
     per_copy = (2 * job.reg_base, 2 * job.n_slots)
     ranges = [(SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy), (SLOT_FLAGS, *per_copy),
-              (SLOT_BITMAP, job.reg_base, job.n_slots),
+              (SLOT_BITMAP, *per_copy),
               (PAIR_NEXT_SEQ, job.pair_stream_base, len(job.workers))]
-    ranges += [(lane_register(w), *per_copy) for w in range(0, job.words, 2)]
+    ranges += [(lane_register(w), *per_copy) for w in range(job.words)]
     if job.sketch_columns:
         ranges += [(sketch_register(r), job.sketch_base, job.sketch_columns)
                    for r in range(P.SKETCH_ROWS)]

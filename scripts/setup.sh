@@ -14,6 +14,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
 fi
+# The P4 reference toolchain (p4c-bm2-ss, simple_switch_grpc, simple_switch_CLI), prebuilt beside
+# the project where it is shared (CI): the BMv2 tests then run for real instead of skipping.
+# Elsewhere, install p4lang's p4c and behavioral-model yourself, or the BMv2 tests skip.
+P4TOOLS=${HINA_P4TOOLS:-../shared/p4tools}
+if [ "$(id -u)" = 0 ] && [ -f "$P4TOOLS/install.sh" ]; then
+    bash "$P4TOOLS/install.sh" >/dev/null
+fi
 PY=${HINA_PYTHON:-/usr/bin/python3}
 command -v "$PY" >/dev/null || PY=python3
 if [ ! -x .venv/bin/python ]; then

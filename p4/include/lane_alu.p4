@@ -1,6 +1,8 @@
-// The lane ALU: payload words in register pairs, as SwitchML does: one 64-bit register array per
-// pair of words (2p, 2p+1), one read-modify-write per packet (a Register<pair> RegisterAction on
-// Tofino).
+// The lane ALU: one 32-bit register array per payload word, updated a pair of words (2p, 2p+1)
+// per action, as SwitchML pairs them (a Register<pair> RegisterAction on Tofino). Not one 64-bit
+// array per pair: BMv2's Thrift runtime, the only way to read registers there (its P4Runtime
+// has no RegisterEntry), returns a cell as a signed 64-bit integer, so a pair whose upper word is
+// negative would read back saturated at 2^63 - 1 and the control plane could not inspect it.
 //
 // meta.alu_mode selects the operation; meta.keep_mask is 0 for the first contribution to a new
 // use of a slot copy (so the old result is overwritten, no reset pass needed) and all ones after.
@@ -24,16 +26,20 @@
 
 control LaneAlu(inout headers_t hdr, inout metadata_t meta) {
 
-// {word 2p, word 2p+1} of every slot copy. Written by this control only; read back by the
+// Words i = 2p and j = 2p+1 of every slot copy. Written by this control only; read back by the
 // control plane for inspection.
 #define HINA_LANE_PAIR(p, i, j) \
-    register<bit<64>, reg_index_t>(2 * HINA_SLOT_CAPACITY) lanes_##p; \
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) lanes_##i; \
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) lanes_##j; \
     action alu_##p() { \
-        bit<64> old; \
-        lanes_##p.read(old, meta.reg_index); \
-        HINA_ALU_WORD(hi, old[63:32], hdr.words.w##i) \
-        HINA_ALU_WORD(lo, old[31:0], hdr.words.w##j) \
-        lanes_##p.write(meta.reg_index, r_hi ++ r_lo); \
+        bit<32> old_hi; \
+        bit<32> old_lo; \
+        lanes_##i.read(old_hi, meta.reg_index); \
+        lanes_##j.read(old_lo, meta.reg_index); \
+        HINA_ALU_WORD(hi, old_hi, hdr.words.w##i) \
+        HINA_ALU_WORD(lo, old_lo, hdr.words.w##j) \
+        lanes_##i.write(meta.reg_index, r_hi); \
+        lanes_##j.write(meta.reg_index, r_lo); \
         hdr.words.w##i = r_hi; \
         hdr.words.w##j = r_lo; \
     }

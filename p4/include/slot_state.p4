@@ -1,9 +1,11 @@
 // Slot state: exactly-once aggregation with two pool copies per slot (SwitchML's shadow set).
 //
 // A job owns slots [reg_base, reg_base + n_slots). Per slot copy (reg_index = slot_index*2+pool):
-// the sequence number of its current use, the contributor count and the result flags; per slot,
-// one 64-bit bitmap holding both copies' contributor bits, so that a contribution to one copy
-// clears the worker's bit in the other copy in the same read-modify-write. A worker sends into
+// the sequence number of its current use, the contributor bitmap, count and result flags. A
+// contribution to one copy clears the worker's bit in the other copy (reg_index ^ 1) in the same
+// action. (Two 32-bit cells, not one 64-bit cell per slot: BMv2's Thrift runtime reads cells as
+// signed 64-bit integers, so pool 1's worker 31 would read back saturated; on Tofino the two
+// are one Register<pair>.) A worker sends into
 // copy p only after it has the result of the other copy's previous use, so when every worker
 // has moved to copy p, copy !p is drained and its result may be overwritten two rounds later.
 // Every register array below is touched once per packet, read-modify-write inside one action.
@@ -17,8 +19,8 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
     // seq + 1 of the current use of each slot copy; 0 = never used. Written by this control;
     // the controller zeroes a job's range when it installs the job.
     register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_seq;
-    // {pool 1 bitmap, pool 0 bitmap} of each slot. Written by this control.
-    register<bit<64>, reg_index_t>(HINA_SLOT_CAPACITY) slot_bitmap;
+    // Contributor bitmap of each slot copy (bit w: worker w). Written by this control.
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_bitmap;
     // Contributors to the current use of each slot copy. Written by this control.
     register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_count;
 
@@ -35,10 +37,11 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
 
     // Classify the packet (new contribution, retransmission, stale) and update both bitmaps.
     action update_bitmap() {
-        bit<64> both;
-        slot_bitmap.read(both, meta.slot_index);
-        bit<32> cur = (hdr.hina.pool == 0) ? both[31:0] : both[63:32];
-        bit<32> other = (hdr.hina.pool == 0) ? both[63:32] : both[31:0];
+        reg_index_t other_index = meta.reg_index ^ 1;
+        bit<32> cur;
+        bit<32> other;
+        slot_bitmap.read(cur, meta.reg_index);
+        slot_bitmap.read(other, other_index);
         bool seen = (cur & meta.worker_bit) != 0;
         bool drained = cur == 0;
         bool fresh = meta.new_round == 1;
@@ -49,8 +52,8 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
         meta.stale = (!fresh && drained) ? 1w1 : 1w0;
         bit<32> cur_next = fresh ? meta.worker_bit : (add ? (cur | meta.worker_bit) : cur);
         bit<32> other_next = add ? (other & ~meta.worker_bit) : other;
-        slot_bitmap.write(meta.slot_index,
-                          (hdr.hina.pool == 0) ? (other_next ++ cur_next) : (cur_next ++ other_next));
+        slot_bitmap.write(meta.reg_index, cur_next);
+        slot_bitmap.write(other_index, other_next);
     }
 
     action update_count() {

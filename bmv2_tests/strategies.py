@@ -1,0 +1,136 @@
+"""Hypothesis strategies for differential runs: table contents and frames for any program, and
+HINA jobs and traffic for ``p4/hina.p4``.
+
+Generic programs: entries are drawn from the program's own :class:`ProgramInfo` (every
+non-const table, every action a table may hold, every match kind), and values for keys, action
+arguments and frame fields come in good part from one small pool, so that generated frames do
+hit generated entries. Frames are Ethernet / IPv4 / UDP or TCP built from the same pool, mutated
+(truncated, bit-flipped, header fields patched, tails added) or plain random bytes: the
+malformed-frame cases of ``tests/softswitch/test_frame_fuzz.py`` are among them.
+"""
+from __future__ import annotations
+
+import struct
+
+from hypothesis import strategies as st
+
+from softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
+                            Ternary)
+
+#: Values that keys and frames share (each is masked to the width it is drawn for).
+POOL = (0, 1, 2, 3, 4, 0x0800, 0x86DD, 0x11, 0x06, 64, 0x0A000001, 0x0A000002, 0x0A000100,
+        0x0A000201, 0x020000000001, 0x020000000002, 0xFFFFFFFFFFFF, 40000, 40001, 0x9C40, 255)
+#: Linux sends no frame shorter than an Ethernet header on a veth (it zero-pads to 14 bytes), so
+#: generated frames are at least that long on both targets.
+MIN_FRAME = 14
+
+
+def value(width: int) -> st.SearchStrategy[int]:
+    mask = (1 << width) - 1
+    return st.one_of(st.sampled_from(sorted({v & mask for v in POOL})),
+                     st.integers(0, mask))
+
+
+@st.composite
+def _match(draw, field):
+    w = field.bitwidth
+    kind = field.match_kind
+    if kind == "exact":
+        return Exact(draw(value(w)))
+    if kind == "ternary":
+        if draw(st.booleans()):
+            return None
+        mask = draw(st.one_of(st.just((1 << w) - 1), value(w)))
+        return Ternary(draw(value(w)) & mask, mask)
+    if kind == "lpm":
+        plen = draw(st.integers(0, w))
+        keep = ((1 << plen) - 1) << (w - plen)
+        return Lpm(draw(value(w)) & keep, plen)
+    if kind == "range":
+        a, b = draw(value(w)), draw(value(w))
+        return Range(min(a, b), max(a, b))
+    if kind == "optional":
+        return None if draw(st.booleans()) else Optional_(draw(value(w)))
+    raise ValueError(f"match kind {kind!r}")
+
+
+@st.composite
+def table_entry(draw, info: ProgramInfo, tables) -> TableEntry:
+    table = draw(st.sampled_from(tables))
+    refs = [r.name for r in table.action_refs if r.scope != "DEFAULT_ONLY"]
+    action = info.action(draw(st.sampled_from(refs)))
+    matches = tuple(draw(_match(f)) for f in table.match_fields)
+    args = tuple(draw(value(p.bitwidth)) for p in action.params)
+    priority = draw(st.integers(1, 100)) if table.needs_priority else 0
+    return TableEntry(table.name, matches, ActionCall(action.name, args), priority)
+
+
+def writable_tables(info: ProgramInfo) -> list:
+    """Tables a controller can add entries to (not const, some action allowed in entries)."""
+    return [t for t in info.tables
+            if not t.is_const and t.match_fields
+            and any(r.scope != "DEFAULT_ONLY" for r in t.action_refs)]
+
+
+def table_contents(info: ProgramInfo, max_size: int = 12):
+    tables = writable_tables(info)
+    if not tables:
+        return st.just([])
+    return st.lists(table_entry(info, tables), max_size=max_size)
+
+
+def _ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total) & 0xFFFF
+
+
+@st.composite
+def structured_frame(draw) -> bytes:
+    """Ethernet / IPv4 / UDP or TCP from the pool (right lengths and checksum, or not)."""
+    payload = draw(st.binary(max_size=48))
+    proto = draw(st.sampled_from([17, 6, 1, draw(value(8))]))
+    l4 = (struct.pack("!HHHH", draw(value(16)), draw(value(16)), 8 + len(payload), 0)
+          if proto == 17 else
+          struct.pack("!HHIIBBHHH", draw(value(16)), draw(value(16)), 0, 0, 0x50, 0x02, 1024, 0, 0)
+          if proto == 6 else b"")
+    total = 20 + len(l4) + len(payload)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 1, 0, draw(st.sampled_from(
+        [64, 1, 0, 255])), proto, 0, draw(value(32)).to_bytes(4, "big"),
+        draw(value(32)).to_bytes(4, "big")))
+    ip[10:12] = _ipv4_checksum(bytes(ip)).to_bytes(2, "big")
+    ethertype = draw(st.sampled_from([0x0800, 0x0800, 0x0800, 0x86DD, 0x0806, draw(value(16))]))
+    eth = draw(value(48)).to_bytes(6, "big") + draw(value(48)).to_bytes(6, "big") + \
+        ethertype.to_bytes(2, "big")
+    return eth + bytes(ip) + l4 + payload
+
+
+def _mutate(frame: bytes, how: str, where: int, data: bytes) -> bytes:
+    if how == "truncate":
+        return frame[:where % (len(frame) + 1)]
+    if how == "flip":
+        out = bytearray(frame)
+        out[where % len(out)] ^= data[0] if data and data[0] else 0xFF
+        return bytes(out)
+    if how == "patch":
+        at = where % len(frame)
+        return frame[:at] + data + frame[at + len(data):]
+    return frame + data          # "tail"
+
+
+def mutated(frames: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
+    """``frames`` as they are, or truncated, bit-flipped, patched or with a tail added."""
+    return st.builds(_mutate, frames,
+                     st.sampled_from(["as is", "as is", "truncate", "flip", "patch", "tail"]),
+                     st.integers(0, 1 << 16), st.binary(min_size=1, max_size=4))
+
+
+def padded(frame: bytes) -> bytes:
+    """What a veth carries of ``frame``: zero-padded to :data:`MIN_FRAME` bytes."""
+    return frame + bytes(max(0, MIN_FRAME - len(frame)))
+
+
+def any_frame() -> st.SearchStrategy[bytes]:
+    """Structured frames, their mutations, and random bytes; padded as Linux sends them."""
+    return st.one_of(mutated(structured_frame()), st.binary(max_size=96)).map(padded)

@@ -1,0 +1,510 @@
+"""Real BMv2 behind the embedded target's :class:`softswitch.api.Dataplane` interface.
+
+:class:`Bmv2Dataplane` runs one program on ``simple_switch_grpc`` with a veth pair per port and
+offers what the embedded engine offers in process: ``process(port, frame)`` returns the frames
+the switch sent, table entries and multicast groups by P4Info name (over P4Runtime), registers
+and counters (over BMv2's Thrift runtime). So the STF runner, the dataplane tests, the
+differential tests and the benches drive either target with the same code.
+
+Ports are veth pairs named ``hv<owner>-<n>s<port>`` (the switch's end) and ``hv<owner>-<n>h<port>``
+(ours), where ``<owner>`` is the creating process id in base 36: two runs never collide, and
+:func:`sweep_stale` removes the pairs (and switches) of processes that no longer exist, which is
+what a crashed or killed run leaves. Frames are sent and received on raw ``AF_PACKET`` sockets
+that ignore their own transmissions.
+
+A send is complete when the frames the caller expects have arrived (``expected=N``) and no
+more came within a short grace period, or, when the caller cannot say, when the ports have been
+quiet for :attr:`Bmv2Dataplane.quiet_s`. BMv2 serves one ingress queue in arrival order, so a
+frame that produces nothing is fully processed once a later frame's output is seen; counters
+read right after a dropped frame are polled by the callers that compare them
+(:mod:`controller.differential`).
+
+Needs root (veth pairs, raw sockets) and the BMv2 toolchain (:func:`controller.bmv2.missing`).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import selectors
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence
+
+from softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
+                            ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
+
+from .bmv2 import Bmv2Process, Bmv2Thrift, compile_p4c
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+
+__all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
+           "harness_missing"]
+
+log = logging.getLogger("hina.bmv2")
+
+IFACE_PREFIX = "hv"
+_IFACE_RE = re.compile(rf"^{IFACE_PREFIX}([0-9a-z]+)-(\d+)([sh])(\d+)$")
+_ETH_P_ALL = 0x0003
+_PACKET_IGNORE_OUTGOING = 23
+_PACKET_OUTGOING = 4
+_SOL_PACKET = 263
+#: Ethernet MTU of the veths: jumbo, so that no test frame is refused by the kernel.
+VETH_MTU = 9500
+#: The shortest frame Linux sends on an Ethernet device (a shorter one is zero-padded to it).
+MIN_FRAME = 14
+_instances = 0
+
+
+def harness_missing() -> Optional[str]:
+    """Why :class:`Bmv2Dataplane` cannot run here, or ``None``."""
+    from .bmv2 import missing
+    reason = missing()
+    if reason:
+        return reason
+    if os.geteuid() != 0:
+        return "BMv2 dataplane runs need root (veth pairs, raw sockets)"
+    return None
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def _ip_batch(commands: Sequence[str], check: bool = True) -> None:
+    if not commands:
+        return
+    done = subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(commands) + "\n",
+                          capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"ip -batch failed: {done.stderr.strip()}")
+
+
+def _interfaces() -> list[str]:
+    return sorted(os.listdir("/sys/class/net"))
+
+
+def leftovers(owner_pid: Optional[int] = None) -> dict[str, list]:
+    """Interfaces and switch processes of this harness that exist now (of one owner process,
+    or of every owner): ``{"interfaces": [...], "processes": [pid, ...]}``."""
+    tag = f"{IFACE_PREFIX}{_base36(owner_pid)}-" if owner_pid is not None else None
+    ifaces = [n for n in _interfaces() if _IFACE_RE.match(n) and (tag is None or
+                                                                  n.startswith(tag))]
+    procs = []
+    for pid, cmdline in _switch_processes():
+        if any(tag is None or f"@{tag}" in arg for arg in cmdline if f"@{IFACE_PREFIX}" in arg):
+            procs.append(pid)
+    return {"interfaces": ifaces, "processes": procs}
+
+
+def _switch_processes() -> Iterable[tuple[int, list[str]]]:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        args = raw.decode(errors="replace").split("\0")
+        if args and os.path.basename(args[0]).startswith("simple_switch") and \
+                any(f"@{IFACE_PREFIX}" in a for a in args):
+            yield int(entry), args
+
+
+def sweep_stale() -> list[str]:
+    """Remove what crashed runs left: the veth pairs and BMv2 processes of this harness whose
+    owner process is gone. Returns the names of what was removed."""
+    removed = []
+    for pid, args in _switch_processes():
+        owners = {_IFACE_RE.match(a.split("@", 1)[1]) for a in args if f"@{IFACE_PREFIX}" in a}
+        owner_pids = {int(m.group(1), 36) for m in owners if m}
+        if owner_pids and not any(_alive(p) for p in owner_pids):
+            try:
+                os.kill(pid, 9)
+                removed.append(f"process {pid}")
+            except ProcessLookupError:
+                pass
+    stale = []
+    for name in _interfaces():
+        m = _IFACE_RE.match(name)
+        if m and m.group(3) == "s" and not _alive(int(m.group(1), 36)):
+            stale.append(name)
+    _ip_batch([f"link del {n}" for n in stale], check=False)
+    removed += stale
+    if removed:
+        log.warning("removed leftovers of an earlier run: %s", ", ".join(removed))
+    return removed
+
+
+class VethPorts:
+    """One veth pair per switch port, up, IPv6 off (so the kernel sends nothing on them),
+    jumbo MTU; removed by :meth:`close` (and by :func:`sweep_stale` if this process dies)."""
+
+    def __init__(self, ports: Sequence[int]):
+        global _instances
+        _instances += 1
+        self.ports = tuple(ports)
+        self.tag = f"{IFACE_PREFIX}{_base36(os.getpid())}-{_instances}"
+        if len(self.host(max(self.ports))) > 15:
+            raise ValueError(f"interface names too long for tag {self.tag}")
+        self._created: list[str] = []
+        try:
+            _ip_batch([f"link add {self.switch(p)} mtu {VETH_MTU} type veth peer name "
+                       f"{self.host(p)} mtu {VETH_MTU}" for p in self.ports])
+            self._created = [self.switch(p) for p in self.ports]
+            for p in self.ports:
+                for dev in (self.switch(p), self.host(p)):
+                    try:
+                        Path(f"/proc/sys/net/ipv6/conf/{dev}/disable_ipv6").write_text("1")
+                    except OSError:
+                        pass              # no IPv6 in this kernel: nothing to silence
+            _ip_batch([f"link set {dev} up" for p in self.ports
+                       for dev in (self.switch(p), self.host(p))])
+        except BaseException:
+            self.close()
+            raise
+
+    def switch(self, port: int) -> str:
+        return f"{self.tag}s{port}"
+
+    def host(self, port: int) -> str:
+        return f"{self.tag}h{port}"
+
+    def close(self) -> None:
+        existing = set(_interfaces())
+        _ip_batch([f"link del {n}" for n in self._created if n in existing], check=False)
+        self._created = []
+
+
+class _PortIO:
+    """Raw sockets on the host ends: send a frame into a switch port, collect what comes out."""
+
+    def __init__(self, veths: VethPorts):
+        self.sockets: dict[int, socket.socket] = {}
+        self.selector = selectors.DefaultSelector()
+        try:
+            for port in veths.ports:
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+                try:
+                    s.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
+                except OSError:
+                    pass                   # older kernels: outgoing frames are filtered below
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+                s.bind((veths.host(port), 0))
+                s.setblocking(False)
+                self.sockets[port] = s
+                self.selector.register(s, selectors.EVENT_READ, port)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, port: int, frame: bytes) -> None:
+        if port not in self.sockets:
+            raise ValueError(f"port {port} is not wired: this switch has ports "
+                             f"{min(self.sockets)}..{max(self.sockets)}")
+        self.sockets[port].send(frame)
+
+    def receive(self, timeout: float) -> list[tuple[int, bytes]]:
+        """Every frame available within ``timeout`` seconds (returns at the first arrival)."""
+        out = []
+        for key, _ in self.selector.select(timeout):
+            s = key.fileobj
+            while True:
+                try:
+                    data, addr = s.recvfrom(65535)
+                except BlockingIOError:
+                    break
+                if addr[2] != _PACKET_OUTGOING:
+                    out.append((key.data, data))
+        return out
+
+    def close(self) -> None:
+        for s in self.sockets.values():
+            try:
+                self.selector.unregister(s)
+            except (KeyError, ValueError):
+                pass
+            s.close()
+        self.sockets = {}
+        self.selector.close()
+
+
+def _entry_match(entry: TableEntry, fields) -> dict:
+    match = {}
+    for field, m in zip(fields, entry.matches):
+        if m is None:
+            continue
+        if isinstance(m, (Exact, Optional_)):
+            match[field.name] = m.value
+        elif isinstance(m, Ternary):
+            match[field.name] = (m.value, m.mask)
+        elif isinstance(m, Lpm):
+            match[field.name] = (m.value, m.prefix_len)
+        elif isinstance(m, Range):
+            match[field.name] = (m.low, m.high)
+        else:
+            raise ControlError("INVALID_ARGUMENT", f"{entry.table}: match {m!r} not supported")
+    return match
+
+
+def _control_error(exc: P4RuntimeClientError) -> ControlError:
+    return ControlError(exc.errors[0][1] if exc.errors else exc.code, str(exc))
+
+
+class Bmv2Dataplane:
+    """One program on ``simple_switch_grpc``, driven like an embedded-target dataplane.
+
+    Args:
+        p4: the P4_16 program (compiled with ``p4c-bm2-ss``, cached).
+        defines: ``-D`` macros.
+        ports: the switch ports to wire (a veth pair each).
+        info: the program's :class:`ProgramInfo` (names, match fields) as the embedded front
+            end derives it; compiled here when not given. Its names equal p4c's (the P4Info
+            parity test checks it), so entries written by name mean the same on both targets.
+        quiet_s: seconds without a new frame after which a send with no expectation is over.
+        grace_s: seconds to wait for extra frames once the expected ones have arrived.
+
+    Raises:
+        controller.config.ConfigError: the program does not compile.
+        controller.bmv2.Bmv2Error: the switch does not start.
+
+    Example::
+
+        >>> dp = Bmv2Dataplane("bench/programs/basic.p4", ports=(1, 2))    # doctest: +SKIP
+        >>> dp.process(1, frame).outputs                                    # doctest: +SKIP
+        [(2, b'...')]
+        >>> dp.close()                                                      # doctest: +SKIP
+    """
+
+    drop_port = 511
+    cpu_port: Optional[int] = None
+
+    def __init__(self, p4: str | os.PathLike, defines: Optional[Mapping[str, object]] = None, *,
+                 ports: Sequence[int] = tuple(range(1, 9)), info: Optional[ProgramInfo] = None,
+                 quiet_s: float = 0.05, grace_s: float = 0.005, timeout_s: float = 5.0,
+                 log_console: bool = False):
+        self.p4, self.defines = str(p4), dict(defines or {})
+        self.quiet_s, self.grace_s, self.timeout_s = quiet_s, grace_s, timeout_s
+        self.build = compile_p4c(self.p4, self.defines)
+        if info is None:
+            from softswitch.compiler import compile_file
+            info = compile_file(self.p4, defines=self.defines or None).info
+        self.info = info
+        self.late: list[tuple[int, bytes]] = []
+        self.veths = self.switch = self.conn = self.thrift = self.io = None
+        self._groups: dict[int, tuple[Replica, ...]] = {}
+        self._sessions: dict[int, CloneSession] = {}
+        try:
+            sweep_stale()
+            self.veths = VethPorts(ports)
+            self.io = _PortIO(self.veths)
+            self.switch = Bmv2Process({p: self.veths.switch(p) for p in self.veths.ports},
+                                      log_console=log_console)
+            self.conn = SwitchConnection(self.switch.address, election_id=1)
+            self.thrift = Bmv2Thrift(self.switch.thrift_port)
+            self.reset()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return self.veths.ports
+
+    def load(self, p4: str | os.PathLike, defines: Optional[Mapping[str, object]] = None,
+             info: Optional[ProgramInfo] = None) -> None:
+        """Run another program on the same switch and ports (compiled with p4c, cached); all
+        state starts afresh."""
+        p4, defines = str(p4), dict(defines or {})
+        build = compile_p4c(p4, defines)
+        if info is None:
+            from softswitch.compiler import compile_file
+            info = compile_file(p4, defines=defines or None).info
+        self.p4, self.defines, self.build, self.info = p4, defines, build, info
+        self.reset()
+
+    def reset(self) -> None:
+        """Push the pipeline again: every table, register, counter and group starts afresh."""
+        from softswitch.p4info import read_p4info_text
+        for group in list(self._groups):
+            self.mcast_group_delete(group)
+        for session in list(self._sessions):
+            self.clone_session_delete(session)
+        self.conn.set_pipeline(read_p4info_text(str(self.build.p4info)),
+                               self.build.device_config())
+        self.late.clear()
+
+    # -- packets -----------------------------------------------------------------------------
+    def _drain(self) -> None:
+        late = self.io.receive(0)
+        while late:
+            self.late += late
+            late = self.io.receive(0)
+
+    def process(self, ingress_port: int, frame: bytes, trace: bool = False, *,
+                expected: Optional[int] = None) -> ProcessResult:
+        """Send ``frame`` into ``ingress_port``; the frames that came out, in arrival order per
+        port (ports in increasing order). Frames shorter than 14 bytes leave Linux zero-padded
+        to 14. A frame that arrives before the send (late output of an earlier one) goes to
+        :attr:`late`.
+
+        Args:
+            expected: how many frames the caller expects; the send ends once they are in and
+                :attr:`grace_s` passed without more (or after :attr:`timeout_s`). Without it,
+                the send ends after :attr:`quiet_s` without a frame.
+        """
+        self._drain()
+        got: list[tuple[int, bytes]] = []
+        self.io.send(ingress_port, bytes(frame))
+        start = last = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if expected is not None and len(got) >= expected:
+                wait = last + self.grace_s - now
+            elif expected is not None:
+                wait = start + self.timeout_s - now
+            else:
+                wait = last + self.quiet_s - now
+            if wait <= 0:
+                break
+            arrived = self.io.receive(wait)
+            if arrived:
+                got += arrived
+                last = time.monotonic()
+        got.sort(key=lambda pf: pf[0])            # stable: per-port order kept
+        return ProcessResult(outputs=got)
+
+    # -- tables ------------------------------------------------------------------------------
+    def _write(self, updates, what: str) -> None:
+        try:
+            self.conn.write(updates, what)
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+
+    def _table_update(self, kind: str, entry: TableEntry):
+        fields = self.info.table(entry.table).match_fields
+        params = {}
+        if kind != "DELETE":
+            action = self.info.action(entry.action.action)
+            params = {p.name: v for p, v in zip(action.params, entry.action.args)}
+        try:
+            return self.conn.table_update(kind, entry.table, _entry_match(entry, fields),
+                                          entry.action.action if kind != "DELETE" else None,
+                                          params, entry.priority)
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+
+    def table_insert(self, entry: TableEntry) -> None:
+        self._write([self._table_update("INSERT", entry)], f"insert into {entry.table}")
+
+    def table_insert_many(self, entries: Iterable[TableEntry]) -> None:
+        """Insert several entries in one P4Runtime Write."""
+        updates = [self._table_update("INSERT", e) for e in entries]
+        if updates:
+            self._write(updates, "insert entries")
+
+    def table_modify(self, entry: TableEntry) -> None:
+        self._write([self._table_update("MODIFY", entry)], f"modify {entry.table}")
+
+    def table_delete(self, entry: TableEntry) -> None:
+        self._write([self._table_update("DELETE", entry)], f"delete from {entry.table}")
+
+    def table_set_default(self, table: str, action: ActionCall) -> None:
+        info = self.info.action(action.action)
+        index = self.conn.require_index()
+        try:
+            entry = index.table_entry(table, {}, action.action,
+                                      {p.name: v for p, v in zip(info.params, action.args)},
+                                      default=True)
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        self._write([self.conn.update("MODIFY", table_entry=entry)], f"default of {table}")
+
+    # -- packet replication engine -------------------------------------------------------------
+    def mcast_group_set(self, group_id: int, replicas: Sequence[Replica]) -> None:
+        kind = "MODIFY" if group_id in self._groups else "INSERT"
+        self._write([self.conn.multicast_update(kind, group_id,
+                                                [(r.port, r.rid) for r in replicas])],
+                    f"multicast group {group_id}")
+        self._groups[group_id] = tuple(replicas)
+
+    def mcast_group_delete(self, group_id: int) -> None:
+        self._write([self.conn.multicast_update("DELETE", group_id)],
+                    f"delete multicast group {group_id}")
+        self._groups.pop(group_id, None)
+
+    def mcast_groups(self) -> dict[int, tuple[Replica, ...]]:
+        return dict(self._groups)
+
+    def clone_session_set(self, session: CloneSession) -> None:
+        kind = "MODIFY" if session.session_id in self._sessions else "INSERT"
+        self._write([self.conn.clone_session_update(
+            kind, session.session_id, [(r.port, r.rid) for r in session.replicas],
+            session.class_of_service, session.packet_length_bytes)],
+            f"clone session {session.session_id}")
+        self._sessions[session.session_id] = session
+
+    def clone_session_delete(self, session_id: int) -> None:
+        self._write([self.conn.clone_session_update("DELETE", session_id)],
+                    f"delete clone session {session_id}")
+        self._sessions.pop(session_id, None)
+
+    def clone_sessions(self) -> dict[int, CloneSession]:
+        return dict(self._sessions)
+
+    # -- externs (Thrift) ------------------------------------------------------------------------
+    def register_read(self, name: str, index: int) -> int:
+        return self.thrift.register_read(name, index)
+
+    def register_read_all(self, name: str) -> list[int]:
+        return self.thrift.register_read_all(name)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        self.thrift.register_write(name, index, value)
+
+    def register_reset(self, name: str) -> None:
+        self.thrift.register_reset(name)
+
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        return self.thrift.counter_read(name, index)
+
+    def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None:
+        self.thrift.counter_write(name, index, bytes_, packets)
+
+    # -- teardown ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the switch, close the sockets, remove the veths (idempotent)."""
+        for part in ("thrift", "conn"):
+            obj = getattr(self, part)
+            if obj is not None:
+                try:
+                    obj.close()
+                except Exception:  # noqa: BLE001 - teardown goes on whatever one part does
+                    log.debug("closing %s", part, exc_info=True)
+                setattr(self, part, None)
+        if self.switch is not None:
+            self.switch.stop()
+            self.switch = None
+        if self.io is not None:
+            self.io.close()
+            self.io = None
+        if self.veths is not None:
+            self.veths.close()
+            self.veths = None
+
+    def __enter__(self) -> "Bmv2Dataplane":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
