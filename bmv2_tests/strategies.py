@@ -57,7 +57,8 @@ def _match(draw, field):
 @st.composite
 def table_entry(draw, info: ProgramInfo, tables) -> TableEntry:
     table = draw(st.sampled_from(tables))
-    refs = [r.name for r in table.action_refs if r.scope != "DEFAULT_ONLY"]
+    refs = [r.name for r in table.action_refs if r.scope != "DEFAULT_ONLY"
+            and not _hidden(info.action(r.name).annotations)]
     action = info.action(draw(st.sampled_from(refs)))
     matches = tuple(draw(_match(f)) for f in table.match_fields)
     args = tuple(draw(value(p.bitwidth)) for p in action.params)
@@ -65,11 +66,17 @@ def table_entry(draw, info: ProgramInfo, tables) -> TableEntry:
     return TableEntry(table.name, matches, ActionCall(action.name, args), priority)
 
 
+def _hidden(annotations) -> bool:
+    return any(a.strip().startswith("@hidden") for a in annotations)
+
+
 def writable_tables(info: ProgramInfo) -> list:
-    """Tables a controller can add entries to (not const, some action allowed in entries)."""
+    """Tables a controller can add entries to: in P4Info (not ``@hidden``), not const, with a
+    key and some action allowed in entries."""
     return [t for t in info.tables
-            if not t.is_const and t.match_fields
-            and any(r.scope != "DEFAULT_ONLY" for r in t.action_refs)]
+            if not t.is_const and t.match_fields and not _hidden(t.annotations)
+            and any(r.scope != "DEFAULT_ONLY" and not _hidden(info.action(r.name).annotations)
+                    for r in t.action_refs)]
 
 
 def table_contents(info: ProgramInfo, max_size: int = 12):

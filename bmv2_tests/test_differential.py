@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from hina import pipeline
@@ -35,6 +35,14 @@ PROGRAMS = sorted(p for folder in ("p4", "bench/programs", "tests/golden",
 #: Ports the generated traffic enters on; outputs to ports BMv2 has no interface for are
 #: compared as absent on both targets.
 IN_PORTS = (1, 2, 3, 4)
+#: Actions left out of generated entries, per program, with the reason.
+UNWRITABLE = {
+    # A top-level action with a parameter, called directly in the ingress (so P4Info lists it
+    # without parameters, p4c's rule) and held by an egress table: p4c's JSON has two actions
+    # named count_up, PI maps the P4Info id to the other one and BMv2 refuses every entry
+    # ("Error when adding match entry to target"). A p4c/PI limitation, not a dataplane case.
+    "p4info_view.p4": {"count_up"},
+}
 MULTICAST = {1: (Replica(1, 10), Replica(2, 20)), 2: (Replica(3, 1), Replica(4, 2))}
 
 
@@ -46,7 +54,10 @@ def _needs_bmv2():
 
 
 def _settings(examples: int):
-    return settings(max_examples=examples, deadline=None, derandomize=False,
+    # No shrinking: each step of it is a BMv2 run (minutes per failure); the failing draws are
+    # printed as they are, and both targets' outputs as scapy dissections.
+    return settings(max_examples=examples, deadline=None,
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate),
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -64,7 +75,9 @@ def _open(p4: Path, defines=None):
 @given(data=st.data())
 def test_program_agrees_with_bmv2(program, data):
     diff = _open(program)
-    entries = data.draw(S.table_contents(diff.info), label="entries")
+    skip = UNWRITABLE.get(program.name, set())
+    entries = [e for e in data.draw(S.table_contents(diff.info), label="entries")
+               if e.action.action not in skip]
     diff.insert(entries, strict=False)
     for group, replicas in MULTICAST.items():
         diff.set_mcast_group(group, replicas)
@@ -142,7 +155,7 @@ def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
     worker = draw(st.integers(0, len(job.workers) - 1))
     count = 2 * words if op == P.Op.LUT_SUM else words
     top = P.THC_TABLE_SIZE - 1 if op == P.Op.LUT_SUM else (1 << 32) - 1
-    base = draw(st.sampled_from([0, 1, top, 1 << 31]))
+    base = draw(st.sampled_from([0, 1, top] + ([] if op == P.Op.LUT_SUM else [1 << 31])))
     values = np.full(count, base, dtype=np.int64)
     values[draw(st.integers(0, count - 1))] = draw(st.integers(0, top))
     data = J.contribution(job, worker, op, values, slot=draw(st.integers(0, job.n_slots)),

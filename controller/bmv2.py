@@ -235,6 +235,7 @@ class Bmv2Process:
         self.device_id = device_id
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="hina-bmv2-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)      # a given folder may not exist yet
         self.log_path = self.workdir / "simple_switch.log"
         self.proc: Optional[subprocess.Popen] = None
         self.thrift_port = self.grpc_port = 0
@@ -257,7 +258,10 @@ class Bmv2Process:
         ifaces = [a for port, iface in sorted(self.interfaces.items())
                   for a in ("-i", f"{port}@{iface}")]
         cmd = [SIMPLE_SWITCH_GRPC, "--no-p4", "--device-id", str(self.device_id), *ifaces,
-               "--thrift-port", str(self.thrift_port), *(["--log-console"] if log_console else []),
+               "--thrift-port", str(self.thrift_port),
+               # Without a log sink BMv2 still formats every trace message unless the level is
+               # off: 2.5x fewer packets/s on hina.p4 (bench/bench_bmv2_vs_embedded.py).
+               *(["--log-console"] if log_console else ["--log-level", "off"]),
                *extra_args, "--", "--grpc-server-addr", self.address]
         log.info("starting %s", " ".join(cmd))
         with open(self.log_path, "ab") as out:
@@ -412,8 +416,10 @@ class Bmv2Thrift:
         self._call("bm_register_write", name, index, value)
 
     def register_write_range(self, name: str, first: int, last: int, value: int) -> None:
-        """Cells ``first`` .. ``last`` (inclusive) of ``name`` := ``value`` (one call)."""
-        self._call("bm_register_write_range", name, first, last, value)
+        """Cells ``first`` .. ``last`` (inclusive) of ``name`` := ``value`` (one call).
+
+        BMv2's ``bm_register_write_range`` takes an exclusive end (``last + 1`` here)."""
+        self._call("bm_register_write_range", name, first, last + 1, value)
 
     def register_reset(self, name: str) -> None:
         self._call("bm_register_reset", name)

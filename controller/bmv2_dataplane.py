@@ -240,10 +240,18 @@ class _PortIO:
         self.selector.close()
 
 
+def _dont_care(m, width: int) -> bool:
+    """P4Runtime wants a match that matches everything omitted, not written out."""
+    full = (1 << width) - 1
+    return (m is None or (isinstance(m, Lpm) and m.prefix_len == 0)
+            or (isinstance(m, Ternary) and m.mask == 0)
+            or (isinstance(m, Range) and m.low == 0 and m.high == full))
+
+
 def _entry_match(entry: TableEntry, fields) -> dict:
     match = {}
     for field, m in zip(fields, entry.matches):
-        if m is None:
+        if _dont_care(m, field.bitwidth):
             continue
         if isinstance(m, (Exact, Optional_)):
             match[field.name] = m.value
@@ -259,7 +267,10 @@ def _entry_match(entry: TableEntry, fields) -> dict:
 
 
 def _control_error(exc: P4RuntimeClientError) -> ControlError:
-    return ControlError(exc.errors[0][1] if exc.errors else exc.code, str(exc))
+    """The embedded target's error for a P4Runtime failure (codes it has no name for, such as
+    PI's UNKNOWN for a write the BMv2 target refused, become INTERNAL)."""
+    code = exc.errors[0][1] if exc.errors else exc.code
+    return ControlError(code if code in ControlError.CODES else "INTERNAL", str(exc))
 
 
 class Bmv2Dataplane:

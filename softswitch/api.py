@@ -86,13 +86,16 @@ class MatchFieldInfo:
 class ParamInfo:
     name: str
     bitwidth: int
+    annotations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ActionInfo:
     name: str                 # fully qualified: "MyIngress.set_nhop"; top-level: "NoAction"
     params: tuple[ParamInfo, ...] = ()
-    annotations: tuple[str, ...] = ()   # e.g. '@noWarn("unused")', as p4c copies them
+    # As written, e.g. '@noWarn("unused")'; P4Info generation drops @id, @name, @hidden and
+    # turns @brief/@description into documentation, as p4c does.
+    annotations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,14 @@ class ControllerHeaderInfo:
 
 @dataclass(frozen=True)
 class ProgramInfo:
+    """The program's P4Runtime objects: what p4c's P4Info describes, in its order.
+
+    As p4c's front and mid end leave the program (``softswitch.frontend.controlplane``): tables
+    never applied, control instances never applied and actions neither listed by a table nor
+    called from an ``apply`` block are not here; an action only called directly has no
+    ``params`` (its arguments are bound at the call). Objects annotated ``@hidden`` are here (they
+    are P4Runtime symbols) but P4Info does not list them.
+    """
     arch: str = "v1model"
     tables: tuple[TableInfo, ...] = ()
     actions: tuple[ActionInfo, ...] = ()

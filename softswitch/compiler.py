@@ -9,6 +9,8 @@ Example::
 
 The pipeline: ``cpp`` (as p4c runs it, with our ``p4include/core.p4`` and ``v1model.p4``) ->
 lark LALR parser -> IR -> type checker -> Python code generator -> one ``exec`` per program.
+The program's P4Runtime objects (``CompiledProgram.info``) are what p4c's P4Info lists
+(``softswitch.frontend.controlplane``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .engine import runtime
 from .engine.codegen import ProgramGen
 from .engine.runtime import V1Dataplane
 from .frontend import ir
+from .frontend.controlplane import control_plane_view
 from .frontend.parser import parse
 from .frontend.preprocess import run_cpp
 from .frontend.typecheck import Checker
@@ -102,9 +105,10 @@ def _compile_preprocessed(pre: str, filename: str) -> CompiledProgram:
     digests = {name: [(n, width_of(ft)) for n, ft in t.fields] for name, t in gen.digests.items()
                if isinstance(t, StructT)}
     ctl_headers = _controller_headers(gen_checker)
+    view = control_plane_view(gen_checker)
 
     def factory() -> V1Dataplane:
-        return V1Dataplane(namespace, digests, ctl_headers)
+        return V1Dataplane(namespace, digests, ctl_headers, view)
 
     first = factory()
     return CompiledProgram(info=first.info, source=pre, name=filename, factory=factory)

@@ -13,6 +13,11 @@ included, so a controller written against a P4Info from real p4c works unchanged
 * match fields, action parameters and controller metadata are numbered 1..n in order.
 * initial default action arguments are big-endian, padded to the parameter's width in bytes, as
   p4c's ``stringReprConstant`` writes them (``8w0xEE`` -> ``"\\356"``).
+* annotations are copied as written, except ``@id`` and ``@name`` (ids and names say them),
+  ``@brief`` and ``@description`` (the ``doc`` field) and ``@hidden``: tables and actions so
+  annotated get ids and count for aliases, but are not listed.
+* ``type_info`` is present when p4c touches it: a table, an action parameter, a register, a
+  digest or a controller header is listed.
 
 Example::
 
@@ -43,7 +48,10 @@ PREFIX = p4info_pb2.P4Ids   # PREFIX.TABLE, PREFIX.ACTION, ... (the spec's P4Ids
 
 # Annotations p4c turns into P4Info fields rather than copying them.
 _ID_ANNOTATION = re.compile(r"@id\(\s*(0[xX][0-9a-fA-F]+|\d+)\s*\)$")
-_NOT_COPIED = ("@id(", "@name(")
+_DOC_ANNOTATION = re.compile(r'@(brief|description)\(\s*"(.*)"\s*\)$', re.DOTALL)
+_NOT_COPIED = ("@id(", "@name(", "@brief(", "@description(")
+# Objects so annotated are P4Runtime symbols (ids, aliases) that P4Info does not list.
+_HIDDEN = "@hidden"
 
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
@@ -187,9 +195,12 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     direct_of_table = _direct_resources(info, ids)
 
     for table in info.tables:
-        _add_table(p4info.tables.add(), table, ids, actions, direct_of_table.get(table.name, ()))
+        if _listed(table):
+            _add_table(p4info.tables.add(), table, ids, actions,
+                       direct_of_table.get(table.name, ()))
     for action in info.actions:
-        _add_action(p4info.actions.add(), action, ids)
+        if _listed(action):
+            _add_action(p4info.actions.add(), action, ids)
     for counter in info.counters:
         msg = p4info.counters.add()
         _set_preamble(msg.preamble, ids.counters[counter.name], counter.name, ids,
@@ -227,7 +238,9 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         _set_bits(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
     type_info = p4info.type_info
-    type_info.SetInParent()                      # p4c always writes `type_info {}`
+    if (p4info.tables or p4info.registers or p4info.controller_packet_metadata or info.digests
+            or any(a.params for a in p4info.actions)):
+        type_info.SetInParent()      # p4c's type converter ran: `type_info {}` even if empty
     for digest in info.digests:
         msg = p4info.digests.add()
         _set_preamble(msg.preamble, ids.digests[digest.name], digest.name, ids)
@@ -289,10 +302,27 @@ def _id_annotations(objects) -> dict[str, int]:
     return fixed
 
 
+def _listed(obj) -> bool:
+    """Whether P4Info lists ``obj`` (a table or action): not when it is ``@hidden``."""
+    return _HIDDEN not in (a.strip() for a in obj.annotations)
+
+
+def _add_annotations(msg, annotations: Iterable[str]) -> None:
+    """Copy ``annotations`` into ``msg`` (a preamble, match field or action parameter) as p4c
+    does: ``@brief``/``@description`` become ``msg.doc``, ``@id``/``@name``/``@hidden`` go."""
+    for annotation in annotations:
+        text = annotation.strip()
+        doc = _DOC_ANNOTATION.match(text)
+        if doc:
+            setattr(msg.doc, doc.group(1), doc.group(2))
+        elif not text.startswith(_NOT_COPIED) and text != _HIDDEN:
+            msg.annotations.append(annotation)
+
+
 def _set_preamble(preamble, id_: int, name: str, ids: SymbolIds,
                   annotations: Iterable[str] = ()) -> None:
     preamble.id, preamble.name, preamble.alias = id_, name, ids.alias[name]
-    preamble.annotations.extend(a for a in annotations if not a.startswith(_NOT_COPIED))
+    _add_annotations(preamble, annotations)
 
 
 def _set_bits(type_spec, bitwidth: int, signed: bool) -> None:
@@ -317,7 +347,7 @@ def _add_table(msg: p4info_pb2.Table, table: TableInfo, ids: SymbolIds,
     for i, field in enumerate(table.match_fields, start=1):
         mf = msg.match_fields.add()
         mf.id, mf.name, mf.bitwidth = i, field.name, field.bitwidth
-        mf.annotations.extend(field.annotations)
+        _add_annotations(mf, field.annotations)
         if field.match_kind in _MATCH_TYPES:
             mf.match_type = _MATCH_TYPES[field.match_kind]
         else:
@@ -363,3 +393,4 @@ def _add_action(msg: p4info_pb2.Action, action: ActionInfo, ids: SymbolIds) -> N
     for i, param in enumerate(action.params, start=1):
         p = msg.params.add()
         p.id, p.name, p.bitwidth = i, param.name, param.bitwidth
+        _add_annotations(p, param.annotations)

@@ -345,10 +345,10 @@ class Pipeline:
             fields[mf.id] = (index, program_field)
         actions = {}
         for ref in table.action_refs:
-            if ref.id not in self.actions:
-                raise _invalid(f"P4Info table {name!r} refers to action id {ref.id}, "
-                               "which the P4Info does not declare")
-            actions[ref.id] = ref.scope
+            # p4c refers to a table's @hidden actions without declaring them: no entry or
+            # default action can name such an action (the P4Info gives it no name or params).
+            if ref.id in self.actions:
+                actions[ref.id] = ref.scope
         self.tables[table.preamble.id] = _Table(table.preamble.id, program_table, fields,
                                                 [mf.id for mf in table.match_fields], actions)
         self.table_ids[name] = table.preamble.id

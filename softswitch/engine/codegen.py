@@ -19,6 +19,7 @@ import keyword
 from typing import Optional
 
 from ..frontend import ir
+from ..frontend.controlplane import local_name, qualified_name
 from ..frontend.typecheck import Sym, expr_text, unsupported
 from ..frontend.types import (Bits, Bool, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, StackT,
                               StringT, StructT, width_of)
@@ -1173,7 +1174,9 @@ class CodeGen:
 
 # ---------------------------------------------------------------------------------- program
 V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser")
-_NOT_COPIED_ANNOTATIONS = {"name", "tableonly", "defaultonly", "hidden"}
+# Annotations the program description leaves out (p4c represents them otherwise). @hidden stays:
+# hidden objects are P4Runtime symbols that P4Info does not list (softswitch.p4info).
+_NOT_COPIED_ANNOTATIONS = {"name", "tableonly", "defaultonly"}
 
 
 def annotation_text(a: ir.Annotation) -> str:
@@ -1188,14 +1191,6 @@ def annotation_text(a: ir.Annotation) -> str:
 
 def copied_annotations(anns: list) -> tuple:
     return tuple(annotation_text(a) for a in anns if a.name not in _NOT_COPIED_ANNOTATIONS)
-
-
-def local_name(d, default: str) -> str:
-    """p4c's name for a declaration: its @name annotation, else its own name."""
-    a = ir.find_annotation(getattr(d, "annotations", []), "name")
-    if a and a.args and isinstance(a.args[0], ir.StringLit):
-        return a.args[0].value
-    return default
 
 
 class ProgramGen(CodeGen):
@@ -1278,7 +1273,7 @@ class ProgramGen(CodeGen):
         self.names[sym] = fname
         name = local_name(d, d.name)
         if name.startswith(".") or not in_control:
-            full = repr(name.lstrip("."))
+            full = repr(qualified_name(name, None))
         else:
             full = f"prefix + {('.' + name)!r}"
         params = []
@@ -1299,8 +1294,9 @@ class ProgramGen(CodeGen):
             self._fix_returns(outs)
         o.dedent()
         widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
-        o.line(f"REG.action({full}, {fname}, {widths!r}, "
-               f"{tuple((p.name, width_of(p.resolved)) for p in d.params if not p.direction)!r}, "
+        cp_params = tuple((p.name, width_of(p.resolved), copied_annotations(p.annotations))
+                          for p in d.params if not p.direction)
+        o.line(f"REG.action({full}, {fname}, {widths!r}, {cp_params!r}, "
                f"{copied_annotations(d.annotations)!r})")
 
     def _fix_returns(self, outs: list) -> None:
@@ -1421,11 +1417,11 @@ class ProgramGen(CodeGen):
         t = d.resolved
         vn = f"x_{d.name}"
         self.names[sym] = vn
-        full = f"{prefix_var} + {('.' + local_name(d, d.name))!r}"
-        if prefix_var is None:
-            full = repr(local_name(d, d.name).lstrip("."))
-        elif local_name(d, d.name).startswith("."):
-            full = repr(local_name(d, d.name)[1:])
+        name = local_name(d, d.name)
+        if prefix_var is None or name.startswith("."):
+            full = repr(qualified_name(name, None))
+        else:
+            full = f"{prefix_var} + {('.' + name)!r}"
         if isinstance(t, ExternT):
             args = d.args
             if t.name == "register":
@@ -1461,7 +1457,7 @@ class ProgramGen(CodeGen):
         vn = f"t_{d.name}"
         self.names[sym] = vn
         name = local_name(d, d.name)
-        full = repr(name[1:]) if name.startswith(".") else f"prefix + {('.' + name)!r}"
+        full = repr(qualified_name(name, None)) if name.startswith(".") else f"prefix + {('.' + name)!r}"
         fields = []
         for k in d.keys:
             kname = local_name(k, expr_text(k.expr))

@@ -7,6 +7,7 @@ unicast) -> egress -> (E2E clones, drop, recirculate) -> computeChecksum -> depa
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random as _random
 import struct
@@ -17,6 +18,7 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    CounterInfo, Digest, DigestInfo, DirectCounterInfo,
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
                    ProgramInfo, RegisterInfo, Replica, StructFieldInfo, TableEntry, TableInfo)
+from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_packed, hash_crc32, hash_csum16,  # noqa: F401
                       hash_packed)   # (generated code calls these as RT.*)
@@ -274,9 +276,11 @@ class Registry:
         self.error_names: tuple = ()
 
     def action(self, name, fn, widths, params, annotations):
+        """Register action ``name`` (function ``fn``); ``params``: (name, width, annotations) of
+        its directionless parameters."""
         self.actions[fn] = ActionImpl(name, fn, tuple(widths))
-        self.action_infos[name] = ActionInfo(name, tuple(ParamInfo(n, w) for n, w in params),
-                                             tuple(annotations))
+        self.action_infos[name] = ActionInfo(
+            name, tuple(ParamInfo(n, w, tuple(a)) for n, w, a in params), tuple(annotations))
 
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
               has_entries, dcounter, dmeter, annotations):
@@ -344,24 +348,39 @@ class Registry:
         self.direct_meters[name] = d
         return d
 
-    def program_info(self, digests: dict, controller_headers: tuple) -> ProgramInfo:
-        used = []
-        for t in self.tables.values():
-            for r in t.info.action_refs:
-                if r.name not in used:
-                    used.append(r.name)
-        actions = tuple(a for n, a in self.action_infos.items() if n in used)
+    def program_info(self, digests: dict, controller_headers: tuple,
+                     view: ControlPlaneView) -> ProgramInfo:
+        """The :class:`ProgramInfo` of what was registered, as ``view`` (the program's
+        control-plane view) says p4c's P4Info has it: its tables, actions and extern instances
+        only, in its order; a direct counter or meter only with its table."""
+        def registered(kind: str, names: dict, name: str):
+            if name not in names:      # the view and the generated code name objects alike
+                raise RuntimeError(f"internal error: the control-plane view names {kind} "
+                                   f"{name!r}, which the program did not register")
+            return names[name]
+
+        tables = tuple(registered("table", self.tables, name).info for name in view.tables)
+        kept = set(view.tables)
+        actions = []
+        for use in view.actions:
+            action = registered("action", self.action_infos, use.name)
+            # An action only called directly has its arguments bound there: no parameters.
+            actions.append(action if use.table_bound else dataclasses.replace(action, params=()))
+        registers = [r for r in self.registers.values() if r.name in view.externs]
+        counters = [c for c in self.counters.values() if c.name in view.externs]
+        meters = [m for m in self.meters.values() if m.name in view.externs]
+        direct_counters = [d for d in self.direct_counters.values() if d.table in kept]
+        direct_meters = [d for d in self.direct_meters.values() if d.table in kept]
         return ProgramInfo(
-            tables=tuple(t.info for t in self.tables.values()),
-            actions=actions,
+            tables=tables,
+            actions=tuple(actions),
             registers=tuple(RegisterInfo(r.name, r.width, r.size, r.signed, r.annotations)
-                            for r in self.registers.values()),
-            counters=tuple(CounterInfo(c.name, c.unit, c.size) for c in self.counters.values()),
+                            for r in registers),
+            counters=tuple(CounterInfo(c.name, c.unit, c.size) for c in counters),
             direct_counters=tuple(DirectCounterInfo(d.name, d.unit, d.table)
-                                  for d in self.direct_counters.values()),
-            meters=tuple(MeterInfo(m.name, m.unit, m.size) for m in self.meters.values()),
-            direct_meters=tuple(DirectMeterInfo(d.name, d.unit, d.table)
-                                for d in self.direct_meters.values()),
+                                  for d in direct_counters),
+            meters=tuple(MeterInfo(m.name, m.unit, m.size) for m in meters),
+            direct_meters=tuple(DirectMeterInfo(d.name, d.unit, d.table) for d in direct_meters),
             digests=tuple(DigestInfo(n, tuple(StructFieldInfo(f, w) for f, w in fields))
                           for n, fields in digests.items()),
             controller_headers=controller_headers)
@@ -373,7 +392,8 @@ class V1Dataplane:
 
     drop_port = DROP_PORT
 
-    def __init__(self, module_ns: dict, digests: dict, controller_headers: tuple):
+    def __init__(self, module_ns: dict, digests: dict, controller_headers: tuple,
+                 view: ControlPlaneView):
         self.C = Context()
         self.REG = Registry()
         blocks = module_ns["build"](sys.modules[__name__], self.C, self.REG)
@@ -382,7 +402,7 @@ class V1Dataplane:
         self._parser, self._verify, self._ingress = b["parser"], b["verify"], b["ingress"]
         self._egress, self._compute, self._deparser = b["egress"], b["compute"], b["deparser"]
         self._H, self._M, self._STD = self.REG.classes
-        self.info = self.REG.program_info(digests, controller_headers)
+        self.info = self.REG.program_info(digests, controller_headers, view)
         self.cpu_port: Optional[int] = None
         self.mcast: dict = {}
         self.sessions: dict = {}

@@ -110,3 +110,65 @@ def test_id_annotations_fix_ids_and_are_not_copied():
     assert list(b.preamble.annotations) == ["@x"]
     with pytest.raises(ValueError, match="wrong 8-bit prefix"):
         build_p4info(ProgramInfo(actions=(ActionInfo("C.a", annotations=("@id(0x02000001)",)),)))
+
+
+def test_hidden_objects_get_ids_but_are_not_listed():
+    info = ProgramInfo(
+        tables=(TableInfo("C.t", (), (ActionRefInfo("C.a"), ActionRefInfo("C.h"))),
+                TableInfo("E.t", (), (ActionRefInfo("C.h"),), annotations=("@hidden",))),
+        actions=(ActionInfo("C.a"), ActionInfo("C.h", annotations=("@hidden",))))
+    p4info = build_p4info(info)
+    assert [t.preamble.name for t in p4info.tables] == ["C.t"]
+    assert [a.preamble.name for a in p4info.actions] == ["C.a"]
+    assert p4info.tables[0].action_refs[1].id == assign_ids(0x01, ["C.a", "C.h"])["C.h"]
+    assert p4info.tables[0].preamble.alias == "C.t"       # the hidden E.t counts for aliases
+    assert list(p4info.tables[0].preamble.annotations) == []
+
+
+def test_brief_and_description_are_documentation():
+    info = ProgramInfo(
+        tables=(TableInfo("C.t", (MatchFieldInfo("k", 8, "exact", ('@brief("Key.")', "@k")),),
+                          (ActionRefInfo("C.a"),), annotations=('@brief("Table.")',)),),
+        actions=(ActionInfo("C.a", (ParamInfo("v", 8, ('@brief("Value.")', "@p")),),
+                            ('@brief("Act.")', '@description("Long.")', "@x")),))
+    p4info = build_p4info(info)
+    table, action = p4info.tables[0], p4info.actions[0]
+    assert table.preamble.doc.brief == "Table." and not table.preamble.annotations
+    assert table.match_fields[0].doc.brief == "Key."
+    assert list(table.match_fields[0].annotations) == ["@k"]
+    assert (action.preamble.doc.brief, action.preamble.doc.description) == ("Act.", "Long.")
+    assert list(action.preamble.annotations) == ["@x"]
+    assert action.params[0].doc.brief == "Value." and list(action.params[0].annotations) == ["@p"]
+
+
+def test_type_info_only_when_p4c_writes_it():
+    assert not build_p4info(ProgramInfo(actions=(ActionInfo("C.a"),))).HasField("type_info")
+    with_param = ProgramInfo(actions=(ActionInfo("C.a", (ParamInfo("v", 8),)),))
+    assert build_p4info(with_param).HasField("type_info")
+    with_register = ProgramInfo(registers=(RegisterInfo("C.r", 8, 4),))
+    assert build_p4info(with_register).HasField("type_info")
+
+
+def test_program_info_is_what_p4c_front_and_mid_end_leave():
+    """The facts of programs/p4info_view.p4 (test_p4info_parity.py checks them against p4c)."""
+    compiler = pytest.importorskip("softswitch.compiler")
+    info = compiler.compile_file(str(PROGRAMS / "p4info_view.p4")).info
+    actions = {a.name: [p.name for p in a.params] for a in info.actions}
+    assert list(actions) == [
+        "NoAction", "tag", "set_mark", "count_up",              # top-level: first use, in front
+        "MyIngress.drop", "MyIngress.forward", "MyIngress.direct_only", "MyIngress.both_ways",
+        "MyIngress.calls_helper", "MyIngress.hidden_step", "MyIngress.renamed",
+        "MyIngress.classify.by_type", "MyIngress.classify.bump",  # where `classify` is declared
+        "MyIngress.stamp.stamp", "MyEgress.rewrite"]
+    assert actions["MyIngress.direct_only"] == [] and actions["MyIngress.both_ways"] == ["v"]
+    assert actions["set_mark"] == [] and actions["count_up"] == []   # the ingress copy: direct
+    assert [t.name for t in info.tables] == [
+        "MyIngress.classify.class_t", "MyIngress.fwd_t", "MyIngress.acl_t",
+        "MyIngress.hidden_t", "MyEgress.rewrite_t"]
+    assert [r.name for r in info.registers] == ["MyIngress.class_seen",
+                                                "MyIngress.classify.class_hits"]
+    assert [c.name for c in info.counters] == ["MyIngress.unused_counter"]
+    assert info.direct_counters == ()
+    p4info = build_p4info(info)
+    assert "MyIngress.hidden_step" not in [a.preamble.name for a in p4info.actions]
+    assert "MyIngress.hidden_t" not in [t.preamble.name for t in p4info.tables]
