@@ -151,7 +151,7 @@ class Bmv2Target(Target):
     groups, Thrift for registers and counters. Needs root and the toolchain."""
 
     name = "bmv2"
-    PORTS = tuple(range(1, 33))    # worker_address(n) is on port n + 1; tests use up to 21
+    PORTS = tuple(range(0, 33))    # port 0 too (golden vectors use it); worker n is on port n + 1
 
     def __init__(self):
         self.dp = shared_bmv2()
