@@ -50,7 +50,6 @@ import os
 import platform
 import select
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -74,7 +73,6 @@ PAYLOAD_VARIANTS = 8               # distinct contribution vectors per worker, c
 _SOL_PACKET = 263
 _PACKET_STATISTICS = 6
 _PACKET_OUTGOING = 4
-_PR_SET_PDEATHSIG = 1
 
 
 class BenchError(RuntimeError):
@@ -138,19 +136,7 @@ def _socket_drops(sockets) -> int:
 # --------------------------------------------------------------------------------------------
 # The switches: one process each, on the switch ends of the veths
 # --------------------------------------------------------------------------------------------
-def _die_with_parent() -> None:          # in the child between fork and exec
-    import ctypes
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-    os.setsid()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from controller.bmv2 import die_with_parent, free_tcp_port  # noqa: E402
 
 
 class EmbeddedProcess:
@@ -160,7 +146,7 @@ class EmbeddedProcess:
     def __init__(self, interfaces: dict[int, str]):
         self.workdir = Path(tempfile.mkdtemp(prefix="hina-embedded-"))
         self.log_path = self.workdir / "softswitch.log"
-        self.address = f"127.0.0.1:{_free_port()}"
+        self.address = f"127.0.0.1:{free_tcp_port()}"
         cmd = [sys.executable, "-m", "softswitch", "--no-p4", "--log-level", "off",
                "--grpc-server-addr", self.address]
         for port, iface in sorted(interfaces.items()):
@@ -169,7 +155,7 @@ class EmbeddedProcess:
         with open(self.log_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
                                          stdin=subprocess.DEVNULL, cwd=str(ROOT), env=env,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
         try:
             self._wait_ready()
         except BaseException:

@@ -1,5 +1,7 @@
 """p4/hina.p4 at every HINA_WORDS: compile time on p4c and on the embedded target, and one THC
-round of 8 workers through both, results compared.
+round of 8 workers through both, results compared with each other and with the sums. At 256
+words THC runs on the embedded target only: its results grow each packet by 768 bytes, past
+BMv2's 512-byte headroom (simple_switch aborts; the controller refuses such a job on BMv2).
 
 The test suite covers 64 and 128 words; the 256-word program takes p4c about 4 minutes, so it is
 covered here instead of in every test run.
@@ -24,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 HINA_P4 = ROOT / "p4" / "hina.p4"
 N_WORKERS = 8
+PAYLOAD_OFFSET = 14 + 20 + 8 + 12      # Ethernet, IPv4, UDP, HINA header
 LUT_ID = 1
 
 
@@ -84,11 +87,11 @@ def main(argv=None) -> int:
         return 2
     import numpy as np
 
-    from controller.bmv2 import compile_p4c
+    from controller.bmv2 import PACKET_HEADROOM, compile_p4c
     from softswitch.compiler import compile_file
     if args.fresh:
         os.environ["HINA_CACHE_DIR"] = tempfile.mkdtemp(prefix="hina-bench-cache-")
-    print(f"{'words':>5} {'p4c s':>8} {'embedded s':>11} {'THC round':>10}  (8 workers, "
+    print(f"{'words':>5} {'p4c s':>8} {'embedded s':>11}  THC round (8 workers, "
           f"{os.cpu_count()} cores)")
     bmv2 = None
     try:
@@ -104,12 +107,20 @@ def main(argv=None) -> int:
                                      info=program.info)
             else:
                 bmv2.load(HINA_P4, defines, info=program.info)
-            got_b, expected = thc_round(bmv2, words, seed=words)
-            got_e, _ = thc_round(program.instantiate(), words, seed=words)
-            same = sorted(got_b) == sorted(got_e) and len(got_b) == N_WORKERS and all(
-                np.array_equal(np.frombuffer(f[54:], ">u2"), expected) for _, f in got_b)
-            print(f"{words:>5} {t1 - t0:>8.1f} {t2 - t1:>11.1f} {'equal' if same else 'DIFFER':>10}")
-            if not same:
+            got_e, expected = thc_round(program.instantiate(), words, seed=words)
+            right = len(got_e) == N_WORKERS and all(
+                np.array_equal(np.frombuffer(f[PAYLOAD_OFFSET:], ">u2"), expected)
+                for _, f in got_e)
+            if 3 * words > PACKET_HEADROOM:
+                # A LUT-SUM result grows the packet by 3 x words bytes: past BMv2's headroom
+                # simple_switch aborts (controller.bmv2.PACKET_HEADROOM); embedded target only.
+                verdict = "embedded only (BMv2 headroom)" if right else "WRONG"
+            else:
+                got_b, _ = thc_round(bmv2, words, seed=words)
+                right = right and sorted(got_b) == sorted(got_e)
+                verdict = "equal" if right else "DIFFER"
+            print(f"{words:>5} {t1 - t0:>8.1f} {t2 - t1:>11.1f}  {verdict}")
+            if not right:
                 return 1
     finally:
         if bmv2 is not None:

@@ -171,7 +171,12 @@ class Bmv2Target(Target):
 
     def send(self, port: int, frame: bytes, expected: Optional[int] = None
              ) -> list[tuple[int, bytes]]:
-        return self.dp.process(port, bytes(frame), expected=expected).outputs
+        outputs = self.dp.process(port, bytes(frame), expected=expected).outputs
+        if self.dp.late:       # an earlier send's output arrived after that send had ended
+            late, self.dp.late = list(self.dp.late), []
+            raise AssertionError(f"BMv2 sent {len(late)} frame(s) after their send had ended "
+                                 f"(ports {[p for p, _ in late]}): raise Bmv2Dataplane.quiet_s?")
+        return outputs
 
     def counter_packets(self, name: str, index: int) -> int:
         return self.dp.counter_read(name, index)[1]

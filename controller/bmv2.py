@@ -54,6 +54,11 @@ SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 BINARIES = (SIMPLE_SWITCH_GRPC, P4C_BM2_SS, SIMPLE_SWITCH_CLI)
 CACHE_ENV = "HINA_CACHE_DIR"
+#: Bytes by which BMv2 lets a program grow a packet: simple_switch gives each received packet a
+#: buffer of its length + 512, and a deparser emitting more aborts the whole switch (assertion
+#: in packet_buffer.h). A THC (LUT-SUM) result is 4 x HINA_WORDS bytes for an HINA_WORDS-byte
+#: request: it grows by 3 x HINA_WORDS, so THC on BMv2 needs HINA_WORDS <= 170 (128 in practice).
+PACKET_HEADROOM = 512
 #: Seconds a switch may take to open its gRPC and Thrift servers (it loads no program yet).
 START_TIMEOUT_S = 30.0
 
@@ -186,7 +191,8 @@ def _first_error(stderr: str) -> str:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:          # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """``preexec_fn`` for a child process: SIGKILL when our thread exits, own session."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
@@ -194,7 +200,8 @@ def _die_with_parent() -> None:          # runs in the child between fork and ex
     os.setsid()
 
 
-def _free_port() -> int:
+def free_tcp_port() -> int:
+    """A TCP port of 127.0.0.1 that nobody listens on now (a bind may still race)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -241,7 +248,7 @@ class Bmv2Process:
         self.thrift_port = self.grpc_port = 0
         last = ""
         for _ in range(3):
-            self.grpc_port, self.thrift_port = _free_port(), _free_port()
+            self.grpc_port, self.thrift_port = free_tcp_port(), free_tcp_port()
             if self.grpc_port == self.thrift_port:
                 continue
             last = self._start(log_console, extra_args)
@@ -266,7 +273,7 @@ class Bmv2Process:
         log.info("starting %s", " ".join(cmd))
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                         stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -57,6 +57,7 @@ class Context:
         self.state_path = Path(args.state) if args.state else default_state_path()
         self.state = ControllerState.load(self.state_path)
         self._conn: Optional[SwitchConnection] = None
+        self._registers = None
 
     @property
     def target(self) -> str:
@@ -73,14 +74,18 @@ class Context:
     def manager(self) -> JobManager:
         """A primary connection's JobManager that knows the jobs of the state file."""
         conn = self.connect(primary=True)
-        jobs = JobManager(conn, registers=register_access(self.target, conn, self.args.thrift_port))
+        jobs = JobManager(conn, registers=self.registers(), target=self.target)
         for config in self.state.jobs.values():
             jobs.adopt(config)
         return jobs
 
     def registers(self):
-        return register_access(self.target, self._conn or self.connect(primary=False),
-                               self.args.thrift_port)
+        """The target's register path (one per command: BMv2's keeps its Thrift connection)."""
+        if self._registers is None:
+            self._registers = register_access(self.target,
+                                              self._conn or self.connect(primary=False),
+                                              self.args.thrift_port)
+        return self._registers
 
     def job(self, job_id: int) -> JobConfig:
         job = self.state.jobs.get(job_id)
@@ -93,6 +98,8 @@ class Context:
         self.state.save(self.state_path)
 
     def close(self) -> None:
+        if self._registers is not None:
+            self._registers.close()
         if self._conn is not None:
             self._conn.close()
 
@@ -131,7 +138,7 @@ def cmd_resync(ctx: Context) -> int:
     p4info, device_config = ctx.state.pipeline.build()
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
-    jobs = JobManager(conn, registers=register_access(ctx.target, conn, ctx.args.thrift_port))
+    jobs = JobManager(conn, registers=ctx.registers(), target=ctx.target)
     done = jobs.resync([ctx.state.jobs[j] for j in sorted(ctx.state.jobs)])
     print(f"pipeline re-pushed to {ctx.args.switch}; {len(done)} job(s) re-installed"
           + (f": {', '.join(str(c.job_id) for c in done)}" if done else ""))

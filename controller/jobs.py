@@ -32,6 +32,7 @@ from softswitch.api import Exact, Lpm, Optional_, Range, TableEntry, Ternary
 
 from .config import ConfigError, JobConfig, allocate
 from .p4runtime_client import P4InfoIndex, P4RuntimeClientError, SwitchConnection
+from .bmv2 import PACKET_HEADROOM
 from .target import P4RuntimeRegisters, RegisterAccess
 
 __all__ = ["JobError", "UnknownJobError", "JobRecord", "JobManager", "entry_update"]
@@ -103,11 +104,14 @@ class JobManager:
         zero_registers: zero the job's slot/sketch registers on create.
         registers: how registers are written and read (default: P4Runtime RegisterEntry, which
             the embedded target has; for BMv2 pass :class:`controller.target.ThriftRegisters`).
+        target: ``embedded`` or ``bmv2``: on BMv2 a THC job whose results would outgrow the
+            switch's packet headroom (:data:`controller.bmv2.PACKET_HEADROOM`) is refused.
     """
 
     def __init__(self, switch: SwitchConnection, zero_registers: bool = True,
-                 registers: Optional[RegisterAccess] = None):
+                 registers: Optional[RegisterAccess] = None, target: str = "embedded"):
         self.switch = switch
+        self.target = target
         self.zero_registers = zero_registers
         self.registers = registers or P4RuntimeRegisters(switch)
         self.jobs: dict[int, JobRecord] = {}
@@ -213,6 +217,11 @@ class JobManager:
         if program_words and spec.words != program_words:
             raise JobError(f"job {spec.job_id}: words={spec.words}, but the pushed program has "
                            f"HINA_WORDS={program_words}")
+        growth = 3 * spec.words           # LUT-SUM: HINA_WORDS bytes in, 4 x HINA_WORDS out
+        if thc_table is not None and self.target == "bmv2" and growth > PACKET_HEADROOM:
+            raise JobError(f"job {spec.job_id}: THC at words={spec.words} grows each result by "
+                           f"{growth} bytes; BMv2 grows a packet by at most {PACKET_HEADROOM} "
+                           "(simple_switch aborts beyond): use HINA_WORDS <= 128 on BMv2")
         try:
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except ValueError as exc:

@@ -3,13 +3,10 @@
 * **embedded** (``softswitch``): the device config is the preprocessed P4 program
   (:func:`softswitch.p4runtime_server.make_device_config`), compiled here only to build the P4Info;
   registers are read and written with P4Runtime ``RegisterEntry``.
-* **bmv2** (``simple_switch_grpc``): the device config is ``p4c-bm2-ss``'s JSON, compiled here when
-  ``p4c-bm2-ss`` is on PATH or given prebuilt (``--bmv2-json`` with ``--p4info``); BMv2's
-  P4Runtime does not implement ``RegisterEntry``, so registers go through its Thrift runtime
-  (``simple_switch_CLI``'s ``register_read`` / ``register_write``).
-
-The BMv2 paths follow BMv2's documented interfaces but have not run here (no BMv2 in this
-environment); their tests skip with the reason.
+* **bmv2** (``simple_switch_grpc``): the device config is ``p4c-bm2-ss``'s JSON, compiled here
+  (cached on disk by :func:`controller.bmv2.compile_p4c`) or given prebuilt (``--bmv2-json`` with
+  ``--p4info``); BMv2's P4Runtime does not implement ``RegisterEntry``, so registers go through
+  its Thrift runtime (:class:`ThriftRegisters`: whole arrays per call, in process).
 """
 from __future__ import annotations
 
@@ -26,22 +23,24 @@ from typing import Mapping, Optional, Protocol, Sequence
 
 from p4.config.v1 import p4info_pb2
 
+from .bmv2 import CACHE_ENV, Bmv2Error, Bmv2Thrift, cache_dir, compile_p4c, thrift_missing
 from .config import ConfigError
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection
 
 __all__ = ["TARGETS", "PipelineConfig", "RegisterAccess", "P4RuntimeRegisters",
-           "ThriftRegisters", "register_access", "HINA_P4"]
+           "ThriftRegisters", "register_access", "HINA_P4", "CACHE_ENV"]
 
 log = logging.getLogger("hina.controller")
 
 TARGETS = ("embedded", "bmv2")
 HINA_P4 = Path(__file__).resolve().parents[1] / "p4" / "hina.p4"
-P4C_BM2_SS = "p4c-bm2-ss"
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 DEFAULT_THRIFT_PORT = 9090
-CACHE_ENV = "HINA_CACHE_DIR"
 _CLI_TIMEOUT_S = 30.0
-_REGISTER_LINE = re.compile(r"(\S+)\[(\d+)\]\s*=\s*(\d+)")
+#: ``register_read NAME`` (no index) of BMv2's runtime CLI: ``NAME= v0, v1, ...`` on one line.
+_REGISTER_ARRAY_LINE = re.compile(
+    r"^(?:RuntimeCmd:\s*)*([^\s\[\]=]+)=\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*$")
+_U64 = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -90,55 +89,62 @@ class PipelineConfig:
         return self._build_bmv2()
 
     def _build_embedded(self) -> tuple[p4info_pb2.P4Info, bytes]:
-        """Compile for the P4Info; the result is cached on disk (see :func:`_cache_dir`) under
-        the preprocessed source and the embedded target's code, so a CLI run that pushes the
-        same program again (``resync``) does not compile it again."""
+        """Compile for the P4Info; the result is cached on disk (under
+        :func:`controller.bmv2.cache_dir`) by the preprocessed source and the embedded target's
+        code, so a CLI run that pushes the same program again (``resync``) does not compile it
+        again. Entries are written to a temporary folder and renamed into place: a reader never
+        sees half an entry, and concurrent writers of the same entry keep one whole copy."""
         from softswitch.api import P4CompileError
         from softswitch.compiler import compile_file, preprocess
         from softswitch.p4info import build_p4info, p4info_to_text, parse_p4info_text
         from softswitch.p4runtime_server import make_device_config
         try:
             source = preprocess(self.p4, defines=dict(self.defines))
-            cache = _cache_dir() / hashlib.sha256(
+            cache = cache_dir() / hashlib.sha256(
                 "\0".join((self.p4, source, _softswitch_fingerprint())).encode()).hexdigest()
-            if (cache / "device_config.json").exists():
+            try:
                 return (parse_p4info_text((cache / "p4info.txt").read_text()),
                         (cache / "device_config.json").read_bytes())
+            except OSError:            # not cached (or an incomplete entry): compile
+                pass
             program = compile_file(self.p4, defines=dict(self.defines))
         except P4CompileError as exc:
             raise ConfigError(f"{self.p4} does not compile: {exc}") from None
         p4info, device_config = build_p4info(program.info), make_device_config(program)
-        try:      # the cache is an optimisation: failing to write it is not an error
-            cache.mkdir(parents=True, exist_ok=True)
-            (cache / "p4info.txt").write_text(p4info_to_text(p4info))
-            (cache / "device_config.json").write_bytes(device_config)   # last: marks complete
-        except OSError as exc:
-            log.debug("pipeline cache not written: %s", exc)
+        _cache_put(cache, {"p4info.txt": p4info_to_text(p4info).encode(),
+                           "device_config.json": device_config})
         return p4info, device_config
 
     def _build_bmv2(self) -> tuple[p4info_pb2.P4Info, bytes]:
-        if shutil.which(P4C_BM2_SS) is None:
-            raise ConfigError(f"{P4C_BM2_SS} is not on PATH: install p4c, or pass a prebuilt "
-                              "pipeline with --bmv2-json FILE --p4info FILE")
-        with tempfile.TemporaryDirectory(prefix="hina-p4c-") as tmp:
-            out, p4info = Path(tmp) / "hina.json", Path(tmp) / "hina.p4info.txt"
-            cmd = [P4C_BM2_SS, "--arch", "v1model", "-o", str(out),
-                   "--p4runtime-files", str(p4info), self.p4]
-            cmd += [f"-D{k}={v}" for k, v in self.defines.items()]
-            log.info("compiling: %s", " ".join(cmd))
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
-                raise ConfigError(f"{P4C_BM2_SS} failed on {self.p4}: {first}")
-            return _read_prebuilt(str(out), str(p4info))
+        """``p4c-bm2-ss``'s JSON and P4Info, from the compile cache of
+        :func:`controller.bmv2.compile_p4c` (keyed by preprocessed source, defines and compiler
+        version: a ``resync`` or a second push does not compile again)."""
+        build = compile_p4c(self.p4, dict(self.defines))
+        return _read_prebuilt(str(build.json), str(build.p4info))
 
 
-def _cache_dir() -> Path:
-    """``$HINA_CACHE_DIR``, else ``$XDG_CACHE_HOME/hina/pipelines`` (``~/.cache/...``)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hina" / "pipelines"
+def _cache_put(entry: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` as the cache folder ``entry``, atomically (temporary folder + rename).
+
+    An entry another run put in place first is kept; one that lacks a file (left by a run
+    killed before entries were written this way) is replaced. The cache is an optimisation:
+    failing to write it is logged, not raised."""
+    tmp = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        if entry.exists() and not all((entry / name).exists() for name in files):
+            shutil.rmtree(entry, ignore_errors=True)
+        os.rename(tmp, entry)
+        tmp = None
+    except OSError as exc:       # "directory not empty": another run wrote it first
+        if not entry.exists():
+            log.debug("pipeline cache not written: %s", exc)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _softswitch_fingerprint() -> str:
@@ -163,9 +169,14 @@ def _read_prebuilt(json_path: str, p4info_path: str) -> tuple[p4info_pb2.P4Info,
 class RegisterAccess(Protocol):
     """Register cells by P4 name: what ``state`` and job install need from a target."""
 
-    def read(self, cells: Sequence[tuple[str, int]]) -> list[int]: ...
+    def read(self, cells: Sequence[tuple[str, int]]) -> list[int]:
+        """The values of ``(register, index)`` cells, in order."""
 
-    def zero(self, ranges: Sequence[tuple[str, int, int]]) -> None: ...
+    def zero(self, ranges: Sequence[tuple[str, int, int]]) -> None:
+        """Zero ``(register, first index, count)`` ranges."""
+
+    def close(self) -> None:
+        """Release what the register path holds (a connection); idempotent."""
 
 
 class P4RuntimeRegisters:
@@ -182,54 +193,144 @@ class P4RuntimeRegisters:
                            for name, first, count in ranges for i in range(first, first + count)],
                           "zero registers")
 
+    def close(self) -> None:
+        """Nothing to release: the connection belongs to the caller."""
+
 
 class ThriftRegisters:
-    """Registers through BMv2's Thrift runtime, by running ``simple_switch_CLI``.
+    """Registers of a BMv2 switch through its Thrift runtime (BMv2's P4Runtime server answers
+    ``RegisterEntry`` with UNIMPLEMENTED).
 
-    One CLI process per call, commands on its stdin; ``register_read NAME INDEX`` answers
-    ``NAME[INDEX]= VALUE``.
+    :meth:`read` groups the requested cells by register and fetches each register array whole,
+    in one call (``bm_register_read_all``): a slot's state (bitmap, sequence, count, flags and
+    one lane array per word, both pool copies) costs one call per register name, whatever the
+    number of cells. :meth:`zero` writes each range in one call (``bm_register_write_range``).
+
+    The calls run in process through :class:`controller.bmv2.Bmv2Thrift`, over one connection
+    opened at the first call and reopened after a failed one (the switch restarted). Where
+    BMv2's Python modules cannot be imported (:func:`controller.bmv2.thrift_missing`),
+    ``simple_switch_CLI`` runs instead, one process per call with every command on its stdin:
+    ``register_read NAME`` (no index: the whole array, printed ``NAME= v0, v1, ...``) per
+    register, ``register_write NAME INDEX 0`` per cell to zero.
+
+    Values are unsigned: BMv2 answers signed 64-bit integers, which are taken modulo 2**64
+    (every HINA register is 32 bits or narrower).
+
+    Args:
+        thrift_port: the switch's ``--thrift-port``.
+        host: the switch's address.
+        use_cli: True: always ``simple_switch_CLI``; False: never (a missing module is then an
+            error); None: the CLI only where the Thrift modules are missing.
+
+    Raises (from :meth:`read` and :meth:`zero`):
+        P4RuntimeClientError: the switch does not answer (``UNAVAILABLE``), a register is not in
+            the loaded program or refuses the operation (``UNKNOWN``), or an index is past the
+            end of its array (``OUT_OF_RANGE``); the message names the register.
     """
 
-    def __init__(self, thrift_port: int = DEFAULT_THRIFT_PORT, host: str = "127.0.0.1"):
+    def __init__(self, thrift_port: int = DEFAULT_THRIFT_PORT, host: str = "127.0.0.1",
+                 use_cli: Optional[bool] = None):
         self.thrift_port, self.host = thrift_port, host
+        if use_cli is None:
+            why = thrift_missing()
+            if why:
+                log.info("BMv2 registers through %s: %s", SIMPLE_SWITCH_CLI, why)
+            use_cli = why is not None
+        self.use_cli = use_cli
+        self._thrift: Optional[Bmv2Thrift] = None
 
-    def _run(self, commands: Sequence[str]) -> str:
+    # -- the two ways to the switch ----------------------------------------------------------
+    def _connection(self) -> Bmv2Thrift:
+        if self._thrift is None:
+            try:
+                self._thrift = Bmv2Thrift(self.thrift_port, self.host)
+            except Bmv2Error as exc:
+                raise P4RuntimeClientError(str(exc), "UNAVAILABLE") from None
+        return self._thrift
+
+    def _call(self, what: str, method: str, *args):
+        thrift = self._connection()
+        try:
+            return getattr(thrift, method)(*args)
+        except Bmv2Error as exc:
+            self.close()          # a broken connection is reopened by the next call
+            raise P4RuntimeClientError(f"{what}: {exc}", "UNKNOWN") from None
+
+    def _run_cli(self, commands: Sequence[str]) -> str:
         if shutil.which(SIMPLE_SWITCH_CLI) is None:
             raise P4RuntimeClientError(f"{SIMPLE_SWITCH_CLI} is not on PATH: BMv2 registers are "
                                        "read through its Thrift runtime", "UNAVAILABLE")
+        where = f"{SIMPLE_SWITCH_CLI} on thrift port {self.host}:{self.thrift_port}"
         try:
             proc = subprocess.run([SIMPLE_SWITCH_CLI, "--thrift-ip", self.host,
                                    "--thrift-port", str(self.thrift_port)],
                                   input="\n".join(commands) + "\n", capture_output=True,
                                   text=True, timeout=_CLI_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise P4RuntimeClientError(f"{SIMPLE_SWITCH_CLI} on thrift port {self.thrift_port} "
-                                       f"did not answer within {_CLI_TIMEOUT_S:g}s",
+            raise P4RuntimeClientError(f"{where} did not answer within {_CLI_TIMEOUT_S:g}s",
                                        "DEADLINE_EXCEEDED") from None
-        if proc.returncode != 0 or "Error" in proc.stdout:
-            detail = next((line for line in (proc.stdout + proc.stderr).splitlines()
-                           if "rror" in line), "exit status %d" % proc.returncode)
-            raise P4RuntimeClientError(f"{SIMPLE_SWITCH_CLI}: {detail.strip()}", "UNKNOWN")
+        if proc.returncode != 0:
+            lines = (proc.stdout + proc.stderr).strip().splitlines() or ["(no output)"]
+            raise P4RuntimeClientError(f"{where}: exit status {proc.returncode}: "
+                                       f"{lines[-1].strip()}", "UNAVAILABLE")
+        error = next((line for line in proc.stdout.splitlines() if "Error" in line), None)
+        if error is not None:     # the CLI reports a refused command and goes on, exit 0
+            raise P4RuntimeClientError(f"{where}: {error.replace('RuntimeCmd:', '').strip()}",
+                                       "UNKNOWN")
         return proc.stdout
 
+    def _read_arrays(self, names: Sequence[str]) -> dict[str, list[int]]:
+        if not self.use_cli:
+            return {name: self._call(f"register {name}", "register_read_all", name)
+                    for name in names}
+        out = self._run_cli([f"register_read {name}" for name in names])
+        arrays = {}
+        for line in out.splitlines():
+            m = _REGISTER_ARRAY_LINE.match(line.strip())
+            if m:
+                arrays[m.group(1)] = [int(v) for v in m.group(2).split(",")]
+        absent = [name for name in names if name not in arrays]
+        if absent:
+            raise P4RuntimeClientError(f"{SIMPLE_SWITCH_CLI}: no values for register "
+                                       f"{absent[0]} in its answer", "UNKNOWN")
+        return arrays
+
+    # -- RegisterAccess -----------------------------------------------------------------------
     def read(self, cells: Sequence[tuple[str, int]]) -> list[int]:
-        out = self._run([f"register_read {name} {index}" for name, index in cells])
-        got = {(m.group(1), int(m.group(2))): int(m.group(3))
-               for m in _REGISTER_LINE.finditer(out)}
-        try:
-            return [got[(name, index)] for name, index in cells]
-        except KeyError as exc:
-            raise P4RuntimeClientError(f"{SIMPLE_SWITCH_CLI}: no value for register cell "
-                                       f"{exc.args[0]}", "UNKNOWN") from None
+        """The values of ``(register, index)`` cells, in order: one array read per register."""
+        arrays = self._read_arrays(list(dict.fromkeys(name for name, _ in cells)))
+        out = []
+        for name, index in cells:
+            array = arrays[name]
+            if not 0 <= index < len(array):
+                raise P4RuntimeClientError(f"register {name} has {len(array)} cells: index "
+                                           f"{index} is out of range", "OUT_OF_RANGE")
+            out.append(array[index] & _U64)
+        return out
 
     def zero(self, ranges: Sequence[tuple[str, int, int]]) -> None:
-        self._run([f"register_write {name} {i} 0"
-                   for name, first, count in ranges for i in range(first, first + count)])
+        """Zero ``(register, first index, count)`` ranges: one write per range."""
+        ranges = [(name, first, count) for name, first, count in ranges if count > 0]
+        if self.use_cli:
+            if ranges:
+                self._run_cli([f"register_write {name} {i} 0" for name, first, count in ranges
+                               for i in range(first, first + count)])
+            return
+        for name, first, count in ranges:
+            self._call(f"register {name}[{first}..{first + count - 1}] := 0",
+                       "register_write_range", name, first, first + count - 1, 0)
+
+    def close(self) -> None:
+        """Close the Thrift connection (the next call opens a new one); idempotent."""
+        thrift, self._thrift = self._thrift, None
+        if thrift is not None:
+            thrift.close()
 
 
 def register_access(target: str, switch: SwitchConnection,
                     thrift_port: Optional[int] = None) -> RegisterAccess:
-    """The register path of ``target``."""
+    """The register path of ``target``: P4Runtime for the embedded target, BMv2's Thrift
+    runtime (``thrift_port``, default 9090, on the P4Runtime server's host) for BMv2."""
     if target == "bmv2":
         return ThriftRegisters(thrift_port or DEFAULT_THRIFT_PORT,
                                switch.address.rpartition(":")[0] or "127.0.0.1")

@@ -36,7 +36,6 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]     # hina_mn, and the project (dem
 from hina_mn import workloads as W                # noqa: E402
 
 MODES = ("allreduce", "ddp")
-DDP_CODECS = ("thc", "sketch", "lossless", "fixed")
 DDP_BATCH = 32
 DDP_LR = 0.05
 DDP_START_ITER = 2
@@ -120,12 +119,24 @@ def run_allreduce(args, codecs: list[str]) -> list[dict]:
 
 
 def run_ddp(args, codec_name: str) -> list[dict]:
-    """A few DDP steps of the digits MLP (``demo/digits.py``) through :func:`hina_hook`."""
+    """A few DDP steps of the digits MLP (``demo/digits.py``) through :func:`hina_hook`, then
+    the same steps from the same initial parameters with DDP's own all-reduce (gloo, fp32) as
+    the reference.
+
+    Reported: the per-step losses, the training-set loss before training (``loss_initial``),
+    after the HINA steps (``loss_hina``) and after the fp32 steps (``loss_fp32``), the largest
+    parameter difference between the two models (``max_param_diff``), the hook's bucket counts,
+    whether every replica holds the same parameters, and test accuracy. ``ok``: every bucket
+    after the warm-up went through the switch (no fp32 fallback), the replicas agree, the losses
+    are finite and the HINA steps lowered the training loss.
+    """
     import datetime
+
     import torch
     import torch.distributed as dist
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
+
     from demo.digits import load_digits_split, make_model
     from worker.ddp_hook import HinaState, hina_hook
     if args.master is None:
@@ -139,25 +150,39 @@ def run_ddp(args, codec_name: str) -> list[dict]:
                             timeout=datetime.timedelta(seconds=DDP_TIMEOUT_S))
     try:
         x_tr, y_tr, x_te, y_te = load_digits_split()
-        model = DDP(make_model())
-        transport = make_transport(args)
-        codec = W.make_ddp_codec(codec_name, args.workers, args.rank, args.seed)
-        state = HinaState(transport, codec, start_iter=DDP_START_ITER)
-        model.register_comm_hook(state, hina_hook)
-        opt = torch.optim.SGD(model.parameters(), lr=DDP_LR,
-                              momentum=0.0 if codec_name == "sketch" else 0.9)
-        shard = torch.arange(args.rank, len(x_tr), args.workers)
         loss_fn = nn.CrossEntropyLoss()
-        losses, step_s = [], []
-        for step in range(args.steps):
-            idx = shard[(step * DDP_BATCH + torch.arange(DDP_BATCH)) % len(shard)]
-            started = time.monotonic()
-            opt.zero_grad()
-            loss = loss_fn(model(x_tr[idx]), y_tr[idx])
-            loss.backward()
-            opt.step()
-            step_s.append(time.monotonic() - started)
-            losses.append(float(loss))
+        shard = torch.arange(args.rank, len(x_tr), args.workers)
+        momentum = 0.0 if codec_name == "sketch" else 0.9   # FetchSGD keeps its own momentum
+
+        def train(model, steps: int) -> tuple[list[float], list[float]]:
+            opt = torch.optim.SGD(model.parameters(), lr=DDP_LR, momentum=momentum)
+            losses, step_s = [], []
+            for step in range(steps):
+                idx = shard[(step * DDP_BATCH + torch.arange(DDP_BATCH)) % len(shard)]
+                started = time.monotonic()
+                opt.zero_grad()
+                loss = loss_fn(model(x_tr[idx]), y_tr[idx])
+                loss.backward()
+                opt.step()
+                step_s.append(time.monotonic() - started)
+                losses.append(float(loss))
+            return losses, step_s
+
+        def train_loss(module) -> float:
+            with torch.no_grad():
+                return float(loss_fn(module(x_tr), y_tr))
+
+        model = DDP(make_model())          # rank 0's initial parameters on every replica
+        initial = {k: v.clone() for k, v in model.module.state_dict().items()}
+        loss_initial = train_loss(model.module)
+        transport = make_transport(args)
+        try:
+            codec = W.make_ddp_codec(codec_name, args.workers, args.rank, args.seed)
+            state = HinaState(transport, codec, start_iter=DDP_START_ITER)
+            model.register_comm_hook(state, hina_hook)
+            losses, step_s = train(model, args.steps)
+        finally:
+            transport.close()
         with torch.no_grad():
             accuracy = float((model.module(x_te).argmax(1) == y_te).float().mean())
         # Every replica must hold the same parameters after the steps (the hook's results agree).
@@ -165,11 +190,19 @@ def run_ddp(args, codec_name: str) -> list[dict]:
         gathered = [torch.zeros_like(flat) for _ in range(args.workers)]
         dist.all_gather(gathered, flat)
         in_sync = all(torch.equal(gathered[0], g) for g in gathered)
-        transport.close()
+
+        reference = DDP(make_model())
+        reference.module.load_state_dict(initial)
+        train(reference, args.steps)
+        ref_flat = torch.cat([p.detach().reshape(-1) for p in reference.parameters()])
+        loss_hina, loss_fp32 = train_loss(model.module), train_loss(reference.module)
         ok = (state.stats["hina_buckets"] > 0 and state.stats["fallback_buckets"] == 0
-              and in_sync and all(math.isfinite(v) for v in losses))
+              and in_sync and all(math.isfinite(v) for v in losses + [loss_hina])
+              and loss_hina < loss_initial)
         return [{"codec": codec_name, "steps": args.steps, "losses": losses,
                  "seconds_per_step": step_s, "accuracy": accuracy, "replicas_in_sync": in_sync,
+                 "loss_initial": loss_initial, "loss_hina": loss_hina, "loss_fp32": loss_fp32,
+                 "max_param_diff": float((flat - ref_flat).abs().max()),
                  "hina_buckets": state.stats["hina_buckets"],
                  "fallback_buckets": state.stats["fallback_buckets"],
                  "ok": ok, **_stats(transport)}]

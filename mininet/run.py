@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch-log-level", choices=LOG_LEVELS, default="warn")
     p.add_argument("--no-control-network", action="store_true",
                    help="no management bridge (allreduce only; DDP's gloo needs it)")
+    p.add_argument("--name-suffix", default="", metavar="SUFFIX",
+                   help="appended to the star's switch and control bridge names (s1SUFFIX, "
+                        "mgmt0SUFFIX): networks with different suffixes can run at the same time")
     p.add_argument("--interactive", action="store_true",
                    help="open the Mininet CLI with the switch, pipeline and job up (workers "
                         "are started from it: see mininet/README.md)")
@@ -166,25 +169,32 @@ def main(argv=None) -> int:
         control = not args.no_control_network
         if args.topo:
             topo = T.JsonTopo(path=args.topo, shape=shape, netem_loss=method == "netem",
-                              control_network=control, aggregator=args.aggregator)
+                              control_network=control, aggregator=args.aggregator,
+                              suffix=args.name_suffix)
         else:
             topo = T.StarTopo(n_workers=args.workers, shape=shape,
-                              netem_loss=method == "netem", control_network=control)
+                              netem_loss=method == "netem", control_network=control,
+                              suffix=args.name_suffix)
     except (ValueError, DeploymentError) as exc:
         print(f"mininet/run.py: {exc}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, ValueError) else EXIT_FAILED
     if shape.loss:
         print(f"loss {shape.loss}% per direction on every worker link, applied by {method}")
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    hn = HinaNetwork(topo, target=args.target, shape=shape, loss_method=method,
-                     words=args.words, n_slots=args.slots, log_dir=args.log_dir,
-                     pcap_dir=args.pcap, switch_log_level=args.switch_log_level,
-                     loss_seed=args.seed)
+    try:
+        hn = HinaNetwork(topo, target=args.target, shape=shape, loss_method=method,
+                         words=args.words, n_slots=args.slots, log_dir=args.log_dir,
+                         pcap_dir=args.pcap, switch_log_level=args.switch_log_level,
+                         loss_seed=args.seed)
+    except DeploymentError as exc:
+        print(f"mininet/run.py: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         hn.start()
         print(f"{args.target} switch {hn.switch.name} up (P4Runtime {hn.switch.grpc_address}), "
               f"job {hn.job_id} over {', '.join(h.name for h in hn.workers)}; logs in "
-              f"{hn.log_dir}")
+              f"{hn.log_dir}", flush=True)
+        print(f"inspect with: {' '.join(hn.ctl_command('counters'))}", flush=True)
         if args.interactive:
             from mininet.cli import CLI
             print("Everything is up. Workers, from the CLI (all of them, then wait):")

@@ -1,6 +1,12 @@
 """A HINA deployment in Mininet: network up, pipeline pushed, job created, workers run, and a
 teardown that always leaves the machine as it was.
 
+The job is created the way an operator creates one (:class:`controller.config.JobConfig`,
+:class:`controller.jobs.JobManager`: registers zeroed over P4Runtime on the embedded target and
+over BMv2's Thrift runtime on BMv2), and recorded in a ``hina-ctl`` state file in the log
+folder, so ``hina-ctl state`` / ``counters`` inspect the running network
+(:meth:`HinaNetwork.ctl_command`).
+
 Example::
 
     >>> topo = StarTopo(n_workers=4)                                      # doctest: +SKIP
@@ -14,7 +20,6 @@ import atexit
 import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +46,16 @@ SWITCH_MAC = "02:00:00:00:00:fe"
 WORKER_UDP_PORT = 40000
 MASTER_PORT = 29500
 WORKER_GRACE_S = 5.0
+#: Linux interface names have at most 15 characters (IFNAMSIZ - 1).
+MAX_INTERFACE_NAME = 15
+#: The job's codec as the controller records it: THC, so that its table is installed; the
+#: other codecs' lane ops (SUM, MAX, OR) need nothing per job. ``hina-ctl state`` decodes lanes
+#: by this codec's lane op (LUT_SUM: two 16-bit sums per word).
+JOB_CODEC = "thc"
+CTL_STATE = "ctl.json"
+#: Set in every worker agent's environment to the aggregating switch's name: which network the
+#: agent belongs to (teardown finds agents it lost track of by it).
+NETWORK_ENV = "HINA_MN_NETWORK"
 
 
 class DeploymentError(RuntimeError):
@@ -135,8 +150,14 @@ class HinaNetwork:
         self.conn = None
         self.jobs = None
         self.workers: list = []
+        self.job_config = None
+        self.registers = None
         self._procs: list[subprocess.Popen] = []
         self._intf_names = expected_interfaces(topo)
+        too_long = sorted(n for n in self._intf_names if len(n) > MAX_INTERFACE_NAME)
+        if too_long:
+            raise DeploymentError(f"interface name {too_long[0]!r} is longer than "
+                                  f"{MAX_INTERFACE_NAME} characters: shorten the node names")
 
     # -- bring-up ---------------------------------------------------------------------------
     def start(self) -> "HinaNetwork":
@@ -181,9 +202,10 @@ class HinaNetwork:
         raise DeploymentError(f"{host.name} has no link to {self.topo.aggregator}")
 
     def control_intf(self, host):
+        bridge = getattr(self.topo, "control_bridge", T.CONTROL_BRIDGE)
         for intf in host.intfList():
             link = intf.link
-            if link and T.CONTROL_BRIDGE in (link.intf1.node.name, link.intf2.node.name):
+            if link and bridge in (link.intf1.node.name, link.intf2.node.name):
                 return intf
         return None
 
@@ -224,37 +246,61 @@ class HinaNetwork:
                                          device_id=self.switch.device_id)
         self.conn.set_pipeline(p4info, device_config)
 
-    def worker_address(self, rank: int):
-        from hina.pipeline import WorkerAddress
-        from worker.link import Endpoint
-        host = self.workers[rank]
-        data = self.data_intf(host)
-        me = Endpoint.make(data.MAC(), data.IP(), WORKER_UDP_PORT)
-        return WorkerAddress(port=self.switch.ports[data.link.intf2 if data.link.intf1 is data
-                                                    else data.link.intf1],
-                             mac=me.mac, ip=me.ip, udp_port=me.udp_port)
+    def worker_config(self, rank: int):
+        """Worker ``rank`` as the controller knows it: its data interface's MAC and IPv4
+        address, the HINA UDP port, and the switch port its link ends on."""
+        from controller.config import WorkerConfig
+        data = self.data_intf(self.workers[rank])
+        peer = data.link.intf2 if data.link.intf1 is data else data.link.intf1
+        return WorkerConfig(ip=data.IP(), udp_port=WORKER_UDP_PORT,
+                            port=self.switch.ports[peer], mac=data.MAC())
 
     def _create_job(self) -> None:
-        from controller.jobs import JobManager
-        from hina.pipeline import JobSpec
-        table = thc_table()
-        workers = tuple(self.worker_address(r) for r in range(len(self.workers)))
-        spec = JobSpec(job_id=self.job_id, workers=workers, n_slots=self.n_slots, reg_base=0,
-                       thc_max_value=max(table), words=self.words)
-        # BMv2's P4Runtime has no RegisterEntry writes; a freshly pushed pipeline is zeroed.
-        self.jobs = JobManager(self.conn, zero_registers=self.target == "embedded")
-        self.jobs.create(spec, thc_table=table)
-        info(f"*** Job {self.job_id}: {len(workers)} workers, {self.n_slots} slots, "
-             f"HINA_WORDS={self.words}\n")
+        from controller.config import ConfigError, JobConfig
+        from controller.jobs import JobError, JobManager
+        from controller.state import ControllerState
+        from controller.target import PipelineConfig, register_access
+        config = JobConfig(job_id=self.job_id, codec=JOB_CODEC,
+                           workers=tuple(self.worker_config(r) for r in range(len(self.workers))),
+                           n_slots=self.n_slots, reg_base=0, words=self.words,
+                           thc_table=thc_table(), switch_ip=SWITCH_IP, switch_mac=SWITCH_MAC)
+        if self.registers is None:
+            self.registers = register_access(self.target, self.conn,
+                                             getattr(self.switch, "thrift_port", None))
+        if self.jobs is None:
+            self.jobs = JobManager(self.conn, registers=self.registers, target=self.target)
+        try:
+            self.job_config = self.jobs.create_job(config)
+        except (ConfigError, JobError) as exc:
+            raise DeploymentError(str(exc)) from None
+        state = ControllerState(PipelineConfig(target=self.target, p4=str(HINA_P4),
+                                               defines={"HINA_WORDS": str(self.words)}),
+                                {self.job_id: self.job_config})
+        state.save(self.ctl_state)
+        info(f"*** Job {self.job_id}: {len(self.workers)} workers, {self.n_slots} slots, "
+             f"HINA_WORDS={self.words}; hina-ctl state {self.ctl_state}\n")
+
+    @property
+    def ctl_state(self) -> Path:
+        """The ``hina-ctl`` state file of this network (pipeline and job as installed)."""
+        return self.log_dir / CTL_STATE
+
+    def ctl_command(self, *args: str) -> list[str]:
+        """The ``hina-ctl`` command line that inspects this network's switch, e.g.
+        ``hn.ctl_command("counters", "--json")`` (read commands work beside the launcher's
+        primary connection)."""
+        cmd = [PYTHON, "-m", "controller.cli", "--switch", self.switch.grpc_address,
+               "--device-id", str(self.switch.device_id), "--state", str(self.ctl_state),
+               "--log-file", str(self.log_dir / "hina-ctl.log")]
+        if self.target == "bmv2":
+            cmd += ["--thrift-port", str(self.switch.thrift_port)]
+        return cmd + list(args)
 
     def reset_job(self) -> None:
-        """Delete the job and create it afresh (zeroed slots): a new run of worker processes
-        starts its sequence numbers at 0 again. BMv2 cannot zero registers over P4Runtime:
-        there the pipeline is pushed again, which resets all of its state."""
-        if self.target == "embedded":
-            self.jobs.delete(self.job_id)
-        else:
-            self._push_pipeline()
+        """Delete the job and create it afresh (slot registers and packet counter zeroed, over
+        P4Runtime or BMv2's Thrift runtime): a new run of worker processes starts its sequence
+        numbers at 0 again."""
+        self.jobs.delete(self.job_id)
         self._create_job()
 
     # -- workers ----------------------------------------------------------------------------
@@ -291,7 +337,8 @@ class HinaNetwork:
                                       min_rto)
             out = open(self.log_dir / f"{host.name}.out", "w")
             err = open(self.log_dir / f"{host.name}.err", "w")
-            env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+            env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
+                       **{NETWORK_ENV: self.topo.aggregator})
             proc = host.popen(cmd, stdout=out, stderr=err, cwd=str(ROOT), env=env)
             out.close()
             err.close()
@@ -351,6 +398,12 @@ class HinaNetwork:
         for proc in self._procs:
             self._kill(proc)
         self._procs.clear()
+        for pid in self.stray_workers():     # started, but interrupted before it was recorded
+            warn(f"*** killing worker agent {pid}, started but not recorded\n")
+            _kill_pid(pid)
+        if self.registers is not None:
+            self.registers.close()
+            self.registers = None
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -369,6 +422,23 @@ class HinaNetwork:
             warn(f"*** removing leftover interface {name}\n")
             subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
 
+    def stray_workers(self) -> list[int]:
+        """Pids of this network's worker agents that are running but not recorded (an
+        interrupt between a worker's start and its recording), found by :data:`NETWORK_ENV`."""
+        tag = f"{NETWORK_ENV}={self.topo.aggregator}".encode()
+        recorded = {p.pid for p in self._procs}
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in recorded or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if tag in f.read().split(b"\0"):
+                        pids.append(int(entry))
+            except OSError:          # gone, or not ours to read
+                continue
+        return pids
+
     def __enter__(self) -> "HinaNetwork":
         return self.start()
 
@@ -378,33 +448,35 @@ class HinaNetwork:
 
 @functools.lru_cache(maxsize=4)
 def compile_pipeline(target: str, words: int):
-    """(P4Info message, device config bytes) of ``p4/hina.p4`` for ``target``; cached, since
-    compiling takes seconds and every network of a process pushes the same program.
+    """(P4Info message, device config bytes) of ``p4/hina.p4`` for ``target``; cached in
+    memory (every network of a process pushes the same program) and on disk.
 
-    The embedded target compiles in process; BMv2 needs ``p4c-bm2-ss`` (its output goes to a
-    new temporary directory).
+    The embedded target compiles in process (its P4Info cached by
+    :class:`controller.target.PipelineConfig`); BMv2 needs ``p4c-bm2-ss``, whose output
+    :func:`controller.bmv2.compile_p4c` caches by source, defines and compiler version.
+
+    Raises:
+        DeploymentError: the program does not compile, or p4c is missing (for BMv2).
     """
-    defines = {"HINA_WORDS": str(words)}
-    if target == "embedded":
-        from softswitch.compiler import compile_file
-        from softswitch.p4info import build_p4info
-        from softswitch.p4runtime_server import make_device_config
-        program = compile_file(str(HINA_P4), defines=defines)
-        return build_p4info(program.info), make_device_config(program)
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
-    if shutil.which("p4c-bm2-ss") is None:
-        raise DeploymentError("p4c-bm2-ss is not on PATH: BMv2 needs the program compiled by "
-                              "p4c (install p4c, or use --target embedded)")
-    build_dir = Path(tempfile.mkdtemp(prefix="hina-p4c-"))
-    out, p4info_path = build_dir / "hina.json", build_dir / "hina.p4info.txt"
-    cmd = ["p4c-bm2-ss", "--arch", "v1model", "-o", str(out), "--p4runtime-files",
-           str(p4info_path), *[f"-D{k}={v}" for k, v in defines.items()], str(HINA_P4)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise DeploymentError(f"p4c-bm2-ss failed: {done.stderr.strip()[-2000:]}")
-    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
-    return p4info, out.read_bytes()
+    from controller.config import ConfigError
+    from controller.target import PipelineConfig
+    try:
+        return PipelineConfig(target=target, p4=str(HINA_P4),
+                              defines={"HINA_WORDS": str(words)}).build()
+    except ConfigError as exc:
+        raise DeploymentError(f"{target} pipeline: {exc}") from None
+
+
+def _kill_pid(pid: int) -> None:
+    """SIGKILL ``pid`` and reap it if it is our child."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:      # not our child: init reaps it
+        pass
 
 
 def expected_interfaces(topo) -> set[str]:

@@ -1,12 +1,16 @@
 """Mininet switch classes that run a P4 target as one process on the switch's interfaces.
 
 * :class:`SoftSwitch`: the embedded target, ``python -m softswitch --no-p4 -i 1@s1-eth1 ...``.
-* :class:`Bmv2Switch`: BMv2's ``simple_switch_grpc``, with the options of the p4lang tutorials'
-  ``P4RuntimeSwitch`` (gRPC and Thrift ports, device id, log and pcap).
+* :class:`Bmv2Switch`: BMv2's ``simple_switch_grpc``, started by
+  :class:`controller.bmv2.Bmv2Process` (the options of the p4lang tutorials' ``P4RuntimeSwitch``:
+  gRPC and Thrift ports, device id, log and pcap).
 
 Both start without a program (``--no-p4``): a P4Runtime controller pushes the pipeline once the
 switch is up, exactly as with the tutorials. Both run in the root namespace (Mininet's default
-for switches), so the controller reaches their gRPC server on ``127.0.0.1``.
+for switches), so the controller reaches their gRPC server on ``127.0.0.1``. Their ports (gRPC,
+and BMv2's Thrift) are picked free when the switch starts, so concurrent networks do not
+collide, and the switch process is killed by the kernel if the thread that started it dies
+(``PR_SET_PDEATHSIG``): not even a SIGKILLed launcher leaves a switch behind.
 
 Example::
 
@@ -28,6 +32,8 @@ from typing import Optional
 from mininet.log import debug, info
 from mininet.node import Switch
 
+from controller.bmv2 import die_with_parent, free_tcp_port
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The interpreter that runs the embedded target (the one running Mininet: the project's venv).
 PYTHON = sys.executable
@@ -35,6 +41,8 @@ BMV2_BINARY = "simple_switch_grpc"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
+#: Attempts with a new free port when the one picked was taken before the switch bound it.
+START_ATTEMPTS = 3
 SOFTSWITCH_READY = "softswitch ready"
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
@@ -48,8 +56,8 @@ class P4ProcessSwitch(Switch):
 
     Args:
         name: the node name (``s1``); its interfaces are ``s1-eth1``, ``s1-eth2``, ...
-        grpc_port: TCP port of the P4Runtime server on 127.0.0.1 (default: 9559 for the first
-            switch made in this process, then 9560, ...).
+        grpc_port: TCP port of the P4Runtime server on 127.0.0.1 (default: a free port picked
+            when the switch starts; read :attr:`grpc_address` after ``start``).
         device_id: the P4Runtime device id.
         log_level: the target's log level (one of ``LOG_LEVELS``).
         log_dir: where ``hina-<name>.log`` (the target's output) is written (default:
@@ -59,8 +67,6 @@ class P4ProcessSwitch(Switch):
     """
 
     target = "abstract"
-    #: P4Runtime gRPC ports handed out so far in this process (several switches per network).
-    _next_grpc_port = 9559
 
     def __init__(self, name: str, grpc_port: Optional[int] = None, device_id: int = 0,
                  log_level: str = "warn", log_dir: Optional[str] = None,
@@ -68,10 +74,8 @@ class P4ProcessSwitch(Switch):
         if log_level not in LOG_LEVELS:
             raise ValueError(f"log_level={log_level!r}: one of {LOG_LEVELS}")
         Switch.__init__(self, name, **kwargs)
-        if grpc_port is None:
-            grpc_port = P4ProcessSwitch._next_grpc_port
-            P4ProcessSwitch._next_grpc_port += 1
-        self.grpc_port, self.device_id = grpc_port, device_id
+        self._fixed_grpc_port = grpc_port is not None
+        self.grpc_port, self.device_id = grpc_port or 0, device_id
         self.log_level, self.pcap_dir, self.extra_args = log_level, pcap_dir, tuple(extra_args)
         self.log_dir = Path(log_dir or os.environ.get("TMPDIR", "/tmp"))
         self.log_path = self.log_dir / f"hina-{name}.log"
@@ -89,11 +93,7 @@ class P4ProcessSwitch(Switch):
     def command(self) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def start(self, controllers) -> None:
-        """Start the target process on the switch's interfaces and wait until it serves."""
-        if _tcp_port_in_use(self.grpc_port):
-            raise SwitchStartError(f"{self.name}: 127.0.0.1:{self.grpc_port} is already in use "
-                                   "(another switch or a leftover process); pick grpc_port")
+    def _prepare(self) -> None:
         for intf in self.dataplane_ports().values():
             # As the tutorials do: no IPv6 chatter from the switch's own interfaces.
             subprocess.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
@@ -101,12 +101,36 @@ class P4ProcessSwitch(Switch):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.pcap_dir:
             Path(self.pcap_dir).mkdir(parents=True, exist_ok=True)
-        cmd = self.command()
-        info(f"*** Starting {self.target} switch {self.name}: {' '.join(cmd)}\n")
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                         start_new_session=True)
-        self._wait_ready()
+
+    def start(self, controllers) -> None:
+        """Start the target process on the switch's interfaces and wait until it serves.
+
+        Raises:
+            SwitchStartError: the process exited or did not serve within ``START_TIMEOUT_S``
+                (the message has the tail of its log), or a fixed ``grpc_port`` is taken.
+        """
+        if self._fixed_grpc_port and _tcp_port_in_use(self.grpc_port):
+            raise SwitchStartError(f"{self.name}: 127.0.0.1:{self.grpc_port} is already in use "
+                                   "(another switch or a leftover process); pick grpc_port")
+        self._prepare()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            if not self._fixed_grpc_port:
+                self.grpc_port = free_tcp_port()
+            cmd = self.command()
+            info(f"*** Starting {self.target} switch {self.name}: {' '.join(cmd)}\n")
+            with open(self.log_path, "w") as log:
+                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                             stdin=subprocess.DEVNULL,
+                                             preexec_fn=die_with_parent)
+            try:
+                self._wait_ready()
+                return
+            except SwitchStartError:
+                # the free port was taken before the switch bound it: again, on another one
+                tail = self.log_tail().lower()
+                if self._fixed_grpc_port or attempt == START_ATTEMPTS or not any(
+                        why in tail for why in ("cannot listen", "in use", "bind")):
+                    raise
 
     def _ready(self) -> bool:
         """Whether the target serves P4Runtime (by default: its gRPC port accepts connections)."""
@@ -133,15 +157,18 @@ class P4ProcessSwitch(Switch):
             return "(no log)"
 
     def stop_process(self) -> None:
-        """Stop the target process (SIGTERM to its process group, SIGKILL after a grace time)."""
+        """Stop the target process (SIGTERM to its process group, SIGKILL after a grace time);
+        idempotent."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        os.killpg(proc.pid, signal.SIGTERM)
         try:
+            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
             proc.wait()
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's signature)
@@ -189,40 +216,66 @@ class SoftSwitch(P4ProcessSwitch):
 
 
 class Bmv2Switch(P4ProcessSwitch):
-    """BMv2's ``simple_switch_grpc`` on the switch's interfaces (the tutorials' P4RuntimeSwitch).
+    """BMv2's ``simple_switch_grpc`` on the switch's interfaces (the tutorials' P4RuntimeSwitch),
+    started and stopped by :class:`controller.bmv2.Bmv2Process`: free gRPC and Thrift ports,
+    ready when both answer, killed with the thread that started it.
+
+    Attributes (after ``start``):
+        grpc_port, thrift_port: the ports the switch serves (P4Runtime, BMv2's Thrift runtime).
+        log_path: the switch's output, ``<log_dir>/hina-<name>/simple_switch.log``.
 
     Args:
-        thrift_port: BMv2's Thrift runtime port (``simple_switch_CLI``; default: 9090 for the
-            first BMv2 switch made in this process, then 9091, ...).
-        binary: the BMv2 executable.
-        Other arguments: :class:`P4ProcessSwitch`.
+        Those of :class:`P4ProcessSwitch` (``grpc_port`` cannot be fixed: it is picked).
     """
 
     target = "bmv2"
-    _next_thrift_port = 9090
 
-    def __init__(self, name: str, thrift_port: Optional[int] = None,
-                 binary: str = BMV2_BINARY, **kwargs):
+    def __init__(self, name: str, **kwargs):
+        if kwargs.get("grpc_port") is not None:
+            raise ValueError(f"{name}: Bmv2Switch picks its gRPC and Thrift ports; grpc_port "
+                             "cannot be given")
         P4ProcessSwitch.__init__(self, name, **kwargs)
-        if shutil.which(binary) is None:
-            raise SwitchStartError(f"{binary} is not on PATH: install BMv2 (behavioral-model) "
-                                   "or use the embedded target (--target embedded)")
-        if thrift_port is None:
-            thrift_port = Bmv2Switch._next_thrift_port
-            Bmv2Switch._next_thrift_port += 1
-        self.thrift_port, self.binary = thrift_port, binary
+        if shutil.which(BMV2_BINARY) is None:
+            raise SwitchStartError(f"{BMV2_BINARY} is not on PATH: install BMv2 "
+                                   "(behavioral-model) or use the embedded target "
+                                   "(--target embedded)")
+        self.thrift_port = 0
+        self.process = None
+
+    def extra_command_args(self) -> list[str]:
+        """``simple_switch_grpc`` options besides ports, interfaces and device id."""
+        args = []
+        if self.pcap_dir:
+            args.append(f"--pcap={self.pcap_dir}")      # an implicit-value option: '=' needed
+        if self.log_level != "off":
+            args += ["--log-level", self.log_level]
+        return args + list(self.extra_args)
 
     def command(self) -> list[str]:
-        cmd = [self.binary, "--no-p4", "--device-id", str(self.device_id),
-               "--thrift-port", str(self.thrift_port)]
-        for port, intf in sorted(self.dataplane_ports().items()):
-            cmd += ["-i", f"{port}@{intf}"]
-        if self.pcap_dir:
-            cmd += [f"--pcap={self.pcap_dir}"]      # an implicit-value option: '=' needed
-        if self.log_level != "off":
-            cmd += ["--log-console", "--log-level", self.log_level]
-        cmd += list(self.extra_args)
-        return cmd + ["--", "--grpc-server-addr", self.grpc_address]
+        """The command line of the running switch (after ``start``)."""
+        if self.process is None or self.process.proc is None:
+            raise SwitchStartError(f"{self.name}: not started")
+        return list(self.process.proc.args)
+
+    def start(self, controllers) -> None:
+        from controller.bmv2 import Bmv2Error, Bmv2Process
+        self._prepare()
+        info(f"*** Starting bmv2 switch {self.name} on {self.dataplane_ports()}\n")
+        try:
+            self.process = Bmv2Process(self.dataplane_ports(), device_id=self.device_id,
+                                       log_console=self.log_level != "off",
+                                       extra_args=self.extra_command_args(),
+                                       workdir=self.log_dir / f"hina-{self.name}")
+        except Bmv2Error as exc:
+            raise SwitchStartError(f"{self.name}: {exc}") from None
+        self.proc = self.process.proc
+        self.grpc_port, self.thrift_port = self.process.grpc_port, self.process.thrift_port
+        self.log_path = self.process.log_path
+
+    def stop_process(self) -> None:
+        process, self.process, self.proc = self.process, None, None
+        if process is not None:
+            process.stop()
 
 
 def _tcp_port_in_use(port: int) -> bool:

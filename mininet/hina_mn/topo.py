@@ -92,13 +92,30 @@ class IpBridge(Switch):
         Switch.stop(self, deleteIntfs)
 
 
+#: Longest name suffix: ``s1<suffix>-eth253`` must fit Linux's 15-character interface names.
+MAX_SUFFIX = 6
+_SUFFIX = re.compile(rf"[0-9a-z]{{0,{MAX_SUFFIX}}}")
+
+
 class HinaTopo(Topo):
     """A topology with the facts HINA needs: which hosts are workers (in rank order), which
-    switch aggregates, and each worker's switch port, IPv4 and MAC address."""
+    switch aggregates, and each worker's switch port, IPv4 and MAC address.
 
-    def __init__(self, *args, **params):
+    Args:
+        suffix: appended to the names of the nodes whose interfaces live in the root namespace
+            (the star's switch ``s1<suffix>``, the control bridge ``mgmt0<suffix>``), so that
+            networks built at the same time (two test runs) never share an interface name.
+            Up to ``MAX_SUFFIX`` lower-case letters and digits; default none.
+    """
+
+    def __init__(self, *args, suffix: str = "", **params):
+        if not _SUFFIX.fullmatch(suffix):
+            raise ValueError(f"suffix={suffix!r}: up to {MAX_SUFFIX} lower-case letters and "
+                             "digits (interface names have at most 15 characters)")
+        self.suffix = suffix
         self.workers: list[str] = []
-        self.aggregator = SWITCH_NAME
+        self.aggregator = SWITCH_NAME + suffix
+        self.control_bridge = CONTROL_BRIDGE + suffix
         self.host_commands: dict[str, list[str]] = {}
         Topo.__init__(self, *args, **params)
 
@@ -111,9 +128,9 @@ class HinaTopo(Topo):
 
     def add_control_network(self) -> None:
         """Give every worker a second interface on a plain bridge (see the module docstring)."""
-        self.addSwitch(CONTROL_BRIDGE, cls=IpBridge, dpid="1" * 16)
+        self.addSwitch(self.control_bridge, cls=IpBridge, dpid="1" * 16)
         for rank, host in enumerate(self.workers):
-            self.addLink(host, CONTROL_BRIDGE, port1=1, port2=rank + 1)
+            self.addLink(host, self.control_bridge, port1=1, port2=rank + 1)
 
     def control_ip(self, rank: int) -> str:
         return f"{CONTROL_PREFIX}{rank + 1}"
@@ -127,17 +144,18 @@ class StarTopo(HinaTopo):
         shape: the impairments of every worker link.
         netem_loss: apply ``shape.loss`` with netem (TCLink); otherwise loss is applied later.
         control_network: add the management bridge (needed by DDP mode).
+        suffix: see :class:`HinaTopo` (``StarTopo(4, suffix="t1")``: switch ``s1t1``).
     """
 
     def build(self, n_workers: int = 4, shape: LinkShape = LinkShape(), netem_loss: bool = True,
               control_network: bool = True) -> None:
         if not 1 <= n_workers <= 253:
             raise ValueError(f"n_workers={n_workers}: must be in [1, 253] (one /24)")
-        self.addSwitch(SWITCH_NAME)
+        self.addSwitch(self.aggregator)
         for i in range(1, n_workers + 1):
             host = self.addHost(f"h{i}", ip=f"{DATA_PREFIX}{i}/{PREFIX_LEN}",
                                 mac=mac_str(FIRST_WORKER_MAC + i - 1))
-            self.addLink(host, SWITCH_NAME, port1=0, port2=i,
+            self.addLink(host, self.aggregator, port1=0, port2=i,
                          **shape.tclink_params(with_loss=netem_loss))
             self.workers.append(host)
         if control_network:

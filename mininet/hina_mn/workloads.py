@@ -15,6 +15,10 @@ sketch     N(0, 0.01) noise + ``SKETCH_HEAVY`` shared heavy             heavy hi
            coordinates (+10), :class:`SketchCodec` (FetchSGD)           their error vs. the mean
 lossless   ``LOSSLESS_NNZ`` nonzeros N(0, 1) at random positions,       max error vs. the mean
            :class:`LosslessSketchCodec`
+sketched_  as ``sketch``, :class:`SketchedSgdCodec` (a summed sketch     bit-exact vs. the codec's
+sgd        picks ``SKETCHED_SGD_K`` candidates, then their exact sums)  reference aggregation, and
+                                                                        heavy hitters among the
+                                                                        candidates
 =========  ==========================================================  ============================
 """
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-CODECS = ("sum", "fixed", "thc", "sketch", "lossless")
+CODECS = ("sum", "fixed", "thc", "sketch", "lossless", "sketched_sgd")
 SUM_RANGE = 1 << 20                 # |input| < 2**20: 32 workers sum without overflow
 SKETCH_ROWS, SKETCH_MIN_COLUMNS, SKETCH_HEAVY = 5, 1 << 11, 16
 #: Coordinates per sketch column: with fewer columns, noise mass (sqrt(d / columns)) hides heavy
@@ -33,6 +37,10 @@ SKETCH_ROWS, SKETCH_MIN_COLUMNS, SKETCH_HEAVY = 5, 1 << 11, 16
 SKETCH_COORDS_PER_COLUMN = 128
 SKETCH_NOISE, SKETCH_SPIKE = 0.01, 10.0
 LOSSLESS_NNZ, LOSSLESS_COLUMNS = 300, 1 << 11
+#: Sketched SGD: 3 x 2048 sketch of 10-bit cells (three per lane), 64 candidates of 6-bit values
+#: under 120 block exponents (demo/digits.py's parameters, k and columns for this workload).
+SKETCHED_SGD = {"rows": 3, "columns": 1 << 11, "k": 4 * SKETCH_HEAVY, "sketch_bits": 10,
+                "value_bits": 6, "value_blocks": 120}
 #: Acceptance bounds (the tests and the launcher's PASS/FAIL use these).
 BOUNDS = {
     # THC with 4-bit indices, one round on Gaussian input: 0.02 measured at 4 workers and
@@ -63,9 +71,12 @@ def thc_table() -> tuple[int, ...]:
 def make_codec(name: str, n_workers: int, rank: int, seed: int, size: int):
     """The codec of ``name`` for worker ``rank`` and ``size`` coordinates (None for ``sum``:
     raw SUM lanes)."""
-    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
+    from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
+                               SketchedSgdCodec, ThcCodec)
     if name == "sum":
         return None
+    if name == "sketched_sgd":
+        return SketchedSgdCodec(n_workers, seed=seed, **SKETCHED_SGD)
     if name == "fixed":
         return FixedPointCodec(n_workers, rank=rank)
     if name == "thc":
@@ -82,9 +93,14 @@ def make_ddp_codec(name: str, n_workers: int, rank: int, seed: int):
     """The codec of DDP mode (training the digits MLP of ``demo/digits.py``, ~9.6k parameters).
 
     ``sum`` trains through SUM lanes with the fixed-point codec; the sketch keeps FetchSGD's
-    momentum in sketch space (the optimiser then adds none).
+    momentum in sketch space (the optimiser then adds none); ``sketched_sgd`` is the demo's
+    ``sketch`` mode (3 x 128 sketch, 2560 candidates, 8 hash seeds).
     """
-    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
+    from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
+                               SketchedSgdCodec, ThcCodec)
+    if name == "sketched_sgd":
+        return SketchedSgdCodec(n_workers, rows=3, columns=128, k=2560, sketch_bits=10,
+                                value_bits=6, value_blocks=120, rotate=8, seed=seed)
     if name in ("sum", "fixed"):
         return FixedPointCodec(n_workers, rank=rank)
     if name == "thc":
@@ -109,7 +125,7 @@ def make_input(name: str, rank: int, size: int, seed: int):
     gen = torch.Generator().manual_seed(seed * 1000 + rank + 1)
     if name in ("fixed", "thc"):
         return torch.randn(size, generator=gen)
-    if name == "sketch":
+    if name in ("sketch", "sketched_sgd"):
         g = torch.randn(size, generator=gen) * SKETCH_NOISE
         g[_heavy(size, seed)] += SKETCH_SPIKE
         return g
@@ -138,6 +154,16 @@ def evaluate(name: str, result, n_workers: int, size: int, seed: int) -> dict:
         metrics["ok"] = metrics["max_abs_err"] < BOUNDS["fixed_max_err"]
     elif name == "lossless":
         metrics["ok"] = metrics["max_abs_err"] < BOUNDS["lossless_max_err"]
+    elif name == "sketched_sgd":
+        from worker.codecs import reference_allreduce
+        codecs = [make_codec(name, n_workers, r, seed, size) for r in range(n_workers)]
+        reference = reference_allreduce(codecs, inputs)[0]
+        heavy = set(_heavy(size, seed).tolist())
+        found = set(result.nonzero().reshape(-1).tolist())
+        metrics.update(equals_reference=bool(torch.equal(result, reference)),
+                       heavy_recovered=len(found & heavy), heavy=len(heavy),
+                       nonzeros=len(found))
+        metrics["ok"] = metrics["equals_reference"] and heavy <= found
     elif name == "sketch":
         heavy = _heavy(size, seed)
         found = set(result.nonzero().reshape(-1).tolist())

@@ -1,29 +1,45 @@
-"""Fixtures of the controller tests (helpers in ``ctlutil.py``)."""
+"""Fixtures of the controller tests (helpers in ``ctlutil.py``).
+
+Switches: ``embedded_switch`` (always), ``bmv2_switch`` (real ``simple_switch_grpc`` without
+ports: control-plane tests), ``bmv2_port_switch`` (real BMv2 on veth pairs: traffic; root) and
+``traffic_switch``, parametrised over the embedded target and BMv2 on veths, for tests whose body
+is the same on both. BMv2 cases skip with the reason (:func:`controller.bmv2.missing`, or no
+root) where they cannot run. Every fixture stops its switch and deletes its interfaces when the
+test ends, whatever its outcome.
+
+Pipelines are compiled once and cached on disk (``$HINA_CACHE_DIR``, default
+``~/.cache/hina/pipelines``): the embedded target's P4Info by :class:`PipelineConfig`, BMv2's JSON
+by :func:`controller.bmv2.compile_p4c`; ``hina-ctl`` subprocesses find them there too.
+"""
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from typing import Iterator
 
 import pytest
 
-from controller.target import CACHE_ENV, PipelineConfig
-from ctlutil import TEST_DEFINES, Bmv2Switch, EmbeddedSwitch, bmv2_missing, free_port
+from controller.target import PipelineConfig
+from ctlutil import TEST_DEFINES, Bmv2PortSwitch, EmbeddedSwitch, bmv2_ports_missing
 
 
 @pytest.fixture(scope="session")
-def embedded_pipeline(tmp_path_factory) -> Iterator[PipelineConfig]:
-    """The HINA program for the embedded target, compiled once per session: the compile cache
-    of :mod:`softswitch.compiler` makes the in-process switch's own compile free, and the
-    controller's pipeline cache (a session directory, ``$HINA_CACHE_DIR``, inherited by
-    ``hina-ctl`` subprocesses) spares the CLI runs the compile."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("pipeline-cache")))
+def embedded_pipeline() -> PipelineConfig:
+    """The HINA program for the embedded target, built once (the compile cache of
+    :mod:`softswitch.compiler` then also spares the in-process switch its compile)."""
     config = PipelineConfig(target="embedded", defines=TEST_DEFINES)
     config.build()
-    yield config
-    mp.undo()
+    return config
+
+
+@pytest.fixture(scope="session")
+def bmv2_pipeline() -> PipelineConfig:
+    """The HINA program for BMv2, compiled by p4c-bm2-ss once (then from the cache)."""
+    from controller.bmv2 import missing
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    config = PipelineConfig(target="bmv2", defines=TEST_DEFINES)
+    config.build()
+    return config
 
 
 @pytest.fixture
@@ -36,31 +52,38 @@ def embedded_switch() -> Iterator[EmbeddedSwitch]:
 
 
 @pytest.fixture
-def bmv2_switch() -> Iterator[Bmv2Switch]:
-    reason = bmv2_missing()
+def bmv2_switch():
+    """``simple_switch_grpc --no-p4`` without ports (:class:`controller.bmv2.Bmv2Process`:
+    free gRPC and Thrift ports, both answering when this yields)."""
+    from controller.bmv2 import Bmv2Process, missing
+    reason = missing()
     if reason:
         pytest.skip(reason)
-    grpc_port, thrift_port = free_port(), free_port()
-    proc = subprocess.Popen(["simple_switch_grpc", "--no-p4", "--thrift-port", str(thrift_port),
-                             "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    sw = Bmv2Switch(f"127.0.0.1:{grpc_port}", thrift_port, proc)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", grpc_port)) == 0:
-                break
-        time.sleep(0.1)
+    with Bmv2Process({}) as sw:
+        yield sw
+
+
+@pytest.fixture
+def bmv2_port_switch() -> Iterator[Bmv2PortSwitch]:
+    """BMv2 with two veth ports (root)."""
+    reason = bmv2_ports_missing()
+    if reason:
+        pytest.skip(reason)
+    sw = Bmv2PortSwitch(n_ports=2)
     try:
         yield sw
     finally:
         sw.stop()
 
 
-@pytest.fixture(scope="session")
-def bmv2_pipeline(tmp_path_factory) -> PipelineConfig:
-    reason = bmv2_missing()
-    if reason:
-        pytest.skip(reason)
-    return PipelineConfig(target="bmv2", defines=TEST_DEFINES)
+@pytest.fixture(params=["embedded", "bmv2"])
+def traffic_switch(request):
+    """A switch with worker ports, on each target (``.kind``), with ``.pipeline`` set to the
+    program for it (built)."""
+    if request.param == "bmv2" and bmv2_ports_missing():
+        pytest.skip(bmv2_ports_missing())
+    pipeline = request.getfixturevalue(f"{request.param}_pipeline")
+    sw = request.getfixturevalue("embedded_switch" if request.param == "embedded"
+                                 else "bmv2_port_switch")
+    sw.pipeline = pipeline
+    return sw

@@ -1,24 +1,28 @@
-"""Helpers of the controller tests: the embedded switch behind its real P4Runtime gRPC server,
-with loopback UDP ports.
+"""Helpers of the controller tests: the switches behind their real P4Runtime gRPC servers.
 
-The switch runs in this process (``softswitch.switch.Switch`` + ``p4runtime_server.serve``) so a
-pipeline push reuses the compile cache; the controller reaches it only over gRPC, exactly as it
-reaches BMv2. Each worker port is a UDP tunnel (``softswitch.ports.UdpPort``) whose peer is the
-worker's ``FrameLink`` socket. :meth:`EmbeddedSwitch.restart` replaces the switch by a fresh one on
-the same addresses (a switch restart: every entry and register is gone).
+* :class:`EmbeddedSwitch`: the embedded target in this process (``softswitch.switch.Switch`` +
+  ``p4runtime_server.serve``), so a pipeline push reuses the compile cache; the controller
+  reaches it only over gRPC. Each worker port is a UDP tunnel (``softswitch.ports.UdpPort``)
+  whose peer is the worker's ``FrameLink`` socket.
+* :class:`Bmv2PortSwitch`: real ``simple_switch_grpc`` (:class:`controller.bmv2.Bmv2Process`)
+  with one veth pair per port; a worker's frames go in and out on a raw socket of the pair's
+  other end (:class:`VethLink`). Needs root and the BMv2 toolchain.
 
-The BMv2 variant (``bmv2_switch``) runs ``simple_switch_grpc`` when it is on PATH and skips with
-the reason otherwise.
+Both offer what a test sends traffic with: ``address``, ``worker(i)`` (a ``WorkerConfig`` on
+switch port ``i + 1``), ``worker_arg(i)`` (the same for ``hina-ctl --worker``), ``link(worker)``,
+``registers(conn)`` (the target's register path), ``restart()`` (a fresh device on the same
+ports: every entry and register is gone) and ``stop()``.
 """
 from __future__ import annotations
 
 import os
-import shutil
-import signal
+import re
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import ClassVar, Optional
 
 from controller.config import JobConfig, WorkerConfig
 
@@ -26,8 +30,21 @@ from controller.config import JobConfig, WorkerConfig
 #: default, same code paths.
 TEST_WORDS = 64
 TEST_DEFINES = {"HINA_WORDS": str(TEST_WORDS)}
-BMV2_MISSING = "simple_switch_grpc / p4c-bm2-ss not on PATH"
-BMV2_BINARIES = ("simple_switch_grpc", "p4c-bm2-ss", "simple_switch_CLI")
+SWITCH_MAC, SWITCH_IP = "02:00:00:00:00:fe", "10.0.0.254"
+
+
+def wait_for(read, done, timeout: float = 5.0, interval: float = 0.05):
+    """``read()`` until ``done(value)`` holds or ``timeout`` seconds pass; the last value.
+
+    For switch state after a frame that draws no answer to wait on (a first contribution, a
+    drop): the switch processes it asynchronously, and BMv2 register reads are one call per
+    array, not one snapshot."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(interval)
+        value = read()
+    return value
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
@@ -39,10 +56,12 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
 @dataclass
 class EmbeddedSwitch:
     """An embedded switch on ``address`` with ``n_ports`` UDP tunnel ports (1..n)."""
+    kind: ClassVar[str] = "embedded"
     n_ports: int = 4
     address: str = ""
     switch_ports: list[int] = field(default_factory=list)    # UDP port of each switch port
     worker_ports: list[int] = field(default_factory=list)    # UDP port of each worker's tunnel
+    pipeline: Optional[object] = None       # the PipelineConfig for it (traffic_switch sets it)
 
     def __post_init__(self):
         self.address = f"127.0.0.1:{free_port()}"
@@ -94,32 +113,233 @@ class EmbeddedSwitch:
                             tunnel_local=f"127.0.0.1:{self.worker_ports[index]}",
                             tunnel_switch=f"127.0.0.1:{self.switch_ports[index]}")
 
+    def worker_arg(self, index: int) -> str:
+        """``hina-ctl job create --worker`` of :meth:`worker`."""
+        w = self.worker(index)
+        return f"{w.ip}:{w.udp_port},port={w.port},mac={w.mac},tunnel={w.tunnel_local}>" \
+               f"{w.tunnel_switch}"
+
     def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixedpoint",
             **kwargs) -> JobConfig:
-        kwargs.setdefault("n_slots", 4)
-        return JobConfig(job_id=job_id, codec=codec,
-                         workers=tuple(self.worker(w) for w in range(n_workers)),
-                         words=TEST_WORDS, **kwargs)
+        return _job(self, job_id, n_workers, codec, **kwargs)
+
+    def link(self, worker: WorkerConfig):
+        """The worker's ``FrameLink`` through its tunnel (any ``WorkerConfig`` of this switch:
+        a test may change its address to play a stranger)."""
+        from hina import protocol as P
+        from worker.link import Endpoint, FrameLink
+        local, remote = worker.tunnel_local.rpartition(":"), worker.tunnel_switch.rpartition(":")
+        return FrameLink(Endpoint.make(worker.mac, worker.ip, worker.udp_port),
+                         Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE),
+                         (local[0], int(local[2])), (remote[0], int(remote[2])))
+
+    @staticmethod
+    def registers(conn):
+        from controller.target import P4RuntimeRegisters
+        return P4RuntimeRegisters(conn)
 
 
-def bmv2_missing() -> Optional[str]:
-    if any(shutil.which(b) is None for b in BMV2_BINARIES):
-        return BMV2_MISSING
-    return None
+def _job(sw, job_id: int, n_workers: int, codec: str, **kwargs) -> JobConfig:
+    kwargs.setdefault("n_slots", 4)
+    return JobConfig(job_id=job_id, codec=codec,
+                     workers=tuple(sw.worker(w) for w in range(n_workers)),
+                     words=TEST_WORDS, **kwargs)
 
 
-@dataclass
-class Bmv2Switch:
-    """``simple_switch_grpc --no-p4`` without ports (control-plane tests only)."""
-    address: str
-    thrift_port: int
-    proc: subprocess.Popen
+# ------------------------------------------------------------------------------------------------
+# BMv2 on veth pairs
+# ------------------------------------------------------------------------------------------------
+#: Interface names of these tests: ``hc<owner pid, base 36>-<n>{s,h}<port>`` (s: the switch's
+#: end, h: the test's). The owner's pid makes two runs' names distinct; the prefix is not used
+#: elsewhere in the project (the dataplane tests use ``hv``).
+VETH_PREFIX = "hc"
+_VETH_NAME = re.compile(rf"^{VETH_PREFIX}([0-9a-z]+)-(\d+)([sh])(\d+)$")
+_ETH_P_ALL = 0x0003
+_SOL_PACKET, _PACKET_IGNORE_OUTGOING = 263, 23
+_veth_sets = 0
+
+
+def _base36(n: int) -> str:
+    digits, out = "0123456789abcdefghijklmnopqrstuvwxyz", ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if not n:
+            return out
+
+
+def _interfaces() -> set[str]:
+    return set(os.listdir("/sys/class/net"))
+
+
+def _ip(*args: str, check: bool = True) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def sweep_stale_veths() -> list[str]:
+    """Delete the veth pairs of these tests whose owner process is gone (a killed run)."""
+    stale = []
+    for name in sorted(_interfaces()):
+        m = _VETH_NAME.match(name)
+        if m and m.group(3) == "s" and not Path(f"/proc/{int(m.group(1), 36)}").exists():
+            _ip("link", "del", name, check=False)        # its peer goes with it
+            stale.append(name)
+    return stale
+
+
+class VethPairs:
+    """One veth pair per switch port, up, IPv6 off (the kernel then sends nothing on them);
+    :meth:`close` deletes them (deleting one end deletes its pair)."""
+
+    def __init__(self, ports):
+        global _veth_sets
+        _veth_sets += 1
+        self.tag = f"{VETH_PREFIX}{_base36(os.getpid())}-{_veth_sets}"
+        self.ports = tuple(ports)
+        self._made: list[str] = []
+        try:
+            for p in self.ports:
+                _ip("link", "add", self.switch_end(p), "type", "veth", "peer", "name",
+                    self.host_end(p))
+                self._made.append(self.switch_end(p))
+                for dev in (self.switch_end(p), self.host_end(p)):
+                    try:
+                        Path(f"/proc/sys/net/ipv6/conf/{dev}/disable_ipv6").write_text("1")
+                    except OSError:
+                        pass                # a kernel without IPv6: nothing to silence
+                    _ip("link", "set", dev, "up")
+        except BaseException:
+            self.close()
+            raise
+
+    def switch_end(self, port: int) -> str:
+        return f"{self.tag}s{port}"
+
+    def host_end(self, port: int) -> str:
+        return f"{self.tag}h{port}"
+
+    def close(self) -> None:
+        present = _interfaces()
+        for name in self._made:
+            if name in present:
+                _ip("link", "del", name, check=False)
+        self._made = []
+
+
+class VethLink:
+    """A worker's HINA messages in Ethernet/IPv4/UDP frames on a raw socket of a veth end.
+
+    Same interface as :mod:`worker.link`'s links: ``send(message)``, ``recv(timeout) -> message
+    | None`` (the next one addressed to this worker), ``close()``.
+
+    Args:
+        worker: the worker's address (MAC, IPv4, UDP port: what admission knows it by).
+        ifname: the veth end wired to the worker's switch port.
+    """
+
+    def __init__(self, worker: WorkerConfig, ifname: str):
+        self.worker = worker
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+        try:
+            self.sock.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
+        except OSError:
+            pass            # older kernels: our own frames are not addressed to us: skipped
+        self.sock.bind((ifname, 0))
+
+    def send(self, message) -> None:
+        from scapy.layers.inet import IP, UDP
+        from scapy.layers.l2 import Ether
+        from scapy.packet import Raw, raw
+
+        from hina import protocol as P
+        w = self.worker
+        self.sock.send(raw(Ether(dst=SWITCH_MAC, src=w.mac) / IP(src=w.ip, dst=SWITCH_IP) /
+                           UDP(sport=w.udp_port, dport=P.UDP_PORT_BASE) / Raw(bytes(message))))
+
+    def recv(self, timeout: float) -> Optional[bytes]:
+        from scapy.layers.inet import IP, UDP
+        from scapy.layers.l2 import Ether
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                frame = Ether(self.sock.recv(1 << 16))
+            except socket.timeout:
+                return None
+            if IP in frame and UDP in frame and frame[IP].dst == self.worker.ip and \
+                    frame[UDP].dport == self.worker.udp_port:
+                return bytes(frame[UDP].payload)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Bmv2PortSwitch:
+    """``simple_switch_grpc`` with ``n_ports`` veth ports (1..n), for tests that send traffic.
+
+    The switch process dies with the test process (``PR_SET_PDEATHSIG``); the veth pairs are
+    deleted by :meth:`stop`, and those of a killed run by the next run's
+    :func:`sweep_stale_veths`."""
+
+    kind = "bmv2"
+    pipeline = None         # the PipelineConfig for it (traffic_switch sets it)
+
+    def __init__(self, n_ports: int = 2):
+        from controller.bmv2 import Bmv2Process
+        sweep_stale_veths()
+        self.veths = VethPairs(range(1, n_ports + 1))
+        self._interfaces = {p: self.veths.switch_end(p) for p in self.veths.ports}
+        try:
+            self.process = Bmv2Process(self._interfaces)
+        except BaseException:
+            self.veths.close()
+            raise
+
+    @property
+    def address(self) -> str:
+        return self.process.address
+
+    @property
+    def thrift_port(self) -> int:
+        return self.process.thrift_port
+
+    def restart(self) -> None:
+        """A switch restart: a fresh ``simple_switch_grpc`` on the same ports (new gRPC and
+        Thrift ports: read ``address`` and ``thrift_port`` again)."""
+        from controller.bmv2 import Bmv2Process
+        self.process.stop()
+        self.process = Bmv2Process(self._interfaces)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
+        try:
+            self.process.stop()
+        finally:
+            self.veths.close()
 
+    def worker(self, index: int, udp_port: int = 40000) -> WorkerConfig:
+        return WorkerConfig(ip=f"10.0.1.{index + 1}", udp_port=udp_port, port=index + 1,
+                            mac=f"02:00:00:00:01:{index:02x}")
+
+    def worker_arg(self, index: int) -> str:
+        w = self.worker(index)
+        return f"{w.ip}:{w.udp_port},port={w.port},mac={w.mac}"
+
+    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixedpoint",
+            **kwargs) -> JobConfig:
+        return _job(self, job_id, n_workers, codec, **kwargs)
+
+    def link(self, worker: WorkerConfig) -> VethLink:
+        """The worker's link: frames on the veth end of its switch port."""
+        return VethLink(worker, self.veths.host_end(worker.port))
+
+    def registers(self, conn):
+        from controller.target import ThriftRegisters
+        return ThriftRegisters(self.thrift_port, use_cli=False)
 
 
 
@@ -173,3 +393,12 @@ def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0):
     with ThreadPoolExecutor(n_workers) as pool:
         results = sorted(pool.map(worker, range(n_workers)), key=lambda r: r[0].worker_index)
     return tuple(list(col) for col in zip(*results))
+
+
+def bmv2_ports_missing() -> Optional[str]:
+    """Why :class:`Bmv2PortSwitch` cannot run here (one line), or ``None``."""
+    from controller.bmv2 import missing
+    reason = missing()
+    if reason is None and os.geteuid() != 0:
+        reason = "BMv2 with ports needs root (veth pairs, raw sockets)"
+    return reason

@@ -1,5 +1,6 @@
-"""``hina-ctl`` run as a subprocess against the embedded switch: the whole job lifecycle with
-``--json`` output checked, a restart and ``resync``, the job service, and one-line errors."""
+"""``hina-ctl`` run as a subprocess: the whole job lifecycle with ``--json`` output checked (slots,
+bitmaps, sums, drop counters and packets per job after traffic, a restart and ``resync``), on
+the embedded switch and on BMv2; the job service, and one-line errors."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import pytest
 from scapy.packet import raw
 
 from controller.p4runtime_client import SwitchConnection
-from ctlutil import TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads
+from ctlutil import TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads, wait_for
 from hina import protocol as P
 from hina.layers import HINA, HINAWords
 
@@ -20,15 +21,21 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
 
 
-def _worker_arg(sw, w: int) -> str:
-    return (f"10.0.1.{w + 1}:40000,port={w + 1},mac=02:00:00:00:01:{w:02x},"
-            f"tunnel=127.0.0.1:{sw.worker_ports[w]}>127.0.0.1:{sw.switch_ports[w]}")
-
-
 class Ctl:
-    def __init__(self, switch_address: str, state: Path):
-        self.base = [sys.executable, "-m", "controller.cli", "--switch", switch_address,
-                     "--state", str(state), "--timeout", "3"]
+    """``hina-ctl`` against ``switch`` (an address, or a test switch whose ``address`` and
+    ``thrift_port`` are read at every run: they change when a BMv2 switch restarts)."""
+
+    def __init__(self, switch, state: Path):
+        self.switch, self.state = switch, state
+
+    @property
+    def base(self) -> list[str]:
+        sw = self.switch
+        address = sw if isinstance(sw, str) else sw.address
+        bmv2 = [] if isinstance(sw, str) or sw.kind != "bmv2" else [
+            "--target", "bmv2", "--thrift-port", str(sw.thrift_port)]
+        return [sys.executable, "-m", "controller.cli", "--switch", address, "--state",
+                str(self.state), "--timeout", "3", *bmv2]
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
         proc = subprocess.run(self.base + list(args), capture_output=True, text=True, cwd=ROOT,
@@ -44,14 +51,11 @@ class Ctl:
 @pytest.fixture
 def ctl(embedded_switch, embedded_pipeline, tmp_path):
     # embedded_pipeline: the in-process switch then finds the program in its compile cache
-    return Ctl(embedded_switch.address, tmp_path / "ctl.json")
+    return Ctl(embedded_switch, tmp_path / "ctl.json")
 
 
 def _send(sw, w: int, job_id: int, words):
-    from worker.link import Endpoint, FrameLink
-    link = FrameLink(Endpoint.make(f"02:00:00:00:01:{w:02x}", f"10.0.1.{w + 1}", 40000),
-                     Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE),
-                     ("127.0.0.1", sw.worker_ports[w]), ("127.0.0.1", sw.switch_ports[w]))
+    link = sw.link(sw.worker(w))
     try:
         link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, job_id=job_id, slot=0,
                            seq=0) / HINAWords(words=words)))
@@ -60,13 +64,17 @@ def _send(sw, w: int, job_id: int, words):
         link.close()
 
 
-def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
-    sw = embedded_switch
+def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
+    """On each target: push, create, traffic, then ``state`` (slot copy: sequence, count,
+    contributor bitmap, decoded sums), ``counters`` (drops by reason, packets and bytes per
+    job), ``watch``; a switch restart and ``resync``; ``reset`` and ``delete``."""
+    sw = traffic_switch
+    ctl = Ctl(sw, tmp_path / "ctl.json")
     out = ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}").stdout
-    assert "pushed" in out
+    assert "pushed" in out and f"({sw.kind})" in out
 
     job = ctl.json("job", "create", "--id", "1", "--codec", "fixedpoint", "--slots", "4",
-                   "--worker", _worker_arg(sw, 0), "--worker", _worker_arg(sw, 1))
+                   "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
     assert (job["job_id"], job["codec"], job["reg_base"], job["words"]) == (1, "fixedpoint", 0,
                                                                             TEST_WORDS)
     assert [w["ip"] for w in job["workers"]] == ["10.0.1.1", "10.0.1.2"]
@@ -83,11 +91,24 @@ def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
     pool = slot["pools"][0]
     assert (pool["seq"], pool["count"], pool["contributors"], pool["complete"]) == (0, 2, [0, 1],
                                                                                    True)
+    assert pool["bitmap"] == 0b11 and pool["overflow"] is False
     assert pool["lanes"] == [2] * TEST_WORDS and slot["lane_op"] == "SUM"
+    assert slot["pools"][1]["in_use"] is False and slot["pools"][1]["count"] == 0
     summary = ctl.json("state", "--job", "1")
     assert summary["chunks"] == 1 and len(summary["slots"]) == 4
-    counters = ctl.json("counters")
-    assert counters["reasons"]["UNKNOWN_WORKER"] == 0
+    assert [s["pools"][0]["in_use"] for s in summary["slots"]] == [True, False, False, False]
+    # a stranger (unknown UDP port) is dropped and counted by reason
+    stranger = sw.worker(0, udp_port=40999)
+    link = sw.link(stranger)
+    try:
+        link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, job_id=1, slot=1, seq=1)
+                      / HINAWords(words=[7] * TEST_WORDS)))
+    finally:
+        link.close()
+    counters = wait_for(lambda: ctl.json("counters"),
+                         lambda c: c["reasons"]["UNKNOWN_WORKER"] == 1)
+    assert sum(counters["reasons"].values()) == 1, counters["reasons"]
+    assert ctl.json("state", "--job", "1", "--slot", "1")["pools"][1]["in_use"] is False
     frame_bytes = 14 + 20 + 8 + P.HEADER_BYTES + 4 * TEST_WORDS
     assert counters["jobs"] == [{"job": 1, "chunks": 1, "complete_copies": 1,
                                  "filling_copies": 0, "packets": 2, "bytes": 2 * frame_bytes}]
@@ -107,6 +128,9 @@ def test_cli_job_lifecycle_state_and_resync(ctl, embedded_switch):
     assert ctl.json("counters")["jobs"][0]["packets"] == 2        # counted again after resync
     assert "zeroed" in ctl.run("reset", "--job", "1").stdout
     assert ctl.json("counters")["jobs"][0]["packets"] == 0        # reset zeroes the job's count
+    assert ctl.json("state", "--job", "1", "--slot", "0")["pools"][0] == {
+        "pool": 0, "in_use": False, "seq": None, "count": 0, "complete": False, "bitmap": 0,
+        "contributors": [], "overflow": False, "lanes": [0] * TEST_WORDS}   # and its slots
     assert "job 1 deleted" in ctl.run("job", "delete", "1").stdout
     assert ctl.json("job", "list") == []
     with SwitchConnection(sw.address, primary=False) as reader:
@@ -128,7 +152,7 @@ def test_allreduce_after_switch_restart_and_resync(ctl, embedded_switch):
     sw, n = embedded_switch, 2
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
     job = ctl.json("job", "create", "--id", "7", "--codec", "thc", "--slots", "4",
-                   "--worker", _worker_arg(sw, 0), "--worker", _worker_arg(sw, 1))
+                   "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
     params = JobParams(7, n, 4, TEST_WORDS, tuple(job["thc_table"]))
     links = [FrameLink(Endpoint.make(f"02:00:00:00:01:{w:02x}", f"10.0.1.{w + 1}", 40000),
                        Endpoint.make(job["switch_mac"], job["switch_ip"], P.UDP_PORT_BASE),
@@ -248,7 +272,7 @@ def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
     sw, n = embedded_switch, 2
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
     job = ctl.json("job", "create", "--id", "1", "--codec", "sketched_sgd", "--slots", "4",
-                   "--worker", _worker_arg(sw, 0), "--worker", _worker_arg(sw, 1),
+                   "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1),
                    "--sketch-rows", "3", "--sketch-columns", "128", "--sketch-seed", "9",
                    "--sketch-k", "96", "--sketch-bits", "10", "--value-bits", "6",
                    "--value-blocks", "120", "--sketch-rotate", "8")
@@ -330,16 +354,3 @@ def test_cli_sketched_sgd_flags_need_the_codec(ctl):
     _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "sketch", "--worker",
                             "10.0.1.1:1", "--value-bits", "8", ok=False), 1,
                     "job 1: value_bits is only for codec sketched_sgd")
-
-
-def test_cli_bmv2_lifecycle(bmv2_switch, bmv2_pipeline, tmp_path):
-    """The CLI on simple_switch_grpc: push (p4c-bm2-ss), a job, its state through Thrift."""
-    ctl = Ctl(bmv2_switch.address, tmp_path / "ctl.json")
-    ctl.base += ["--target", "bmv2", "--thrift-port", str(bmv2_switch.thrift_port)]
-    ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
-    ctl.run("job", "create", "--id", "1", "--codec", "thc", "--worker", "10.0.1.1:40000",
-            "--worker", "10.0.1.2:40000")
-    assert ctl.json("state", "--job", "1", "--slot", "0")["pools"][0]["in_use"] is False
-    assert ctl.json("counters")["reasons"]["BAD_JOB"] == 0
-    ctl.run("job", "delete", "1")
-    assert ctl.json("job", "list") == []

@@ -1,4 +1,5 @@
-"""The controller library against the embedded target over real gRPC (BMv2 when present)."""
+"""The controller library over real gRPC: the embedded target, and BMv2 where it is installed
+(slot state after traffic read through BMv2's Thrift runtime; its CLI as the fallback)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,12 +15,12 @@ from controller.inspect import decode_lanes, job_progress, reason_counts, slot_s
 from controller.jobs import JobError, JobManager, UnknownJobError
 from controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
 from controller.state import ControllerState
-from controller.target import P4RuntimeRegisters, PipelineConfig, ThriftRegisters
+from controller.target import PipelineConfig, ThriftRegisters
 from hina import pipeline
 from hina import protocol as P
 from hina.layers import HINA, HINAThc, HINAWords, pack_nibbles
 
-from ctlutil import TEST_WORDS
+from ctlutil import TEST_WORDS, free_port, wait_for
 
 RECV_TIMEOUT_S = 5.0
 
@@ -32,6 +33,17 @@ def conn(embedded_switch, embedded_pipeline):
     sw.close()
 
 
+@pytest.fixture
+def tconn(traffic_switch):
+    """A primary connection to ``traffic_switch`` (either target) with the program pushed."""
+    conn = SwitchConnection(traffic_switch.address)
+    try:
+        conn.set_pipeline(*traffic_switch.pipeline.build())
+        yield conn
+    finally:
+        conn.close()
+
+
 def _entries(conn, table):
     return conn.read_entries(table)
 
@@ -40,15 +52,6 @@ def _aggregate(job_id, slot, seq, words, op=P.Op.SUM, pool=0):
     payload = HINAThc(data=pack_nibbles(words)) if op == P.Op.LUT_SUM else HINAWords(words=words)
     return raw(HINA(msg_type=P.MsgType.AGGREGATE, op=op, job_id=job_id, slot=slot, pool=pool,
                     seq=seq) / payload)
-
-
-def _link(worker: WorkerConfig):
-    from worker.link import Endpoint, FrameLink
-    local = worker.tunnel_local.rpartition(":")
-    remote = worker.tunnel_switch.rpartition(":")
-    return FrameLink(Endpoint.make(worker.mac, worker.ip, worker.udp_port),
-                     Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE),
-                     (local[0], int(local[2])), (remote[0], int(remote[2])))
 
 
 # -- lifecycle ----------------------------------------------------------------------------------
@@ -124,6 +127,24 @@ def test_conflicting_jobs_are_refused(conn, embedded_switch):
     with pytest.raises(JobError, match="reg_base=510"):
         jobs.create_job(embedded_switch.job(job_id=3, reg_base=510))
     assert sorted(jobs.configs()) == [1]
+
+
+def test_thc_beyond_bmv2_packet_headroom_is_refused_on_bmv2_only(embedded_switch):
+    """simple_switch aborts (assertion in packet_buffer.h) when a packet grows by more than its
+    512-byte headroom; a THC result at 256 words grows by 768. The controller refuses such a job
+    for --target bmv2 instead of letting the first result crash the switch; the embedded target
+    has no such limit. (The guard is the target name: the 256-word program is compiled by the
+    embedded target here, p4c takes minutes on it; bench/bench_program_sizes.py shows the crash.)"""
+    with SwitchConnection(embedded_switch.address) as conn:
+        conn.set_pipeline(*PipelineConfig(target="embedded", defines={"HINA_WORDS": 256}).build())
+        thc = dataclasses.replace(embedded_switch.job(job_id=1, n_workers=2, codec="thc"),
+                                  words=256)
+        with pytest.raises(JobError, match="grows each result by 768 bytes; BMv2 grows a packet "
+                                           "by at most 512"):
+            JobManager(conn, target="bmv2").create_job(thc)
+        assert conn.read_entries(pipeline.WORKER_ADMISSION) == []          # nothing written
+        JobManager(conn).create_job(thc)                                   # embedded: fine
+        assert len(conn.read_entries(pipeline.WORKER_ADMISSION)) == 2
 
 
 def test_worker_syntax():
@@ -213,16 +234,17 @@ def test_unreachable_switch_is_one_clear_error():
 
 
 # -- state read-back ----------------------------------------------------------------------------
-def test_slot_state_after_traffic_sum(conn, embedded_switch):
-    jobs = JobManager(conn)
-    job = jobs.create_job(embedded_switch.job(job_id=5, n_workers=2, codec="fixedpoint",
-                                              reg_base=8))
-    regs = P4RuntimeRegisters(conn)
-    links = [_link(w) for w in job.workers]
+def test_slot_state_after_traffic_sum(tconn, traffic_switch):
+    sw, conn = traffic_switch, tconn
+    regs = sw.registers(conn)
+    jobs = JobManager(conn, registers=regs)
+    job = jobs.create_job(sw.job(job_id=5, n_workers=2, codec="fixedpoint", reg_base=8))
+    links = [sw.link(w) for w in job.workers]
     try:
         a = [i - 20 for i in range(TEST_WORDS)]
         links[0].send(_aggregate(5, slot=1, seq=1, words=a))
-        state = slot_state(regs, job, 1)
+        state = wait_for(lambda: slot_state(regs, job, 1),     # no answer to wait on
+                         lambda st: st["pools"][0]["bitmap"] and st["pools"][0]["lanes"] == a)
         half = state["pools"][0]
         assert (half["seq"], half["count"], half["contributors"], half["complete"]) == \
             (1, 1, [0], False)
@@ -243,23 +265,28 @@ def test_slot_state_after_traffic_sum(conn, embedded_switch):
         # a stranger is counted by reason
         stranger = dataclasses.replace(job.workers[0], udp_port=40999)
         links[0].close()
-        links[0] = _link(stranger)
+        links[0] = sw.link(stranger)
         links[0].send(_aggregate(5, slot=0, seq=0, words=a))
         assert links[0].recv(0.3) is None
-        assert reason_counts(conn)["UNKNOWN_WORKER"] == 1
+        assert wait_for(lambda: reason_counts(conn),
+                        lambda c: c["UNKNOWN_WORKER"] == 1)["UNKNOWN_WORKER"] == 1
 
         jobs.reset(5)
-        assert slot_state(regs, job, 1)["pools"][0]["in_use"] is False
+        zeroed = slot_state(regs, job, 1)["pools"][0]
+        assert (zeroed["in_use"], zeroed["count"], zeroed["bitmap"], zeroed["lanes"]) == \
+            (False, 0, 0, [0] * TEST_WORDS)
     finally:
         for link in links:
             link.close()
+        regs.close()
 
 
-def test_slot_state_decodes_thc_sums(conn, embedded_switch):
-    jobs = JobManager(conn)
-    job = jobs.create_job(embedded_switch.job(job_id=6, n_workers=2, codec="thc"))
-    regs = P4RuntimeRegisters(conn)
-    links = [_link(w) for w in job.workers]
+def test_slot_state_decodes_thc_sums(tconn, traffic_switch):
+    sw, conn = traffic_switch, tconn
+    regs = sw.registers(conn)
+    jobs = JobManager(conn, registers=regs)
+    job = jobs.create_job(sw.job(job_id=6, n_workers=2, codec="thc"))
+    links = [sw.link(w) for w in job.workers]
     try:
         indices = [i % 16 for i in range(2 * TEST_WORDS)]
         links[0].send(_aggregate(6, 0, 0, indices, op=P.Op.LUT_SUM))
@@ -271,6 +298,7 @@ def test_slot_state_decodes_thc_sums(conn, embedded_switch):
     finally:
         for link in links:
             link.close()
+        regs.close()
 
 
 def test_decode_lanes():
@@ -305,7 +333,7 @@ def test_resync_after_switch_restart(embedded_switch, embedded_pipeline, tmp_pat
         assert sorted(conn.read_multicast_groups()) == [2, 3]
         # traffic works again, with the THC table back in place
         job = state.jobs[1]
-        links = [_link(w) for w in job.workers]
+        links = [embedded_switch.link(w) for w in job.workers]
         try:
             for link in links:
                 link.send(_aggregate(1, 0, 0, [1] * (2 * TEST_WORDS), op=P.Op.LUT_SUM))
@@ -323,22 +351,67 @@ def test_resync_after_switch_restart(embedded_switch, embedded_pipeline, tmp_pat
 
 
 # -- BMv2 -----------------------------------------------------------------------------------
-def test_bmv2_job_lifecycle_and_register_read(bmv2_switch, bmv2_pipeline):
-    """The same lifecycle on simple_switch_grpc; registers through simple_switch_CLI."""
+def test_bmv2_job_lifecycle_and_register_paths(bmv2_switch, bmv2_pipeline):
+    """A job on simple_switch_grpc (no ports: no root needed); its slot registers read and
+    zeroed through BMv2's Thrift runtime in process and through the real ``simple_switch_CLI``
+    (the fallback), which must agree: unsigned values, whole arrays, errors that name the
+    register."""
+    from controller.bmv2 import Bmv2Thrift
     with SwitchConnection(bmv2_switch.address) as conn:
         conn.set_pipeline(*bmv2_pipeline.build())
-        regs = ThriftRegisters(bmv2_switch.thrift_port)
-        jobs = JobManager(conn, registers=regs)
+        via_thrift = ThriftRegisters(bmv2_switch.thrift_port, use_cli=False)
+        via_cli = ThriftRegisters(bmv2_switch.thrift_port, use_cli=True)
+        jobs = JobManager(conn, registers=via_thrift)
         workers = tuple(WorkerConfig(f"10.0.1.{i + 1}", 40000, i + 1, f"02:00:00:00:01:{i:02x}")
                         for i in range(2))
-        job = jobs.create_job(JobConfig(job_id=1, codec="thc", workers=workers, n_slots=4,
-                                        words=TEST_WORDS))
+        job = jobs.create_job(JobConfig(job_id=1, codec="fixedpoint", workers=workers,
+                                        n_slots=4, reg_base=2, words=TEST_WORDS))
         assert len(conn.read_entries(pipeline.WORKER_ADMISSION)) == 2
-        state = slot_state(regs, job, 0)
+        assert slot_state(via_thrift, job, 0)["pools"][0]["in_use"] is False
+
+        last = job.n_slots - 1
+        copy = (job.reg_base + last) * 2 + 1             # the job's last slot copy: pool 1
+        planted = {pipeline.SLOT_SEQ: 5, pipeline.SLOT_COUNT: 2,
+                   pipeline.SLOT_BITMAP: 0xFFFFFFFF, pipeline.lane_register(0): 0xFFFFFFFE,
+                   pipeline.lane_register(TEST_WORDS - 1): 7}
+        neighbours = [(pipeline.SLOT_SEQ, 2 * job.reg_base - 1), (pipeline.SLOT_SEQ, copy + 1)]
+        with Bmv2Thrift(bmv2_switch.thrift_port) as thrift:
+            for name, value in planted.items():
+                thrift.register_write(name, copy, value)
+            for name, index in neighbours:                # other jobs' cells, either side
+                thrift.register_write(name, index, 9)
+        state = slot_state(via_thrift, job, last)
+        assert state == slot_state(via_cli, job, last)
+        pool = state["pools"][1]
+        assert (pool["seq"], pool["count"], pool["bitmap"], pool["contributors"]) == \
+            (4, 2, 0xFFFFFFFF, list(range(32)))
+        assert pool["lanes"][0] == -2 and pool["lanes"][-1] == 7 and pool["lanes"][1] == 0
         assert state["pools"][0]["in_use"] is False
+
+        cells = [(name, copy) for name in planted]
+        via_cli.zero([(pipeline.SLOT_SEQ, copy, 1), (pipeline.SLOT_COUNT, copy - 1, 2)])
+        assert via_thrift.read(cells)[:2] == [0, 0]
+        via_thrift.zero(pipeline.register_ranges(job.to_spec()))  # the job's ranges, ends in
+        assert via_cli.read(cells) == [0] * len(cells)
+        assert via_thrift.read(neighbours) == [9, 9]              # and nothing beyond them
+
+        for regs, why in ((via_thrift, "InvalidRegisterOperation"),
+                          (via_cli, "Invalid register name")):
+            with pytest.raises(P4RuntimeClientError, match=f"HinaIngress.nosuch.*{why}|"
+                                                          f"{why}.*HinaIngress.nosuch"):
+                regs.read([("HinaIngress.nosuch", 0)])
+            with pytest.raises(P4RuntimeClientError, match=f"register {pipeline.SLOT_SEQ} has "
+                                                          r"\d+ cells: index 1048576"):
+                regs.read([(pipeline.SLOT_SEQ, 1 << 20)])
+        assert via_thrift.read([(pipeline.SLOT_SEQ, copy)]) == [0]   # reconnected after errors
+
         jobs.delete(1)
         assert conn.read_entries(pipeline.WORKER_ADMISSION) == []
         assert conn.read_multicast_groups() == {}
+        via_thrift.close()
+    with pytest.raises(P4RuntimeClientError, match="does not answer") as err:
+        ThriftRegisters(free_port(), use_cli=False).read([(pipeline.SLOT_SEQ, 0)])
+    assert err.value.code == "UNAVAILABLE"
 
 
 def test_bmv2_second_controller_refused(bmv2_switch, bmv2_pipeline):
@@ -349,29 +422,55 @@ def test_bmv2_second_controller_refused(bmv2_switch, bmv2_pipeline):
 
 # -- target plumbing that runs without BMv2 ---------------------------------------------------
 FAKE_CLI = """#!/bin/sh
-# stands in for simple_switch_CLI: answers register_read as BMv2's runtime_CLI prints it
-echo "$@" > "$(dirname "$0")/args"
+# stands in for simple_switch_CLI: answers as BMv2's runtime_CLI prints (checked against the
+# real one by test_bmv2_job_lifecycle_and_register_paths): a whole array for register_read
+# without an index, nothing for register_write, an Error line (and exit status 0) for a
+# register the program does not have
+here="$(dirname "$0")"
+echo "$@" > "$here/args"
+echo "Obtaining JSON from switch..."
+echo "Done"
 while read cmd name index value; do
+  echo "$cmd $name $index $value" >> "$here/commands"
+  if [ "$name" = "nosuch" ]; then
+    echo "RuntimeCmd: Error: Invalid register name (nosuch)"
+    continue
+  fi
   case "$cmd" in
-    register_read) echo "RuntimeCmd: $name[$index]= $((index * 10))";;
-    register_write) echo "$name $index $value" >> "$(dirname "$0")/writes";;
+    register_read) echo "RuntimeCmd: $name= 0, 10, 20, 30, 40, 50, 60, -1";;
+    register_write) printf "RuntimeCmd: ";;
   esac
 done
+echo "RuntimeCmd: "
 """
 
 
 def test_thrift_registers_speak_simple_switch_cli(tmp_path, monkeypatch):
+    """The fallback path (no Thrift modules): one ``register_read NAME`` per register for any
+    number of its cells, whole-array answers parsed, one ``register_write`` per zeroed cell."""
+    import controller.target as target
     cli = tmp_path / "simple_switch_CLI"
     cli.write_text(FAKE_CLI)
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(target, "thrift_missing", lambda: "no bm_runtime here")
     regs = ThriftRegisters(9091)
-    assert regs.read([(pipeline.SLOT_SEQ, 3), (pipeline.SLOT_COUNT, 7)]) == [30, 70]
+    assert regs.use_cli
+    assert regs.read([(pipeline.SLOT_SEQ, 3), (pipeline.SLOT_COUNT, 7),
+                      (pipeline.SLOT_SEQ, 1)]) == [30, (1 << 64) - 1, 10]
     assert (tmp_path / "args").read_text().split() == ["--thrift-ip", "127.0.0.1",
                                                       "--thrift-port", "9091"]
-    regs.zero([(pipeline.SLOT_FLAGS, 4, 2)])
-    assert (tmp_path / "writes").read_text().splitlines() == [
-        f"{pipeline.SLOT_FLAGS} 4 0", f"{pipeline.SLOT_FLAGS} 5 0"]
+    assert (tmp_path / "commands").read_text().split("\n")[:2] == [
+        f"register_read {pipeline.SLOT_SEQ}  ", f"register_read {pipeline.SLOT_COUNT}  "]
+    (tmp_path / "commands").unlink()
+    regs.zero([(pipeline.SLOT_FLAGS, 4, 2), (pipeline.SLOT_SEQ, 0, 0)])
+    assert (tmp_path / "commands").read_text().splitlines() == [
+        f"register_write {pipeline.SLOT_FLAGS} 4 0", f"register_write {pipeline.SLOT_FLAGS} 5 0"]
+    with pytest.raises(P4RuntimeClientError, match="thrift port 127.0.0.1:9091: Error: Invalid "
+                                                   r"register name \(nosuch\)"):
+        regs.read([("nosuch", 0)])
+    with pytest.raises(P4RuntimeClientError, match="index 8 is out of range"):
+        regs.read([(pipeline.SLOT_SEQ, 8)])
 
 
 def test_bmv2_pipeline_needs_p4c_or_prebuilt(tmp_path, monkeypatch):
@@ -411,3 +510,16 @@ def test_clone_sessions(conn):
     assert conn.read_clone_sessions() == {5: [(3, 1), (4, 2)]}
     conn.write([conn.clone_session_update("DELETE", 5)])
     assert conn.read_clone_sessions() == {}
+
+
+def test_embedded_pipeline_cache_entries_are_whole(embedded_pipeline, tmp_path, monkeypatch):
+    """Cache entries appear whole (temporary folder, then rename), and one missing a file
+    (left by a run killed under the older, file-by-file writes) is rebuilt, not kept."""
+    monkeypatch.setenv("HINA_CACHE_DIR", str(tmp_path))
+    first = embedded_pipeline.build()
+    entries = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert len(entries) == 1 and not any(p.name.startswith(".tmp-") for p in tmp_path.iterdir())
+    assert sorted(f.name for f in entries[0].iterdir()) == ["device_config.json", "p4info.txt"]
+    (entries[0] / "p4info.txt").unlink()
+    assert embedded_pipeline.build() == first
+    assert sorted(f.name for f in entries[0].iterdir()) == ["device_config.json", "p4info.txt"]

@@ -1,25 +1,43 @@
 """HINA end to end in Mininet: hosts in network namespaces, real kernel links, one switch process.
 
-Needs root and Debian's Mininet (CI installs it); skipped with the reason otherwise. The BMv2
-variant runs when ``simple_switch_grpc`` and ``p4c-bm2-ss`` are on PATH. The embedded target
-runs the P4 program in Python (a few thousand packets/s), so allreduces are 64k coordinates.
+Needs root and Debian's Mininet (CI installs it); skipped with the reason otherwise. Every run is
+made on the embedded target and on BMv2 (``simple_switch_grpc``; skipped with the reason where
+the toolchain is missing, :func:`controller.bmv2.missing`): an allreduce of every codec of the
+workload with its results checked, ``hina-ctl`` inspection of the job's slots and counters
+afterwards, the same with loss on every link, a few DDP training steps through the switch
+checked against DDP's own fp32 all-reduce, and teardown (also on failure and Ctrl-C). The
+embedded target runs the P4 program in Python (a few thousand packets/s), so allreduces are 64k
+coordinates; BMv2 runs ``HINA_WORDS=64`` (the compile is cached on disk).
+
+Every network gets its own node names (``s1<suffix>``, ``mgmt0<suffix>``, suffix from this
+process's id), so two test runs on one machine never share an interface.
 
 Loss: netem when the kernel has it, else nftables drop rules on the hosts' links (this project's
 CI kernel has no ``sch_netem``), see ``hina_mn.deploy.resolve_loss_method``.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 SIZE = 65536
 N_WORKERS = 4
 LOSS_PCT = 2.0
-CODECS = ("sum", "thc", "sketch", "lossless")
+#: Every codec of the workload (hina_mn.workloads.CODECS), "sum" last: its exact sums are what
+#: the slots hold afterwards, which the hina-ctl inspection checks.
+ALL_CODECS = ("fixed", "thc", "sketch", "lossless", "sketched_sgd", "sum")
+#: On the embedded target (a Python switch: packets are dear) the codecs that send few of them,
+#: and SUM, last.
+CODECS = ("thc", "sketch", "lossless", "sketched_sgd", "sum")
+BMV2_WORKERS = 3
+BMV2_WORDS = 64
+DDP_STEPS = 6
 
 
 def _mininet_missing() -> str | None:
@@ -35,8 +53,8 @@ def _mininet_missing() -> str | None:
 
 
 def _bmv2_missing() -> str | None:
-    missing = [b for b in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(b) is None]
-    return f"{' and '.join(missing)} not on PATH (BMv2 not installed)" if missing else None
+    from controller.bmv2 import missing
+    return _mininet_missing() or missing()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -61,6 +79,18 @@ def test_star_topology_ports_and_addresses():
         T.LinkShape(loss=100)
     with pytest.raises(ValueError, match="delay='5'"):
         T.LinkShape(delay="5")
+
+
+def test_name_suffix_keeps_networks_apart():
+    T = _import_topo()
+    t = T.StarTopo(n_workers=2, suffix="ab1")
+    assert (t.aggregator, t.control_bridge) == ("s1ab1", "mgmt0ab1")
+    assert sorted(t.switches()) == ["mgmt0ab1", "s1ab1"] and t.worker_port("h2") == 2
+    from hina_mn.deploy import expected_interfaces
+    assert {"s1ab1-eth1", "s1ab1-eth2", "mgmt0ab1"} <= expected_interfaces(t)
+    for bad in ("toolong7", "Caps", "a-b"):
+        with pytest.raises(ValueError, match="suffix="):
+            T.StarTopo(n_workers=1, suffix=bad)
 
 
 def test_topology_json_tutorials_format(tmp_path):
@@ -96,7 +126,26 @@ def test_nft_loss_rules_cover_both_directions():
 # ------------------------------------------------------------------------------------------------
 needs_mininet = pytest.mark.skipif(_mininet_missing() is not None,
                                    reason=_mininet_missing() or "")
+needs_bmv2 = pytest.mark.skipif(_bmv2_missing() is not None, reason=_bmv2_missing() or "")
 pytestmark = pytest.mark.root
+TARGETS = [pytest.param("embedded", marks=needs_mininet),
+           pytest.param("bmv2", marks=needs_bmv2)]
+_networks = itertools.count()
+
+
+def _base36(n: int) -> str:
+    digits, out = "0123456789abcdefghijklmnopqrstuvwxyz", ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if not n:
+            return out
+
+
+def _suffix() -> str:
+    """Node name suffix of a new network: this process's id and a counter (base 36, at most 6
+    characters), so that no two live networks, of this run or another, share a name."""
+    return _base36(os.getpid()) + _base36(next(_networks) % 36)
 
 
 def _check(reports, codecs):
@@ -109,16 +158,29 @@ def _check(reports, codecs):
             assert res["ok"], f"{r.host} {res['codec']}: {res}"
             if res["codec"] == "sum":
                 assert res["exact"] and res["wrong_coordinates"] == 0
+            if res["codec"] == "sketched_sgd":
+                assert res["equals_reference"], res
     return [res for r in reports for res in r.report["results"]]
 
 
-def _start(target="embedded", loss=0.0, n_workers=N_WORKERS, **kwargs):
+def _network(logs, target="embedded", loss=0.0, n_workers=N_WORKERS, control_network=True,
+             **kwargs):
+    """A star network (not started yet) with its own node names, its logs (switch, workers,
+    hina-ctl state) in a folder of ``logs``; BMv2 at BMV2_WORDS."""
     from hina_mn import topo as T
     from hina_mn.deploy import HinaNetwork, resolve_loss_method
     shape = T.LinkShape(loss=loss)
     method = resolve_loss_method("auto", target, shape)
-    topo = T.StarTopo(n_workers=n_workers, shape=shape, netem_loss=method == "netem")
-    return HinaNetwork(topo, target=target, shape=shape, loss_method=method, **kwargs).start()
+    if target == "bmv2":
+        kwargs.setdefault("words", BMV2_WORDS)
+    topo = T.StarTopo(n_workers=n_workers, shape=shape, netem_loss=method == "netem",
+                      control_network=control_network, suffix=_suffix())
+    return HinaNetwork(topo, target=target, shape=shape, loss_method=method,
+                       log_dir=str(logs / f"{target}-{topo.suffix}"), **kwargs)
+
+
+def _start(*args, **kwargs):
+    return _network(*args, **kwargs).start()
 
 
 def _interfaces() -> set[str]:
@@ -126,13 +188,115 @@ def _interfaces() -> set[str]:
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
 
 
+def _ctl(hn, *args: str):
+    """``hina-ctl ... --json`` against the network's switch (a read-only session beside the
+    launcher's primary one), parsed."""
+    from hina_mn.deploy import ROOT
+    done = subprocess.run(hn.ctl_command(*args, "--json"), capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+ERROR_REASONS = ("UNKNOWN_WORKER", "BAD_JOB", "BAD_SLOT", "MALFORMED", "OVERFLOW",
+                 "OUT_OF_ORDER")
+
+
+def _check_ctl_inspection(hn, reports, lossy: bool = False) -> None:
+    """``hina-ctl counters`` and ``state`` after an allreduce run whose last codec was "sum":
+    drops by reason, packets and bytes the switch admitted for the job against what the workers
+    sent, chunks started, every slot copy complete, and the last chunk's slot decoded to the
+    exact sums of the workers' inputs."""
+    from hina import protocol as P
+    from hina_mn import workloads as W
+    totals = [{k: sum(res[k] for res in r.report["results"])
+               for k in ("packets_sent", "retransmissions", "bytes_sent")} for r in reports]
+    chunks = {t["packets_sent"] - t["retransmissions"] for t in totals}
+    assert len(chunks) == 1, totals                # every worker sent every chunk
+    chunks = chunks.pop()
+    n, slots, words = len(reports), hn.n_slots, hn.words
+
+    counters = _ctl(hn, "counters")
+    assert all(counters["reasons"][k] == 0 for k in ERROR_REASONS), counters["reasons"]
+    retransmissions = sum(t["retransmissions"] for t in totals)
+    assert counters["reasons"]["DUPLICATE"] + counters["reasons"]["STALE_POOL"] <= \
+        retransmissions, (counters["reasons"], retransmissions)
+    job = counters["jobs"][0]
+    sent = sum(t["packets_sent"] for t in totals)
+    frame_bytes = sum(t["bytes_sent"] for t in totals) + sent * (14 + 20 + 8)
+    if lossy:          # what the links dropped on the way up never reached the switch
+        assert n * chunks <= job["packets"] < sent, (job, sent)
+    else:
+        assert (job["packets"], job["bytes"]) == (sent, frame_bytes), (job, sent, frame_bytes)
+    assert (job["job"], job["chunks"]) == (hn.job_id, chunks)
+    assert (job["complete_copies"], job["filling_copies"]) == (min(2 * slots, chunks), 0)
+
+    summary = _ctl(hn, "state", "--job", str(hn.job_id))
+    assert summary["chunks"] == chunks and len(summary["slots"]) == slots
+    for s in summary["slots"]:       # copies: the newest use holds every contributor, the
+        older, newer = sorted(s["pools"], key=lambda p: p["seq"])  # older one is drained
+        assert newer["seq"] == older["seq"] + slots, s
+        assert [(p["count"], p["complete"], p["overflow"]) for p in s["pools"]] == \
+            [(n, True, False)] * 2, s
+        assert (newer["contributors"], older["contributors"]) == (list(range(n)), []), s
+
+    last = chunks - 1
+    slot = _ctl(hn, "state", "--job", str(hn.job_id), "--slot", str(last % slots))
+    pool = slot["pools"][(last // slots) % 2]
+    assert (pool["seq"], pool["count"], pool["contributors"], pool["complete"],
+            pool["overflow"]) == (last, n, list(range(n)), True, False)
+    # the job's codec is THC, so lanes are shown as LUT_SUM: two 16-bit halves per word
+    assert slot["lane_op"] == "LUT_SUM" and len(pool["lanes"]) == 2 * words
+    got = np.array([(hi << P.THC_SUM_BITS) | lo for hi, lo in zip(pool["lanes"][0::2],
+                                                                  pool["lanes"][1::2])],
+                   dtype=np.uint32).view(np.int32)
+    k = SIZE // words - 1                          # the SUM run's last chunk
+    inputs = np.stack([W.make_input("sum", r, SIZE, 0) for r in range(n)]).astype(np.int64)
+    want = inputs.sum(0)[k * words:(k + 1) * words].astype(np.int32)
+    assert np.array_equal(got, want)
+
+
+def _check_ddp(reports, codec: str) -> None:
+    """DDP through the switch against DDP's own fp32 all-reduce, same initial parameters and
+    batches: fixed point matches it (to float rounding), THC stays close, every step after the
+    warm-up went through the switch, and training made progress."""
+    results = _check(reports, [codec])
+    for r in results:
+        assert r["hina_buckets"] > 0 and r["fallback_buckets"] == 0, r
+        assert r["replicas_in_sync"], r
+        assert r["loss_hina"] < r["loss_initial"] - 0.1, r      # DDP_STEPS steps learn
+        if codec == "fixed":
+            assert r["max_param_diff"] < 1e-5, r
+            assert abs(r["loss_hina"] - r["loss_fp32"]) < 1e-4, r
+        else:
+            assert abs(r["loss_hina"] - r["loss_fp32"]) < 0.1, r
+            assert r["max_param_diff"] < 0.05, r
+
+
+@pytest.fixture(scope="session")
+def logs(tmp_path_factory):
+    """Where the networks' logs go (pytest keeps the last runs' temporary folders)."""
+    return tmp_path_factory.mktemp("mininet")
+
+
 @pytest.fixture(scope="class")
-def star():
-    """4 workers around the embedded switch, no impairments; torn down after its class (the
-    other tests build networks with the same interface names)."""
+def star(logs):
+    """4 workers around the embedded switch, no impairments; torn down after its class."""
     if _mininet_missing():
         pytest.skip(_mininet_missing())
-    hn = _start()
+    hn = _start(logs)
+    try:
+        yield hn
+    finally:
+        hn.stop()
+
+
+@pytest.fixture(scope="class")
+def bmv2_star(logs):
+    """3 workers around BMv2 (HINA_WORDS=64), no impairments; torn down after its class."""
+    if _bmv2_missing():
+        pytest.skip(_bmv2_missing())
+    hn = _start(logs, "bmv2", n_workers=BMV2_WORKERS)
     try:
         yield hn
     finally:
@@ -143,162 +307,161 @@ def star():
 class TestStar:
     """Runs on one network: each run of worker processes gets a fresh job (``reset_job``)."""
 
-    def test_allreduce_embedded_exact_sum_and_bounded_codecs(self, star):
+    def test_allreduce_embedded_exact_sum_bounded_codecs_and_hina_ctl(self, star):
         star.reset_job()
         reports = star.run_workers("allreduce", CODECS, size=SIZE, timeout_s=120)
         _check(reports, CODECS)
-        counters = star.counters()
-        assert all(counters[k] == 0 for k in ("UNKNOWN_WORKER", "BAD_JOB", "BAD_SLOT",
-                                              "MALFORMED", "OVERFLOW")), counters
+        _check_ctl_inspection(star, reports)
 
     def test_ddp_training_steps_through_the_switch(self, star):
         star.reset_job()
-        reports = star.run_workers("ddp", ["thc"], steps=4, timeout_s=120)
-        results = _check(reports, ["thc"])
-        assert all(r["hina_buckets"] > 0 and r["fallback_buckets"] == 0 for r in results)
-        assert all(r["replicas_in_sync"] for r in results)
+        _check_ddp(star.run_workers("ddp", ["thc"], steps=DDP_STEPS, timeout_s=120), "thc")
 
 
-@needs_mininet
-def test_allreduce_with_loss_on_every_link_is_still_exact():
-    hn = _start(loss=LOSS_PCT)
+@needs_bmv2
+class TestBmv2Star:
+    """The same on BMv2, every codec of the workload; one network for the class."""
+
+    def test_allreduce_bmv2_every_codec_and_hina_ctl(self, bmv2_star):
+        bmv2_star.reset_job()
+        reports = bmv2_star.run_workers("allreduce", ALL_CODECS, size=SIZE, timeout_s=120)
+        _check(reports, ALL_CODECS)
+        _check_ctl_inspection(bmv2_star, reports)
+
+    @pytest.mark.parametrize("codec", ["thc", "fixed"])
+    def test_ddp_training_through_bmv2_against_fp32(self, bmv2_star, codec):
+        bmv2_star.reset_job()
+        _check_ddp(bmv2_star.run_workers("ddp", [codec], steps=DDP_STEPS, timeout_s=120),
+                   codec)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_allreduce_with_loss_on_every_link_is_still_exact(target, logs):
+    codecs = ("thc", "sketch", "sum") if target == "embedded" else ALL_CODECS
+    n_workers = N_WORKERS if target == "embedded" else BMV2_WORKERS
+    hn = _start(logs, target, loss=LOSS_PCT, n_workers=n_workers, control_network=False)
     try:
-        reports = hn.run_workers("allreduce", ("sum", "thc", "sketch"), size=SIZE,
-                                 timeout_s=120)
-        results = _check(reports, ("sum", "thc", "sketch"))
+        reports = hn.run_workers("allreduce", codecs, size=SIZE, timeout_s=180)
+        results = _check(reports, codecs)
         assert sum(r["retransmissions"] for r in results) > 0, "loss must cost retransmissions"
         if hn.loss_method == "nft":
             assert all(n > 0 for n in hn.nft_drops().values()), hn.nft_drops()
+        _check_ctl_inspection(hn, reports, lossy=True)
     finally:
         hn.stop()
 
 
-@needs_mininet
-def test_teardown_leaves_no_interfaces_or_processes_also_on_failure():
-    from hina_mn.deploy import leftover_interfaces
-    hn = _start(n_workers=2)
+@pytest.mark.parametrize("target", TARGETS)
+def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs):
+    from hina_mn.deploy import DeploymentError, leftover_interfaces
+    hn = _start(logs, target, n_workers=2)
     try:
         # the switch side of every link and the control bridge are in the root namespace
-        names = {n for n in hn._intf_names if n.startswith(("s1-", "mgmt0"))}
+        names = {n for n in hn._intf_names if n.startswith((hn.topo.aggregator + "-",
+                                                            hn.topo.control_bridge))}
         assert len(names) == 5 and names <= _interfaces()
         pid = hn.switch.proc.pid
+        # an agent started but never recorded (an interrupt in between) is found and killed
+        from hina_mn.deploy import NETWORK_ENV
+        stray = hn.workers[0].popen(["sleep", "600"],
+                                    env=dict(os.environ, **{NETWORK_ENV: hn.topo.aggregator}))
+        assert hn.stray_workers() == [stray.pid]
     finally:
         hn.stop()
     assert leftover_interfaces(names) == []
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    for gone in (pid, stray.pid):
+        assert not os.path.exists(f"/proc/{gone}"), gone
     # A failure after the network is up (here: an invalid job) tears everything down too.
-    with pytest.raises(ValueError, match="n_slots"):
-        _start(n_workers=2, n_slots=0)
-    assert leftover_interfaces(names) == []
+    hn = _network(logs, target, n_workers=2, n_slots=0)
+    with pytest.raises(DeploymentError, match="n_slots"):
+        hn.start()
+    assert leftover_interfaces(hn._intf_names) == []
+    assert _switch_pid(hn.topo.suffix) is None
 
 
 @needs_mininet
-def test_refuses_to_start_over_existing_interfaces_and_leaves_them_alone():
-    from hina_mn.deploy import DeploymentError
-    subprocess.run(["ip", "link", "add", "s1-eth1", "type", "veth", "peer", "name",
-                    "hina-test-peer"], check=True)
+def test_refuses_to_start_over_existing_interfaces_and_leaves_them_alone(tmp_path):
+    from hina_mn import topo as T
+    from hina_mn.deploy import DeploymentError, HinaNetwork
+    topo = T.StarTopo(n_workers=1, suffix=_suffix())
+    busy = f"{topo.aggregator}-eth1"
+    subprocess.run(["ip", "link", "add", busy, "type", "veth", "peer", "name",
+                    f"{topo.aggregator}p"], check=True)
     try:
-        with pytest.raises(DeploymentError, match="s1-eth1 already exist"):
-            _start(n_workers=1)
-        assert "s1-eth1" in _interfaces()
+        with pytest.raises(DeploymentError, match=f"{busy} already exist"):
+            HinaNetwork(topo, log_dir=str(tmp_path)).start()
+        assert busy in _interfaces()
     finally:
-        subprocess.run(["ip", "link", "del", "s1-eth1"], check=False)
+        subprocess.run(["ip", "link", "del", busy], check=False)
 
 
-@needs_mininet
-def test_launcher_ctrl_c_tears_everything_down():
+@pytest.mark.parametrize("target", TARGETS)
+def test_launcher_ctrl_c_tears_everything_down(target, tmp_path):
     """``run.py`` interrupted (SIGINT, as Ctrl-C) while the workers run: exit 1, nothing left."""
     import signal
     import sys
-    import time
     from pathlib import Path
     from hina_mn.deploy import leftover_interfaces
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, str(root / "mininet" / "run.py"), "--workers", "2",
-                             "--codec", "sum", "--size", "4000000", "--no-control-network"],
+    suffix = _suffix()
+    switch_ports = {f"s1{suffix}-eth1", f"s1{suffix}-eth2"}
+    proc = subprocess.Popen([sys.executable, str(root / "mininet" / "run.py"), "--target", target,
+                             "--workers", "2", "--codec", "sum", "--size", "4000000",
+                             "--words", "64", "--no-control-network", "--name-suffix", suffix,
+                             "--log-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in proc.stdout:                # wait until switch, pipeline and job are up
             if " up (P4Runtime " in line:
+                switch_pid = _switch_pid(suffix)
                 break
-        time.sleep(3)                           # the workers are running now
+        else:
+            pytest.fail(f"run.py exited before the network was up: {proc.wait()}")
+        _wait_for_workers(suffix, 2)            # the workers are running now
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1 and "interrupted; tearing down" in out, out
-    assert leftover_interfaces({"s1-eth1", "s1-eth2"}) == []
+    assert leftover_interfaces(switch_ports) == []
+    assert switch_pid is not None and not os.path.exists(f"/proc/{switch_pid}")
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "mininet/host_worker.py" not in ps and "@s1-eth1" not in ps   # workers, our switch
+    assert f"@s1{suffix}-eth1" not in ps                  # our switch
+    assert f"--name-suffix {suffix}" not in ps            # the launcher
+    assert not _worker_pids(suffix)                       # our workers
 
 
-# Command-line shims: BMv2's two programs mapped onto the embedded target's, so that the launcher's
-# BMv2 code path (switch command line, p4c-bm2-ss invocation, P4Info text, no register zeroing,
-# job reset by re-pushing the pipeline) runs where BMv2 is not installed. Not a test of BMv2.
-SIMPLE_SWITCH_SHIM = """
-import os, sys
-args, out, i = sys.argv[1:], ["--no-p4"], 0
-while i < len(args):
-    a = args[i]
-    if a == "--thrift-port":
-        i += 2
-    elif a in ("--log-console", "--no-p4", "--"):
-        i += 1
-    elif a in ("-i", "--device-id", "--log-level", "--grpc-server-addr"):
-        out += [a, args[i + 1]]
-        i += 2
-    elif a.startswith("--pcap="):
-        out += ["--pcap", a.split("=", 1)[1]]
-        i += 1
-    else:
-        sys.exit(f"simple_switch_grpc shim: unexpected argument {a}")
-os.execv(sys.executable, [sys.executable, "-m", "softswitch", *out])
-"""
-P4C_SHIM = """
-import os, sys
-args, out, i, program = sys.argv[1:], [], 0, None
-while i < len(args):
-    a = args[i]
-    if a == "--arch":
-        i += 2
-    elif a in ("-o", "--p4runtime-files"):
-        out += ["--device-config" if a == "-o" else "--p4info", args[i + 1]]
-        i += 2
-    elif a.startswith("-D"):
-        out += ["-D", a[2:]]
-        i += 1
-    else:
-        program, i = a, i + 1
-os.execv(sys.executable, [sys.executable, "-m", "softswitch", "compile", program, *out])
-"""
+def _processes():
+    """``(pid, argv, environ)`` of every process that can be read."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        yield int(pid), args, env
 
 
-@needs_mininet
-def test_bmv2_code_path_through_a_command_line_shim(tmp_path, monkeypatch):
-    import sys
-    from hina_mn import deploy
-    for name, body in (("simple_switch_grpc", SIMPLE_SWITCH_SHIM), ("p4c-bm2-ss", P4C_SHIM)):
-        (tmp_path / name).write_text(f"#!{sys.executable}\n{body}")
-        (tmp_path / name).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    monkeypatch.setattr(deploy, "compile_pipeline", deploy.compile_pipeline.__wrapped__)
-    hn = _start(target="bmv2", n_workers=2)
-    try:
-        assert hn.jobs.zero_registers is False
-        assert "--thrift-port" in " ".join(hn.switch.command())
-        hn.reset_job()                  # BMv2: a fresh pipeline instead of zeroed registers
-        _check(hn.run_workers("allreduce", ["sum"], size=16384, timeout_s=120), ["sum"])
-    finally:
-        hn.stop()
+def _switch_pid(suffix: str):
+    """The pid of the switch process serving ``s1<suffix>-eth1``."""
+    return next((pid for pid, args, _ in _processes() if f"1@s1{suffix}-eth1" in args), None)
 
 
-@pytest.mark.skipif(_mininet_missing() is not None or _bmv2_missing() is not None,
-                    reason=_mininet_missing() or _bmv2_missing() or "")
-def test_allreduce_bmv2_exact_sum_and_bounded_codecs():
-    hn = _start(target="bmv2")
-    try:
-        _check(hn.run_workers("allreduce", CODECS, size=SIZE, timeout_s=300), CODECS)
-    finally:
-        hn.stop()
+def _worker_pids(suffix: str) -> list[int]:
+    """Worker agents of the network ``s1<suffix>`` (the launcher sets ``HINA_MN_NETWORK``)."""
+    return [pid for pid, args, env in _processes()
+            if any(a.endswith("host_worker.py") for a in args)
+            and f"HINA_MN_NETWORK=s1{suffix}" in env]
+
+
+def _wait_for_workers(suffix: str, n: int, timeout: float = 60.0) -> None:
+    import time
+    deadline = time.monotonic() + timeout
+    while len(_worker_pids(suffix)) < n:
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.1)
