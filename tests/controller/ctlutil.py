@@ -16,12 +16,9 @@ ports: every entry and register is gone) and ``stop()``.
 from __future__ import annotations
 
 import os
-import re
 import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar, Optional
 
 from controller.config import JobConfig, WorkerConfig
@@ -149,83 +146,11 @@ def _job(sw, job_id: int, n_workers: int, codec: str, **kwargs) -> JobConfig:
 # ------------------------------------------------------------------------------------------------
 # BMv2 on veth pairs
 # ------------------------------------------------------------------------------------------------
-#: Interface names of these tests: ``hc<owner pid, base 36>-<n>{s,h}<port>`` (s: the switch's
-#: end, h: the test's). The owner's pid makes two runs' names distinct; the prefix is not used
-#: elsewhere in the project (the dataplane tests use ``hv``).
-VETH_PREFIX = "hc"
-_VETH_NAME = re.compile(rf"^{VETH_PREFIX}([0-9a-z]+)-(\d+)([sh])(\d+)$")
+#: Veth pairs come from :class:`controller.bmv2_dataplane.VethPorts` (``hv<owner pid, base
+#: 36>-<n>{s,h}<port>``: two runs never collide; :func:`controller.bmv2_dataplane.sweep_stale`
+#: removes the pairs of a killed run).
 _ETH_P_ALL = 0x0003
 _SOL_PACKET, _PACKET_IGNORE_OUTGOING = 263, 23
-_veth_sets = 0
-
-
-def _base36(n: int) -> str:
-    digits, out = "0123456789abcdefghijklmnopqrstuvwxyz", ""
-    while True:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-        if not n:
-            return out
-
-
-def _interfaces() -> set[str]:
-    return set(os.listdir("/sys/class/net"))
-
-
-def _ip(*args: str, check: bool = True) -> None:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if check and done.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
-
-
-def sweep_stale_veths() -> list[str]:
-    """Delete the veth pairs of these tests whose owner process is gone (a killed run)."""
-    stale = []
-    for name in sorted(_interfaces()):
-        m = _VETH_NAME.match(name)
-        if m and m.group(3) == "s" and not Path(f"/proc/{int(m.group(1), 36)}").exists():
-            _ip("link", "del", name, check=False)        # its peer goes with it
-            stale.append(name)
-    return stale
-
-
-class VethPairs:
-    """One veth pair per switch port, up, IPv6 off (the kernel then sends nothing on them);
-    :meth:`close` deletes them (deleting one end deletes its pair)."""
-
-    def __init__(self, ports):
-        global _veth_sets
-        _veth_sets += 1
-        self.tag = f"{VETH_PREFIX}{_base36(os.getpid())}-{_veth_sets}"
-        self.ports = tuple(ports)
-        self._made: list[str] = []
-        try:
-            for p in self.ports:
-                _ip("link", "add", self.switch_end(p), "type", "veth", "peer", "name",
-                    self.host_end(p))
-                self._made.append(self.switch_end(p))
-                for dev in (self.switch_end(p), self.host_end(p)):
-                    try:
-                        Path(f"/proc/sys/net/ipv6/conf/{dev}/disable_ipv6").write_text("1")
-                    except OSError:
-                        pass                # a kernel without IPv6: nothing to silence
-                    _ip("link", "set", dev, "up")
-        except BaseException:
-            self.close()
-            raise
-
-    def switch_end(self, port: int) -> str:
-        return f"{self.tag}s{port}"
-
-    def host_end(self, port: int) -> str:
-        return f"{self.tag}h{port}"
-
-    def close(self) -> None:
-        present = _interfaces()
-        for name in self._made:
-            if name in present:
-                _ip("link", "del", name, check=False)
-        self._made = []
 
 
 class VethLink:
@@ -284,16 +209,17 @@ class Bmv2PortSwitch:
 
     The switch process dies with the test process (``PR_SET_PDEATHSIG``); the veth pairs are
     deleted by :meth:`stop`, and those of a killed run by the next run's
-    :func:`sweep_stale_veths`."""
+    :func:`controller.bmv2_dataplane.sweep_stale`."""
 
     kind = "bmv2"
     pipeline = None         # the PipelineConfig for it (traffic_switch sets it)
 
     def __init__(self, n_ports: int = 2):
         from controller.bmv2 import Bmv2Process
-        sweep_stale_veths()
-        self.veths = VethPairs(range(1, n_ports + 1))
-        self._interfaces = {p: self.veths.switch_end(p) for p in self.veths.ports}
+        from controller.bmv2_dataplane import VethPorts, sweep_stale
+        sweep_stale()
+        self.veths = VethPorts(range(1, n_ports + 1))
+        self._interfaces = {p: self.veths.switch(p) for p in self.veths.ports}
         try:
             self.process = Bmv2Process(self._interfaces)
         except BaseException:
@@ -335,7 +261,7 @@ class Bmv2PortSwitch:
 
     def link(self, worker: WorkerConfig) -> VethLink:
         """The worker's link: frames on the veth end of its switch port."""
-        return VethLink(worker, self.veths.host_end(worker.port))
+        return VethLink(worker, self.veths.host(worker.port))
 
     def registers(self, conn):
         from controller.target import ThriftRegisters
