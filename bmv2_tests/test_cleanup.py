@@ -58,7 +58,7 @@ def test_a_failing_bmv2_case_leaves_no_switch_and_no_interface(tmp_path):
                           env={**os.environ, "PID_FILE": str(pid_file),
                                "PYTHONPATH": str(ROOT)})
     assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout + done.stderr
-    assert _nothing_left(int(pid_file.read_text())) == {"interfaces": [], "processes": []}
+    assert _nothing_left(int(pid_file.read_text())) == {"interfaces": [], "processes": [], "folders": []}
 
 
 def test_leftovers_of_a_killed_run_are_swept_at_the_next_start(tmp_path):
@@ -81,7 +81,8 @@ def test_leftovers_of_a_killed_run_are_swept_at_the_next_start(tmp_path):
         assert len(leftovers(child.pid)["interfaces"]) == 4
         removed = sweep_stale()
         assert len([r for r in removed if r.startswith("hv")]) == 2      # one per veth pair
-        assert _nothing_left(child.pid) == {"interfaces": [], "processes": []}
+        assert any(f"hina-bmv2-{child.pid}-" in r for r in removed)       # its switch's folder
+        assert _nothing_left(child.pid) == {"interfaces": [], "processes": [], "folders": []}
     finally:
         if child.poll() is None:
             child.kill()

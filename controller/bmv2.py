@@ -59,6 +59,8 @@ CACHE_ENV = "HINA_CACHE_DIR"
 #: in packet_buffer.h). A THC (LUT-SUM) result is 4 x HINA_WORDS bytes for an HINA_WORDS-byte
 #: request: it grows by 3 x HINA_WORDS, so THC on BMv2 needs HINA_WORDS <= 170 (128 in practice).
 PACKET_HEADROOM = 512
+#: Work folders of :class:`Bmv2Process` (in the temporary directory): ``hina-bmv2-<pid>-*``.
+WORKDIR_PREFIX = "hina-bmv2-"
 #: Seconds a switch may take to open its gRPC and Thrift servers (it loads no program yet).
 START_TIMEOUT_S = 30.0
 
@@ -241,7 +243,9 @@ class Bmv2Process:
         self.interfaces = dict(interfaces)
         self.device_id = device_id
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="hina-bmv2-"))
+        # Named after this process, so that a run killed before stop() has its folder removed
+        # by the next run (controller.bmv2_dataplane.sweep_stale).
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)      # a given folder may not exist yet
         self.log_path = self.workdir / "simple_switch.log"
         self.proc: Optional[subprocess.Popen] = None

@@ -27,8 +27,10 @@ import logging
 import os
 import re
 import selectors
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
@@ -36,7 +38,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 from softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
-from .bmv2 import Bmv2Process, Bmv2Thrift, compile_p4c
+from .bmv2 import WORKDIR_PREFIX, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection
 
 __all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
@@ -95,9 +97,18 @@ def _interfaces() -> list[str]:
     return sorted(os.listdir("/sys/class/net"))
 
 
+def _workdirs() -> Iterable[tuple[int, Path]]:
+    """``(owner pid, folder)`` of every :class:`Bmv2Process` work folder."""
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        owner = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if owner.isdigit():
+            yield int(owner), path
+
+
 def leftovers(owner_pid: Optional[int] = None) -> dict[str, list]:
-    """Interfaces and switch processes of this harness that exist now (of one owner process,
-    or of every owner): ``{"interfaces": [...], "processes": [pid, ...]}``."""
+    """Interfaces, switch processes and switch work folders of this harness that exist now (of
+    one owner process, or of every owner): ``{"interfaces": [...], "processes": [pid, ...],
+    "folders": [...]}``."""
     tag = f"{IFACE_PREFIX}{_base36(owner_pid)}-" if owner_pid is not None else None
     ifaces = [n for n in _interfaces() if _IFACE_RE.match(n) and (tag is None or
                                                                   n.startswith(tag))]
@@ -105,7 +116,8 @@ def leftovers(owner_pid: Optional[int] = None) -> dict[str, list]:
     for pid, cmdline in _switch_processes():
         if any(tag is None or f"@{tag}" in arg for arg in cmdline if f"@{IFACE_PREFIX}" in arg):
             procs.append(pid)
-    return {"interfaces": ifaces, "processes": procs}
+    folders = sorted(str(p) for pid, p in _workdirs() if owner_pid is None or pid == owner_pid)
+    return {"interfaces": ifaces, "processes": procs, "folders": folders}
 
 
 def _switch_processes() -> Iterable[tuple[int, list[str]]]:
@@ -123,8 +135,8 @@ def _switch_processes() -> Iterable[tuple[int, list[str]]]:
 
 
 def sweep_stale() -> list[str]:
-    """Remove what crashed runs left: the veth pairs and BMv2 processes of this harness whose
-    owner process is gone. Returns the names of what was removed."""
+    """Remove what crashed runs left: the veth pairs, BMv2 processes and switch work folders of
+    this harness whose owner process is gone. Returns the names of what was removed."""
     removed = []
     for pid, args in _switch_processes():
         owners = {_IFACE_RE.match(a.split("@", 1)[1]) for a in args if f"@{IFACE_PREFIX}" in a}
@@ -142,6 +154,10 @@ def sweep_stale() -> list[str]:
             stale.append(name)
     _ip_batch([f"link del {n}" for n in stale], check=False)
     removed += stale
+    for pid, folder in _workdirs():
+        if not _alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
     if removed:
         log.warning("removed leftovers of an earlier run: %s", ", ".join(removed))
     return removed
