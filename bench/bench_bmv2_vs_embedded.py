@@ -72,7 +72,6 @@ BMV2_ARGS = ("--log-level", "off")   # logging off: no console, no file, no mess
 PAYLOAD_VARIANTS = 8               # distinct contribution vectors per worker, cycled by seq
 _SOL_PACKET = 263
 _PACKET_STATISTICS = 6
-_PACKET_OUTGOING = 4
 
 
 class BenchError(RuntimeError):
@@ -448,7 +447,6 @@ class Drive:
 def drive(io, veth_names: list[str], workload, window: int, warmup_s: float, duration_s: float,
           stall_s: float, switch_pid: int) -> Drive:
     sockets = io.sockets
-    selector = io.selector
     result = Drive(window=window)
     pending: dict[int, int] = {}          # unit -> outputs received (oldest unit first)
     launched: dict[int, float] = {}       # unit -> when its frames were sent
@@ -490,30 +488,22 @@ def drive(io, veth_names: list[str], workload, window: int, warmup_s: float, dur
     snap0 = None
     key, check = workload.key, workload.check
     while True:
-        events = selector.select(0.05)
-        for sel_key, _ in events:
-            s = sel_key.fileobj
-            while True:
-                try:
-                    data, addr = s.recvfrom(65535)
-                except BlockingIOError:
-                    break
-                if addr[2] == _PACKET_OUTGOING:
-                    continue
-                received += 1
-                ident = key(data)
-                if ident is None or ident not in pending:
-                    result.unexpected_outputs += 1
-                    continue
-                if not check(ident, data):
-                    result.wrong_outputs += 1
-                pending[ident] += 1
-                if pending[ident] >= expected:
-                    del pending[ident]
-                    del launched[ident]
-                    done += 1
-                    if sending and not launch():
-                        result.stalled = True
+        events = io.receive(0.05)
+        for _port, data in events:
+            received += 1
+            ident = key(data)
+            if ident is None or ident not in pending:
+                result.unexpected_outputs += 1
+                continue
+            if not check(ident, data):
+                result.wrong_outputs += 1
+            pending[ident] += 1
+            if pending[ident] >= expected:
+                del pending[ident]
+                del launched[ident]
+                done += 1
+                if sending and not launch():
+                    result.stalled = True
         now = time.monotonic()
         if events:
             last_rx = now
