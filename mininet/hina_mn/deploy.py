@@ -46,6 +46,7 @@ SWITCH_MAC = "02:00:00:00:00:fe"
 WORKER_UDP_PORT = 40000
 MASTER_PORT = 29500
 WORKER_GRACE_S = 5.0
+KILL_WAIT_S = 2.0     # how long a killed process that is not our child may take to vanish
 #: Linux interface names have at most 15 characters (IFNAMSIZ - 1).
 MAX_INTERFACE_NAME = 15
 #: The job's codec as the controller records it: THC, so that its table is installed; the
@@ -475,8 +476,12 @@ def _kill_pid(pid: int) -> None:
         return
     try:
         os.waitpid(pid, 0)
-    except ChildProcessError:      # not our child: init reaps it
+        return
+    except ChildProcessError:      # not our child: init reaps it, soon (SIGKILL is asynchronous)
         pass
+    deadline = time.monotonic() + KILL_WAIT_S
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def expected_interfaces(topo) -> set[str]:

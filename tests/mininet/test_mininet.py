@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -351,6 +352,27 @@ def test_allreduce_with_loss_on_every_link_is_still_exact(target, logs):
         hn.stop()
 
 
+def _process_gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether /proc/``pid`` disappears within ``within_s`` (a SIGKILL is delivered, and a
+    process that is not our child reaped, asynchronously)."""
+    deadline = time.monotonic() + within_s
+    while os.path.exists(f"/proc/{pid}"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _proc_status(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            status = "".join(line for line in f if line.startswith(("Name", "State", "PPid")))
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"pid {pid} still there: {status} cmdline {f.read().replace(bytes(1), b' ')!r}"
+    except OSError:
+        return f"pid {pid} gone"
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs):
     from hina_mn.deploy import DeploymentError, leftover_interfaces
@@ -365,12 +387,16 @@ def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs
         from hina_mn.deploy import NETWORK_ENV
         stray = hn.workers[0].popen(["sleep", "600"],
                                     env=dict(os.environ, **{NETWORK_ENV: hn.topo.aggregator}))
+        # its environment shows the tag once mnexec has exec'd (before, /proc shows ours)
+        deadline = time.monotonic() + 10
+        while hn.stray_workers() != [stray.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert hn.stray_workers() == [stray.pid]
     finally:
         hn.stop()
     assert leftover_interfaces(names) == []
     for gone in (pid, stray.pid):
-        assert not os.path.exists(f"/proc/{gone}"), gone
+        assert _process_gone(gone), _proc_status(gone)
     # A failure after the network is up (here: an invalid job) tears everything down too.
     hn = _network(logs, target, n_workers=2, n_slots=0)
     with pytest.raises(DeploymentError, match="n_slots"):
