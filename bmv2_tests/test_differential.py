@@ -5,7 +5,8 @@ counter cell. BMv2 is the reference. Skipped, with the reason, where BMv2 cannot
 * every P4 program: hypothesis draws table contents from the program's P4Info and frames from a
   shared value pool (so they hit the entries), mutated and malformed ones included;
 * ``p4/hina.p4`` at 64 and 128 words: hypothesis draws jobs (workers, slots, LUT) and worker
-  traffic (every op, slots, pools, sequence numbers, retransmissions, strangers), mutated;
+  traffic (every op, slots, pools, sequence numbers, retransmissions, strangers, frames on
+  wrong ingress ports or with wrong source MACs), mutated;
 * the malformed-frame cases of ``tests/softswitch/test_frame_fuzz.py`` around a routed l3fwd
   frame.
 """
@@ -136,6 +137,8 @@ def test_malformed_frames_agree_with_bmv2(burst):
 # hina.p4: jobs and worker traffic
 # ------------------------------------------------------------------------------------------------
 OPS = (P.Op.SUM, P.Op.LUT_SUM, P.Op.MAX, P.Op.OR)
+#: Ingress ports of forged frames: the ports of a generated job's workers (1..4) and one outside.
+FORGERY_PORTS = (1, 2, 3, 4, 5)
 
 
 @st.composite
@@ -150,7 +153,8 @@ def hina_job(draw, words: int):
 @st.composite
 def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
     """A worker's frame into its port: a contribution (any op, slot, pool, seq), mutated at
-    times, or a stranger's frame."""
+    times; a stranger's frame; or a forgery: a worker's frame on another ingress port or with
+    another source MAC (admission drops it as WRONG_PORT)."""
     op = draw(st.sampled_from(OPS))
     worker = draw(st.integers(0, len(job.workers) - 1))
     count = 2 * words if op == P.Op.LUT_SUM else words
@@ -160,11 +164,17 @@ def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
     values[draw(st.integers(0, count - 1))] = draw(st.integers(0, top))
     data = J.contribution(job, worker, op, values, slot=draw(st.integers(0, job.n_slots)),
                           pool=draw(st.integers(0, 1)), seq=draw(st.integers(0, 3)))
-    if draw(st.integers(0, 9)) == 0:                          # now and then, a stranger
+    port = job.workers[worker].port
+    kind = draw(st.integers(0, 9))
+    if kind == 0:                                             # now and then, a stranger
         stranger = J.worker_address(8)
         data = J.frame(stranger, data[42 + P.HEADER_BYTES:], op=op, job_id=job.job_id)
         return stranger.port, data
-    return job.workers[worker].port, draw(S.mutated(st.just(data)).map(S.padded))
+    if kind == 1:       # a forgery: the worker's headers on another port (of the job or not)
+        port = draw(st.sampled_from([p for p in FORGERY_PORTS if p != port]))
+    elif kind == 2:     # a forgery: the worker's IPv4 and UDP port with another MAC
+        data = data[:6] + draw(S.value(48)).to_bytes(6, "big") + data[12:]
+    return port, draw(S.mutated(st.just(data)).map(S.padded))
 
 
 def _hina_run(data, words: int) -> None:

@@ -118,9 +118,14 @@ def test_job_entries_and_group():
                            sketch_columns=1024, sketch_base=2048, sketch_seed=9)
     entries = pipeline.job_entries(job)
     assert [e.table for e in entries] == ([pipeline.JOB_CONFIG] + [pipeline.WORKER_ADMISSION] * 2
+                                          + [pipeline.WORKER_BY_ADDRESS] * 2
                                           + [pipeline.REPLICA_REWRITE] * 2)
     assert entries[0].action.args == (8, 1, 2048, 1023, 9)
+    # admission: job, ingress port, MAC, IPv4, UDP port; the port is the worker's switch port
+    w1 = job.workers[1]
+    assert [m.value for m in entries[2].matches] == [3, w1.port, w1.mac, w1.ip, w1.udp_port]
     assert entries[2].action.args == (1, 2, 2, job.mcast_grp, 16, 1)
+    assert [m.value for m in entries[4].matches] == [3, w1.ip, w1.udp_port]
     group, replicas = pipeline.multicast_group(job)
     assert group == 4 and [(r.port, r.rid) for r in replicas] == [(1, 193), (2, 194)]
     assert len(pipeline.lut_entries(1, words=64)) == 2 * 64 * 16

@@ -4,6 +4,10 @@ Every command talks to one switch over P4Runtime (``--switch HOST:PORT``) and ke
 installed in a state file (``--state FILE``), so jobs survive a switch restart (``resync``) and
 later commands (``job delete``) know what to remove. Read commands accept ``--json`` for scripts.
 
+Each job gets a token its workers show the job service (``job token``); ``serve`` holds the
+primary role on the switch while it runs. ``--tls-ca`` (and ``--tls-client-cert``/``--key``)
+reach the switch over TLS; ``serve --tls-cert/--tls-key [--tls-client-ca]`` serves TLS.
+
 Errors are one line on stderr and exit status 1 (usage errors: 2); the traceback of an
 unexpected error goes to the log file (``--log-file``, default beside the state file).
 """
@@ -24,12 +28,14 @@ from hina import pipeline
 from hina import protocol as P
 from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
 from hina.cli import help_with_example as _help
+from hina.tls import ClientTls, ServerTls, is_loopback
 
 from .config import CODECS, ConfigError, JobConfig, parse_worker
 from .jobs import JobError, JobManager
-from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+from .p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
 from .state import ControllerState, default_state_path
 from .target import TARGETS, PipelineConfig, register_access
+from .tokens import TokenStore, tokens_path, write_token_file
 
 __all__ = ["main", "build_parser"]
 
@@ -56,6 +62,7 @@ class Context:
         self.args = args
         self.state_path = Path(args.state) if args.state else default_state_path()
         self.state = ControllerState.load(self.state_path)
+        self.tokens = TokenStore(tokens_path(self.state_path))
         self._conn: Optional[SwitchConnection] = None
         self._registers = None
 
@@ -65,10 +72,16 @@ class Context:
             return self.state.pipeline.target
         return self.args.target or "embedded"
 
-    def connect(self, primary: bool) -> SwitchConnection:
+    def open_switch(self, primary: bool) -> SwitchConnection:
+        """A new session with the switch (TLS when ``--tls-ca``/``--tls-client-cert`` say so)."""
         a = self.args
-        self._conn = SwitchConnection(a.switch, device_id=a.device_id, election_id=a.election_id,
-                                      timeout=a.timeout, primary=primary)
+        return SwitchConnection(a.switch, device_id=a.device_id, election_id=a.election_id,
+                                timeout=a.timeout, primary=primary,
+                                tls=ClientTls.from_args(a.tls_ca, a.tls_client_cert,
+                                                        a.tls_client_key))
+
+    def connect(self, primary: bool) -> SwitchConnection:
+        self._conn = self.open_switch(primary)
         return self._conn
 
     def manager(self) -> JobManager:
@@ -124,6 +137,7 @@ def cmd_pipeline_push(ctx: Context) -> int:
     dropped = sorted(ctx.state.jobs)
     ctx.state.pipeline, ctx.state.jobs = config, {}
     ctx.save()
+    ctx.tokens.remove(dropped)
     msg = f"pipeline {Path(config.p4).name} pushed to {a.switch} ({config.target})"
     if dropped:
         msg += f"; jobs {', '.join(map(str, dropped))} were removed with the old pipeline"
@@ -187,14 +201,31 @@ def cmd_job_create(ctx: Context) -> int:
         in_switch_sketch=a.in_switch_sketch, switch_ip=a.switch_ip, switch_mac=a.switch_mac)
     jobs = ctx.manager()
     config = jobs.create_job(config)
+    token = ctx.tokens.issue(config.job_id, rotate=True)   # before the state: serve sees both
     ctx.state.jobs[config.job_id] = config
     ctx.save()
+    if a.token_file:
+        write_token_file(Path(a.token_file), token)
     if a.json:
         ctx.print_json(config.to_json())
     else:
         print(f"job {config.job_id} created: {config.codec} ({config.lane_op}), "
               f"{len(config.workers)} workers, slots {config.reg_base}.."
-              f"{config.reg_base + config.n_slots - 1}")
+              f"{config.reg_base + config.n_slots - 1}; workers' token "
+              + (f"in {a.token_file}" if a.token_file
+                 else f"from 'hina-ctl job token {config.job_id}'"))
+    return EXIT_OK
+
+
+def cmd_job_token(ctx: Context) -> int:
+    a = ctx.args
+    ctx.job(a.id)
+    token = ctx.tokens.issue(a.id, rotate=a.rotate)
+    if a.token_file:
+        write_token_file(Path(a.token_file), token)
+        print(f"job {a.id}: {'new ' if a.rotate else ''}token written to {a.token_file}")
+    else:
+        print(token)
     return EXIT_OK
 
 
@@ -205,6 +236,7 @@ def cmd_job_delete(ctx: Context) -> int:
     jobs.delete(job_id)
     del ctx.state.jobs[job_id]
     ctx.save()
+    ctx.tokens.remove([job_id])
     print(f"job {job_id} deleted")
     return EXIT_OK
 
@@ -372,15 +404,32 @@ def cmd_reset(ctx: Context) -> int:
 
 def cmd_serve(ctx: Context) -> int:
     from .jobservice import StateFileJobs, serve
+    from .primary import PrimaryHold
     a = ctx.args
-    server = serve(StateFileJobs(ctx.state_path), a.listen, lease_s=a.lease)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    print(f"hina-ctl serve: job service listening on {a.listen} (state {ctx.state_path})",
-          flush=True)
-    stop.wait()
-    server.stop(grace=1.0).wait()
+    tls = ServerTls.from_args(a.tls_cert, a.tls_key, a.tls_client_ca)
+    issued = ctx.tokens.ensure(sorted(ctx.state.jobs))   # jobs of an older state file
+    if issued:
+        log.info("tokens issued to jobs %s", ", ".join(map(str, issued)))
+    hold = PrimaryHold(lambda: ctx.open_switch(primary=True))
+    hold.start()
+    try:
+        server = serve(StateFileJobs(ctx.state_path), a.listen, lease_s=a.lease,
+                       tokens=ctx.tokens, tls=tls)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        security = ("plaintext" if tls is None else "mutual TLS" if tls.mutual else "TLS")
+        print(f"hina-ctl serve: job service listening on {a.listen} ({security}; state "
+              f"{ctx.state_path}); primary on {a.switch} with election id {a.election_id}",
+              flush=True)
+        if tls is None and not is_loopback(a.listen):
+            print(f"{PROG} serve: warning: {a.listen} is not loopback and the service is "
+                  "plaintext: job tokens cross the network in the clear (give --tls-cert and "
+                  "--tls-key on a shared network)", file=sys.stderr, flush=True)
+        stop.wait()
+        server.stop(grace=1.0).wait()
+    finally:
+        hold.stop()
     return EXIT_OK
 
 
@@ -419,6 +468,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "~/.local/state/hina/ctl.json)")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to wait for the switch (default 10)")
+    parser.add_argument("--tls-ca", metavar="FILE",
+                        help="reach the switch over TLS, trusting the CA in FILE (PEM) for its "
+                             "certificate")
+    parser.add_argument("--tls-client-cert", metavar="FILE",
+                        help="this controller's certificate (PEM), for a switch that wants one "
+                             "(mutual TLS)")
+    parser.add_argument("--tls-client-key", metavar="FILE", help="its private key (PEM)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"])
     parser.add_argument("--log-file", metavar="FILE",
@@ -502,8 +558,21 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--switch-ip", default="10.0.0.254",
                         help="the switch's IPv4 address on the aggregation network")
     create.add_argument("--switch-mac", default="02:00:00:00:00:fe")
+    create.add_argument("--token-file", metavar="FILE",
+                        help="also write the job's new token to FILE (mode 0600) for its "
+                             "workers (hina-worker --token-file)")
     create.add_argument("--json", action="store_true", help="print the job as JSON")
     create.set_defaults(func=cmd_job_create)
+    token = job_sub.add_parser("token", help="print (or rotate) a job's token", **_help(
+        "Print the token the job's workers show the job service (hina-worker --token-file, "
+        "--token or $HINA_JOB_TOKEN), or write it to --token-file (mode 0600). A job created "
+        "without one gets one now. --rotate issues a new token: the old one is refused from "
+        "then on, also for seats already taken.",
+        "hina-ctl job token 1 --token-file /shared/job1.token"))
+    token.add_argument("id", type=int)
+    token.add_argument("--token-file", metavar="FILE", help="write it to FILE instead")
+    token.add_argument("--rotate", action="store_true", help="replace the token with a new one")
+    token.set_defaults(func=cmd_job_token)
     lst = job_sub.add_parser("list", help="list jobs", **_help("List installed jobs.",
                                                                 "hina-ctl job list"))
     lst.add_argument("--json", action="store_true")
@@ -553,11 +622,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the worker job service", **_help(
         "Serve hina/jobservice.proto: workers join jobs of the state file (re-read when it "
-        "changes), learn their parameters and meet at barriers.",
-        "hina-ctl serve --listen 0.0.0.0:50051"))
+        "changes), learn their parameters and meet at barriers. Every request must carry its "
+        "job's token (hina-ctl job token J). While it runs, serve holds the primary role on the "
+        "switch (with --election-id): other clients' writes are refused; a one-shot command "
+        "writes beside it with a higher --election-id. On a shared network, serve TLS "
+        "(--tls-cert, --tls-key; --tls-client-ca for client certificates).",
+        "hina-ctl serve --listen 0.0.0.0:50051 --tls-cert ctl.crt --tls-key ctl.key"))
     serve.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT")
     serve.add_argument("--lease", type=float, default=30.0,
                        help="seconds without a request before a worker's seat is freed")
+    serve.add_argument("--tls-cert", metavar="FILE",
+                       help="serve TLS with this certificate (PEM; with --tls-key)")
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    serve.add_argument("--tls-client-ca", metavar="FILE",
+                       help="serve only workers with a certificate signed by this CA (PEM; "
+                            "mutual TLS)")
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -585,7 +664,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(ctx)
     except USER_ERRORS as exc:
         log.info("command failed: %s", exc, exc_info=True)   # the traceback goes to the log
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        hint = ("; a running 'hina-ctl serve' holds the primary role: write beside it with a "
+                "higher --election-id" if isinstance(exc, NotPrimaryError) else "")
+        print(f"{PROG}: error: {exc}{hint}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_FAILURE

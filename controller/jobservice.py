@@ -12,29 +12,40 @@ broken: its waiters get ABORTED and may join again. A barrier that is not comple
 timeout answers DEADLINE_EXCEEDED, naming the missing workers.
 
 The service reads jobs from a callable (the controller's state file, reloaded when it changes),
-so ``hina-ctl job create`` in another process is seen by a running ``hina-ctl serve``.
+so ``hina-ctl job create`` in another process is seen by a running ``hina-ctl serve`` (which
+holds the primary role on the switch: that command writes beside it with a higher
+``--election-id``).
+
+Every request must carry its job's token (``controller/tokens.py``) as gRPC metadata
+``authorization: Bearer TOKEN``: without it, or with another, the answer is UNAUTHENTICATED and
+nothing about the job is told or changed (an unknown job is still NOT_FOUND). Tokens are compared
+in constant time (:func:`hmac.compare_digest`). With :class:`hina.tls.ServerTls` the service
+speaks TLS only, and with a client CA only to clients with a certificate it signed.
 """
 from __future__ import annotations
 
+import hmac
 import logging
+import math
 import secrets
 import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import grpc
 
 from hina import protocol as P
 from hina.generated import jobservice_pb2 as pb
 from hina.generated import jobservice_pb2_grpc as pb_grpc
+from hina.tls import ServerTls
 
-from .config import JobConfig
+from .config import ConfigError, JobConfig
 from .state import ControllerState
 
-__all__ = ["JobService", "StateFileJobs", "serve", "DEFAULT_LEASE_S"]
+__all__ = ["JobService", "StateFileJobs", "serve", "DEFAULT_LEASE_S", "AUTH_METADATA_KEY"]
 
 log = logging.getLogger("hina.controller.jobservice")
 
@@ -42,6 +53,10 @@ DEFAULT_LEASE_S = 30.0
 DEFAULT_BARRIER_TIMEOUT_S = 60.0
 _WAIT_TICK_S = 0.25            # how often a waiting barrier re-checks leases and cancellation
 _SERVER_THREADS = 64           # each waiting Barrier holds one
+#: The metadata key of a worker's credential (``authorization: Bearer TOKEN``, as HTTP has it).
+AUTH_METADATA_KEY = "authorization"
+_BEARER = "bearer"
+_NAME_MAX = 128               # characters of a worker's free-text name kept for the logs
 
 
 class StateFileJobs:
@@ -92,20 +107,44 @@ class _Abort(Exception):
         self.code, self.message = code, message
 
 
+def _bearer_token(metadata) -> Optional[str]:
+    """The token of the request's ``authorization: Bearer TOKEN`` metadata; ``None`` if absent.
+
+    Raises:
+        _Abort: UNAUTHENTICATED, the metadata is there but not one ``Bearer TOKEN``.
+    """
+    values = [value for key, value in (metadata or ()) if key == AUTH_METADATA_KEY]
+    if not values:
+        return None
+    if len(values) == 1:
+        value = values[0]
+        if isinstance(value, bytes):
+            value = value.decode("ascii", "replace")
+        scheme, _, token = value.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() == _BEARER and token and " " not in token:
+            return token
+    raise _Abort(grpc.StatusCode.UNAUTHENTICATED,
+                 f"the {AUTH_METADATA_KEY!r} metadata must be one 'Bearer TOKEN'")
+
+
 class JobService(pb_grpc.JobServiceServicer):
     """The servicer.
 
     Args:
         jobs: returns the installed jobs by id (e.g. :class:`StateFileJobs`).
+        tokens: returns each job's token by job id (e.g. :class:`controller.tokens.TokenStore`);
+            a request for a job without a token is refused.
         lease_s: a seat is freed after this long without a request from its worker.
         clock: monotonic time source (tests).
     """
 
-    def __init__(self, jobs: Callable[[], dict[int, JobConfig]], lease_s: float = DEFAULT_LEASE_S,
+    def __init__(self, jobs: Callable[[], dict[int, JobConfig]],
+                 tokens: Callable[[], Mapping[int, str]], lease_s: float = DEFAULT_LEASE_S,
                  clock: Callable[[], float] = time.monotonic):
         if lease_s <= 0:
             raise ValueError(f"lease_s={lease_s}: must be > 0")
-        self.jobs, self.lease_s, self.clock = jobs, lease_s, clock
+        self.jobs, self.tokens, self.lease_s, self.clock = jobs, tokens, lease_s, clock
         self._cond = threading.Condition()
         self._state: dict[int, _JobSeats] = {}
 
@@ -146,16 +185,39 @@ class JobService(pb_grpc.JobServiceServicer):
         raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
                      f"job {job_id}: not joined (or the seat's lease ran out); join again")
 
-    def _run(self, context, what: str, body):
+    def _authenticate(self, job_id: int, context) -> None:
+        """Refuse (UNAUTHENTICATED) a request without ``job_id``'s token; NOT_FOUND for a job
+        that does not exist."""
+        self._job(job_id)
+        expected = self.tokens().get(job_id)
+        if not expected:
+            raise _Abort(grpc.StatusCode.UNAUTHENTICATED,
+                         f"job {job_id} has no token yet: issue one with 'hina-ctl job token "
+                         f"{job_id}'")
+        given = _bearer_token(context.invocation_metadata())
+        if given is None:
+            raise _Abort(grpc.StatusCode.UNAUTHENTICATED,
+                         f"job {job_id}: no token: send the job's token as metadata "
+                         f"'{AUTH_METADATA_KEY}: Bearer TOKEN' (hina-worker --token-file FILE or "
+                         "$HINA_JOB_TOKEN)")
+        if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"),
+                                   expected.encode("utf-8")):
+            raise _Abort(grpc.StatusCode.UNAUTHENTICATED, f"job {job_id}: wrong token")
+
+    def _run(self, context, request, what: str, body):
         try:
+            self._authenticate(request.job_id, context)
             return body()
         except _Abort as exc:
-            log.info("%s refused: %s", what, exc.message)
+            log.info("%s refused (peer %s): %s", what, context.peer(), exc.message)
             context.abort(exc.code, exc.message)
+        except ConfigError as exc:            # the state or tokens file went bad under us
+            log.warning("%s failed: %s", what, exc)
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
 
     # -- RPCs ------------------------------------------------------------------------------
     def Join(self, request, context):
-        return self._run(context, "join", lambda: self._join(request))
+        return self._run(context, request, "join", lambda: self._join(request))
 
     def _join(self, request) -> pb.JoinReply:
         with self._cond:
@@ -179,16 +241,20 @@ class JobService(pb_grpc.JobServiceServicer):
                     raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                  f"job {job.job_id}: all {len(job.workers)} seats are taken")
             session = secrets.token_hex(8)
-            seats[index] = _Seat(session, request.name or "?", self.clock())
-            log.info("job %d: worker %d joined (%s)", job.job_id, index, request.name)
+            seats[index] = _Seat(session, request.name[:_NAME_MAX] or "?", self.clock())
+            log.info("job %d: worker %d joined (%s)", job.job_id, index, seats[index].name)
             self._cond.notify_all()
             return _join_reply(job, index, session, self.lease_s)
 
     def Barrier(self, request, context):
-        return self._run(context, "barrier", lambda: self._barrier(request, context))
+        return self._run(context, request, "barrier", lambda: self._barrier(request, context))
 
     def _barrier(self, request, context) -> pb.BarrierReply:
         timeout = request.timeout_s or DEFAULT_BARRIER_TIMEOUT_S
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                         f"barrier {request.name!r}: timeout_s={request.timeout_s}: must be a "
+                         "finite number of seconds > 0 (0: the default)")
         deadline = self.clock() + timeout
         with self._cond:
             job, me = self._seat(request.job_id, request.session)
@@ -232,14 +298,14 @@ class JobService(pb_grpc.JobServiceServicer):
                 job, index = self._seat(request.job_id, request.session)
                 self._free_seat(job.job_id, index, "left")
                 return pb.LeaveReply()
-        return self._run(context, "leave", leave)
+        return self._run(context, request, "leave", leave)
 
     def Heartbeat(self, request, context):
         def beat():
             with self._cond:
                 self._seat(request.job_id, request.session)
                 return pb.HeartbeatReply()
-        return self._run(context, "heartbeat", beat)
+        return self._run(context, request, "heartbeat", beat)
 
 
 def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.JoinReply:
@@ -265,18 +331,27 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.
 
 
 def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
-          lease_s: float = DEFAULT_LEASE_S) -> grpc.Server:
+          lease_s: float = DEFAULT_LEASE_S, *, tokens: Callable[[], Mapping[int, str]],
+          tls: Optional[ServerTls] = None) -> grpc.Server:
     """Start the job service on ``address`` (``host:port``); returns the started server.
+
+    Args:
+        jobs: the installed jobs by id (:class:`StateFileJobs`).
+        address: ``host:port`` to listen on.
+        lease_s: seconds without a request before a worker's seat is freed.
+        tokens: each job's token by job id (:class:`controller.tokens.TokenStore`).
+        tls: serve TLS only (with its client CA: mutual TLS); ``None``: plaintext.
 
     Raises:
         RuntimeError: the address cannot be bound.
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=_SERVER_THREADS,
                                                     thread_name_prefix="jobservice"))
-    servicer = JobService(jobs, lease_s)
+    servicer = JobService(jobs, tokens, lease_s)
     pb_grpc.add_JobServiceServicer_to_server(servicer, server)
     try:
-        port = server.add_insecure_port(address)
+        port = (server.add_secure_port(address, tls.credentials()) if tls is not None
+                else server.add_insecure_port(address))
     except RuntimeError:
         port = 0
     if port == 0:

@@ -27,6 +27,8 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from hina.tls import ClientTls, open_channel, wait_ready
+
 __all__ = ["P4RuntimeClientError", "NotPrimaryError", "P4InfoIndex", "SwitchConnection",
            "MatchValue", "encode_value"]
 
@@ -229,6 +231,13 @@ class SwitchConnection:
         primary: arbitrate for primaryship (needed to write and to push pipelines). A read-only
             session (``primary=False``) opens no stream, so it never disturbs the primary: the
             CLI's read commands use it.
+        tls: connect with TLS (the switch's CA; a client certificate where the switch wants
+            one); ``None``: plaintext.
+
+    Attributes:
+        is_primary: whether the device last told this session it is primary (a controller with
+            a higher election id may take over, and give it back when it leaves).
+        stream_ended: set when the arbitration stream ends (closed, or the switch went away).
 
     Raises:
         P4RuntimeClientError: the device cannot be reached (code ``UNAVAILABLE``).
@@ -236,17 +245,19 @@ class SwitchConnection:
     """
 
     def __init__(self, address: str, device_id: int = 0, election_id: int = 1,
-                 timeout: float = _GRPC_TIMEOUT_S, primary: bool = True):
+                 timeout: float = _GRPC_TIMEOUT_S, primary: bool = True,
+                 tls: Optional[ClientTls] = None):
         self.address, self.device_id, self.election_id = address, device_id, election_id
         self.timeout = timeout
         self.index: Optional[P4InfoIndex] = None
-        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-        try:
-            grpc.channel_ready_future(self._channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
+        self.is_primary = False
+        self.stream_ended = threading.Event()
+        self._channel = open_channel(address, tls, _CHANNEL_OPTIONS)
+        problem = wait_ready(self._channel, address, tls, timeout)
+        if problem is not None:
             self._channel.close()
-            raise P4RuntimeClientError(f"cannot reach the P4Runtime server at {address} "
-                                       f"within {timeout:g}s", "UNAVAILABLE") from None
+            raise P4RuntimeClientError(f"cannot reach the P4Runtime server at {address}: "
+                                       f"{problem}", "UNAVAILABLE")
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self.primary = primary
         self._requests: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
@@ -266,6 +277,7 @@ class SwitchConnection:
             for msg in self._stream:
                 which = msg.WhichOneof("update")
                 if which == "arbitration":
+                    self.is_primary = msg.arbitration.status.code == code_pb2.OK
                     self._arbitration.put(msg.arbitration)
                 elif which == "packet":
                     self.packet_ins.put(msg.packet)
@@ -277,6 +289,9 @@ class SwitchConnection:
                 # wake an arbitration in progress: the server closed the stream instead of
                 # answering (e.g. INVALID_ARGUMENT: our election id is already in use)
                 self._arbitration.put(_wrap_rpc_error(exc, f"{self.address}: arbitration"))
+        finally:
+            self.is_primary = False
+            self.stream_ended.set()
 
     def _become_primary(self) -> None:
         req = p4runtime_pb2.StreamMessageRequest()
@@ -298,9 +313,10 @@ class SwitchConnection:
             raise reply
         if reply.status.code != code_pb2.OK:
             self.close()
+            primary = (reply.election_id.high << 64) | reply.election_id.low
             raise NotPrimaryError(f"{self.address}: another controller is primary for device "
-                                  f"{self.device_id} (election id {self.election_id} is lower)",
-                                  "PERMISSION_DENIED")
+                                  f"{self.device_id} (election id {self.election_id} is lower "
+                                  f"than its {primary})", "PERMISSION_DENIED")
 
     def close(self) -> None:
         """End the session (a primary gives up primaryship); idempotent."""

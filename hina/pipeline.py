@@ -24,7 +24,8 @@ from . import protocol as P
 
 __all__ = ["WorkerAddress", "JobSpec", "job_entries", "lut_entries", "multicast_group",
            "register_ranges", "check_isolated", "replica_id", "THC_DEFAULT_TABLE",
-           "JOB_CONFIG", "WORKER_ADMISSION", "REPLICA_REWRITE", "lut_table_names",
+           "JOB_CONFIG", "WORKER_ADMISSION", "WORKER_BY_ADDRESS", "REPLICA_REWRITE",
+           "lut_table_names",
            "lane_register", "lane_word", "sketch_register"]
 
 # -- P4 names (p4c's fully qualified P4Info names) ------------------------------------------
@@ -32,6 +33,8 @@ JOB_CONFIG = f"{P.INGRESS}.admission.job_config"
 SET_JOB = f"{P.INGRESS}.admission.set_job"
 WORKER_ADMISSION = f"{P.INGRESS}.admission.worker_admission"
 ADMIT_WORKER = f"{P.INGRESS}.admission.admit_worker"
+WORKER_BY_ADDRESS = f"{P.INGRESS}.admission.worker_by_address"
+FLAG_WRONG_PORT = f"{P.INGRESS}.admission.flag_wrong_port"
 REPLICA_REWRITE = f"{P.EGRESS}.replica_rewrite.replica_rewrite"
 SET_WORKER_ADDRESS = f"{P.EGRESS}.replica_rewrite.set_worker_address"
 THC_LUT = f"{P.INGRESS}.thc_lut"
@@ -82,7 +85,11 @@ def _check_range(name: str, value: int, low: int, high: int, why: str) -> None:
 
 @dataclass(frozen=True)
 class WorkerAddress:
-    """Where a worker is: switch port, MAC, IPv4 and UDP source port (all ints)."""
+    """Where a worker is: switch port, MAC, IPv4 and UDP source port (all ints).
+
+    The switch admits the worker's frames only on ``port`` with all three source addresses as
+    given (``worker_admission``); its results go out of ``port`` to them.
+    """
     port: int
     mac: int
     ip: int
@@ -162,7 +169,13 @@ def replica_id(job: JobSpec, worker: int) -> int:
 
 
 def job_entries(job: JobSpec) -> list[TableEntry]:
-    """Entries of job_config, worker_admission and replica_rewrite for ``job``."""
+    """Entries of job_config, worker_admission, worker_by_address and replica_rewrite for ``job``.
+
+    A worker is admitted on its switch port with its MAC, IPv4 address and UDP port
+    (``worker_admission``: job, ingress port, MAC, IPv4, UDP port); its IPv4 address and UDP
+    port alone (``worker_by_address``) only name the reason when a frame claiming them is
+    refused (WRONG_PORT rather than UNKNOWN_WORKER).
+    """
     mask = job.sketch_columns - 1 if job.sketch_columns else 0
     entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
                           ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
@@ -170,9 +183,14 @@ def job_entries(job: JobSpec) -> list[TableEntry]:
     n = len(job.workers)
     for w, addr in enumerate(job.workers):
         entries.append(TableEntry(
-            WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.ip), Exact(addr.udp_port)),
+            WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.port), Exact(addr.mac),
+                               Exact(addr.ip), Exact(addr.udp_port)),
             ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
                                       job.pair_stream_base + w))))
+    for addr in job.workers:
+        entries.append(TableEntry(WORKER_BY_ADDRESS, (Exact(job.job_id), Exact(addr.ip),
+                                                      Exact(addr.udp_port)),
+                                  ActionCall(FLAG_WRONG_PORT, ())))
     for w, addr in enumerate(job.workers):
         entries.append(TableEntry(REPLICA_REWRITE, (Exact(replica_id(job, w)),),
                                   ActionCall(SET_WORKER_ADDRESS, (addr.mac, addr.ip, addr.udp_port))))

@@ -175,6 +175,8 @@ class DropReason(enum.IntEnum):
     OVERFLOW = 6         # a SUM lane or sketch counter overflowed (flagged, not dropped)
     DUPLICATE = 7        # retransmission into a slot that is still filling (ignored)
     OUT_OF_ORDER = 8     # PAIRS packet ahead of the stream's next sequence number
+    WRONG_PORT = 9       # a worker's (source IPv4, source port) on another switch port or with
+                         # another source MAC than installed: a forged (or miswired) frame
 
 
 #: Size of the reason counter array (P4 ``HINA_REASONS``): reasons are 1..REASONS-1.

@@ -4,6 +4,7 @@ Usage::
 
     softswitch [PROGRAM.p4 | --no-p4] -i N@IFNAME|N@udp:HOST:PORT[@PEER:PORT] ...
                [--grpc-server-addr 127.0.0.1:9559] [--device-id 0] [--cpu-port N]
+               [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
                [--log-level trace|debug|info|warn|error|off] [--log-file FILE]
                [--pcap DIR] [--loss PORT:PROB[:rx|tx|both] ...] [--loss-seed N]
                [-I INCLUDE_DIR ...] [-D NAME[=VALUE] ...]
@@ -108,6 +109,13 @@ def build_run_parser() -> argparse.ArgumentParser:
                              "udp:HOST:PORT[@PEERHOST:PEERPORT]; repeat for every port")
     parser.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDR, metavar="HOST:PORT",
                         help=f"P4Runtime server address (default {DEFAULT_GRPC_ADDR})")
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve P4Runtime over TLS with this certificate (PEM; with "
+                             "--tls-key); a switch reachable from a shared network needs it")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    parser.add_argument("--tls-client-ca", metavar="FILE",
+                        help="accept only controllers with a certificate signed by this CA "
+                             "(PEM; mutual TLS)")
     parser.add_argument("--device-id", type=int, default=0, help="P4Runtime device id")
     parser.add_argument("--cpu-port", type=int, default=None, metavar="N",
                         help="port whose frames become PacketIn (and where PacketOut enters)")
@@ -191,9 +199,17 @@ def _one_line(exc: BaseException) -> str:
 # ------------------------------------------------------------------------------------------------
 def run_switch(args: argparse.Namespace, ready_stream=None) -> int:
     """Start the switch, serve until SIGINT/SIGTERM, stop cleanly. Returns the exit status."""
-    from .p4runtime_server import serve          # grpc and the protos: loaded only to serve
+    from .p4runtime_server import serve, server_credentials   # grpc: loaded only to serve
 
     ready_stream = ready_stream or sys.stdout
+    credentials = None
+    if args.tls_cert or args.tls_key or args.tls_client_ca:
+        if not (args.tls_cert and args.tls_key):
+            raise CliError("TLS needs both --tls-cert and --tls-key")
+        try:
+            credentials = server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     numbers = [spec.number for spec in args.ports]
     duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
     if duplicates:
@@ -222,7 +238,7 @@ def run_switch(args: argparse.Namespace, ready_stream=None) -> int:
                 port.close()
                 raise CliError(f"port {spec.text}: {exc.filename}: {exc.strerror}") from None
         try:
-            server = serve(switch, args.grpc_server_addr)
+            server = serve(switch, args.grpc_server_addr, credentials=credentials)
         except OSError as exc:
             raise CliError(str(exc)) from None
         for sig in STOP_SIGNALS:

@@ -25,12 +25,14 @@ from .engine.codegen import ProgramGen
 from .engine.runtime import V1Dataplane
 from .frontend import ir
 from .frontend.controlplane import control_plane_view
+from .frontend.bundle import SourceBundle, preprocess_bundle
+from .frontend.cpp_sandbox import DEFAULT_LIMITS, CppLimits
 from .frontend.parser import parse
 from .frontend.preprocess import run_cpp
 from .frontend.typecheck import Checker
 from .frontend.types import StructT, width_of
 
-__all__ = ["compile_file", "compile_source", "preprocess", "generate_python"]
+__all__ = ["compile_file", "compile_source", "compile_bundle", "preprocess", "generate_python"]
 
 COMPILE_CACHE_SIZE = 16      # distinct (preprocessed source, file name) pairs kept compiled
 
@@ -85,6 +87,29 @@ def compile_source(text: str, filename: str = "<input>", include_dirs: Iterable[
     """
     pre = run_cpp(text, filename, include_dirs, defines)
     return _compile_preprocessed(pre, filename)
+
+
+def compile_bundle(bundle: SourceBundle, limits: CppLimits = DEFAULT_LIMITS) -> CompiledProgram:
+    """Compile a program pushed over P4Runtime: untrusted input, preprocessed confined to its
+    bundle and ``p4include`` (see :mod:`softswitch.frontend.bundle`).
+
+    Args:
+        bundle: the main file (raw, or preprocessed with line markers) and its other files.
+        limits: the preprocessor's limits.
+
+    Returns:
+        the program; only Python generated here from the checked P4 is executed.
+
+    Raises:
+        CppLimitError: the preprocessor hit a limit.
+        P4CompileError: a refused include or directive, or an invalid program.
+        P4UnsupportedError: a valid construct this target does not implement.
+
+    Example::
+
+        >>> compile_bundle(SourceBundle("main.p4", text, (("lib/defs.p4", defs),)))
+    """
+    return _compile_preprocessed(preprocess_bundle(bundle, limits), bundle.name)
 
 
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)

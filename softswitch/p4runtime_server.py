@@ -12,8 +12,10 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   is supported: a named role is refused with UNIMPLEMENTED.
 * **Pipeline** (``SetForwardingPipelineConfig``): VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT,
   COMMIT and RECONCILE_AND_COMMIT. The device config is this target's JSON document (see
-  :func:`make_device_config`); the P4 source in it is compiled here. RECONCILE_AND_COMMIT acts
-  as VERIFY_AND_COMMIT: run-time state starts afresh. The pushed P4Info is kept verbatim and its
+  :func:`make_device_config`, :func:`make_bundle_device_config`): P4 source only, compiled here
+  as untrusted input (includes confined to its own files and p4include, cpp under limits, at
+  most :data:`MAX_DEVICE_CONFIG_BYTES`; see :mod:`softswitch.frontend.bundle`).
+  RECONCILE_AND_COMMIT acts as VERIFY_AND_COMMIT: run-time state starts afresh. The pushed P4Info is kept verbatim and its
   ids are the ones every later request uses, so a P4Info from real p4c works; it must describe
   the program (names, widths, match kinds) or the push fails with INVALID_ARGUMENT. A program
   loaded on the switch directly (``softswitch --program``) is served with the P4Info
@@ -64,6 +66,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from . import api
 from .api import ActionCall, CompiledProgram, ControlError, ProgramInfo
+from .frontend.bundle import SourceBundle, check_bundle
+from .frontend.cpp_sandbox import CppLimitError
 from .switch import Switch
 
 log = logging.getLogger("softswitch.p4runtime")
@@ -71,6 +75,10 @@ log = logging.getLogger("softswitch.p4runtime")
 DEFAULT_ADDRESS = "127.0.0.1:9559"
 DEVICE_CONFIG_FORMAT = "softswitch-p4"
 DEVICE_CONFIG_VERSION = 1
+DEVICE_CONFIG_FIELDS = ("format", "version", "name", "source", "files")   # nothing else is read
+# p4/hina.p4 at 256 words makes a 0.45 MiB device config. Below gRPC's default 4 MiB message
+# limit, so that an oversize config gets this target's message (with room for the P4Info).
+MAX_DEVICE_CONFIG_BYTES = 3 << 20
 READ_BATCH_SIZE = 100            # entities per ReadResponse
 DEFAULT_MAX_WORKERS = 16         # each open StreamChannel holds one worker thread
 COMPILED_PROGRAM_CACHE_SIZE = 4  # compiled device configs kept for re-pushes
@@ -144,9 +152,26 @@ def _abort(context: grpc.ServicerContext, exc: BaseException, what: str):
 # --------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class DeviceConfig:
-    """This target's ``p4_device_config``: the preprocessed P4 program and its main file name."""
+    """This target's ``p4_device_config``: P4 source text, never compiled code.
+
+    Attributes:
+        name: the main file's name (a label for diagnostics; never opened on the switch).
+        source: the main file: cpp's output (what :func:`make_device_config` sends), or raw P4
+            whose ``#include "..."`` name ``files``.
+        files: ``(relative path, text)`` pairs: the other files of a raw program's bundle.
+    """
     name: str
     source: str
+    files: tuple = ()
+
+    @property
+    def bundle(self) -> SourceBundle:
+        """The program as a :class:`softswitch.frontend.bundle.SourceBundle`."""
+        return SourceBundle(self.name, self.source, self.files)
+
+
+class DeviceConfigTooLarge(ValueError):
+    """A device config over :data:`MAX_DEVICE_CONFIG_BYTES` (answered RESOURCE_EXHAUSTED)."""
 
 
 def make_device_config(program: Union[CompiledProgram, str, os.PathLike]) -> bytes:
@@ -170,26 +195,89 @@ def make_device_config(program: Union[CompiledProgram, str, os.PathLike]) -> byt
     return json.dumps(document).encode("utf-8")
 
 
-def parse_device_config(data: bytes) -> DeviceConfig:
-    """Parse :func:`make_device_config`'s output.
+def make_bundle_device_config(name: str, source: str,
+                              files: Optional[dict] = None) -> bytes:
+    """The ``p4_device_config`` bytes for raw P4 source: a main file and the files it includes,
+    preprocessed on the switch (confined to these files and ``core.p4`` / ``v1model.p4``).
+
+    Args:
+        name: the main file's name (for diagnostics).
+        source: the main file's text.
+        files: relative path -> text of every file the program includes (paths relative to the
+            main file's directory, ``/``-separated, no ``..``).
+
+    Returns:
+        UTF-8 JSON ``{"format": "softswitch-p4", "version": 1, "name", "source", "files"}``.
 
     Raises:
+        ValueError: a file name the switch would refuse.
+
+    Example::
+
+        >>> main = '#include <v1model.p4>\\n#include "lib/x.p4"\\n...'
+        >>> make_bundle_device_config("main.p4", main, {"lib/x.p4": "const bit<8> X = 1;\\n"})
+    """
+    config = DeviceConfig(name, source, tuple(sorted((files or {}).items())))
+    check_bundle(config.bundle)
+    document = {"format": DEVICE_CONFIG_FORMAT, "version": DEVICE_CONFIG_VERSION,
+                "name": name, "source": source, "files": dict(config.files)}
+    data = json.dumps(document).encode("utf-8")
+    if len(data) > MAX_DEVICE_CONFIG_BYTES:
+        raise DeviceConfigTooLarge(_too_large(len(data)))
+    return data
+
+
+def parse_device_config(data: bytes) -> DeviceConfig:
+    """Parse :func:`make_device_config`'s (or :func:`make_bundle_device_config`'s) output.
+
+    Only P4 source text is accepted: a document with any other field (compiled or generated
+    code, a pickle, ...) or anything that is not such a JSON document is refused. Nothing in it
+    is executed or unpickled; the switch compiles the P4 itself.
+
+    Raises:
+        DeviceConfigTooLarge: over :data:`MAX_DEVICE_CONFIG_BYTES`.
         ValueError: not such a document (the message says what is wrong).
     """
+    if len(data) > MAX_DEVICE_CONFIG_BYTES:
+        raise DeviceConfigTooLarge(_too_large(len(data)))
+    if not data:
+        raise ValueError("device config is empty: this target needs the P4 program "
+                         "(make it with softswitch.p4runtime_server.make_device_config)")
     try:
         document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"device config is not UTF-8 JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"device config is not a {DEVICE_CONFIG_FORMAT!r} JSON document "
+                         f"({_shorten(exc)}); this target accepts only P4 source text: "
+                         "compiled code, pickles and other binary artifacts are refused") from None
     if not isinstance(document, dict) or document.get("format") != DEVICE_CONFIG_FORMAT:
         raise ValueError(f"device config is not a {DEVICE_CONFIG_FORMAT!r} document "
                          "(make it with softswitch.p4runtime_server.make_device_config)")
     if document.get("version") != DEVICE_CONFIG_VERSION:
-        raise ValueError(f"device config version {document.get('version')!r} is not "
+        raise ValueError(f"device config version {_shorten(document.get('version'))} is not "
                          f"supported (this target reads version {DEVICE_CONFIG_VERSION})")
+    unknown = sorted(set(document) - set(DEVICE_CONFIG_FIELDS))
+    if unknown:
+        raise ValueError(f"device config field {_shorten(unknown[0])!r} is not known: this target "
+                         f"accepts only P4 source text (fields {', '.join(DEVICE_CONFIG_FIELDS)})")
     name, source = document.get("name"), document.get("source")
     if not isinstance(name, str) or not isinstance(source, str):
         raise ValueError("device config needs string fields 'name' and 'source'")
-    return DeviceConfig(name=name, source=source)
+    files = document.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise ValueError("device config field 'files' must map relative paths to P4 source text")
+    config = DeviceConfig(name=name, source=source, files=tuple(sorted(files.items())))
+    check_bundle(config.bundle)
+    return config
+
+
+def _too_large(size: int) -> str:
+    return (f"device config is {size} bytes; this target accepts at most "
+            f"{MAX_DEVICE_CONFIG_BYTES} ({MAX_DEVICE_CONFIG_BYTES >> 20} MiB)")
+
+
+def _shorten(value: object, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # --------------------------------------------------------------------------------------------
@@ -643,6 +731,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise _invalid("forwarding pipeline config has no P4Info")
         try:
             device_config = parse_device_config(config.p4_device_config)
+        except DeviceConfigTooLarge as exc:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
         except ValueError as exc:
             raise _invalid(str(exc)) from None
         program = self._compile(device_config)
@@ -652,20 +742,30 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _compile(self, device_config: DeviceConfig) -> CompiledProgram:
         """Compile the device config's program; the last few results are reused, so pushing
-        the same pipeline again (controller restart, tests) costs no compilation."""
-        key = (device_config.name, device_config.source)
+        the same pipeline again (controller restart, tests) costs no compilation.
+
+        The program is untrusted: it is compiled by :func:`softswitch.compiler.compile_bundle`,
+        confined to its own files and ``p4include`` and under the preprocessor's limits (a
+        ``compile_source`` given to the constructor is trusted and called instead)."""
+        key = (device_config.name, device_config.source, device_config.files)
         program = self._programs.get(key)
         if program is not None:
             return program
-        compile_source = self._compile_source
-        if compile_source is None:
-            from .compiler import compile_source
         try:
-            program = compile_source(device_config.source, filename=device_config.name)
+            if self._compile_source is not None:
+                program = self._compile_source(device_config.source, filename=device_config.name)
+            else:
+                from .compiler import compile_bundle
+                program = compile_bundle(device_config.bundle)
+        except CppLimitError as exc:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
         except api.P4UnsupportedError as exc:
             raise _unimplemented(str(exc)) from None
         except api.P4CompileError as exc:
             raise _invalid(str(exc)) from None
+        except RecursionError:
+            raise _invalid(f"{device_config.name}: the program nests too deeply for this "
+                           "target's compiler") from None
         if len(self._programs) >= COMPILED_PROGRAM_CACHE_SIZE:
             self._programs.pop(next(iter(self._programs)))
         self._programs[key] = program
@@ -1457,14 +1557,52 @@ class _Reader(_Codec):
 # --------------------------------------------------------------------------------------------
 # Serving
 # --------------------------------------------------------------------------------------------
+def server_credentials(cert: str, key: str,
+                       client_ca: Optional[str] = None) -> grpc.ServerCredentials:
+    """TLS credentials for :func:`serve` from PEM files, as Stratum takes them: the server's
+    certificate and key and, for mutual TLS, the CA whose client certificates are accepted
+    (every other client is refused at the handshake).
+
+    Raises:
+        ValueError: a file cannot be read or is not PEM, or the key does not match the
+            certificate (named by its flag: ``--tls-cert``, ``--tls-key``, ``--tls-client-ca``).
+    """
+    import ssl
+
+    def read(path: str, flag: str) -> bytes:
+        try:
+            data = open(path, "rb").read()
+        except OSError as exc:
+            raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
+        if b"-----BEGIN " not in data:
+            raise ValueError(f"{flag} {path}: not a PEM file")
+        return data
+
+    cert_pem, key_pem = read(cert, "--tls-cert"), read(key, "--tls-key")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise ValueError(f"--tls-key {key} does not go with --tls-cert {cert} "
+                         f"({exc.reason or exc})") from None
+    ca_pem = read(client_ca, "--tls-client-ca") if client_ca else None
+    return grpc.ssl_server_credentials([(key_pem, cert_pem)], root_certificates=ca_pem,
+                                       require_client_auth=ca_pem is not None)
+
+
 def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
-          max_workers: int = DEFAULT_MAX_WORKERS) -> grpc.Server:
-    """Start a P4Runtime server for ``switch`` on ``address`` (insecure, like BMv2's).
+          max_workers: int = DEFAULT_MAX_WORKERS,
+          credentials: Optional[grpc.ServerCredentials] = None) -> grpc.Server:
+    """Start a P4Runtime server for ``switch`` on ``address`` (plaintext, like BMv2's, unless
+    ``credentials`` are given).
 
     Args:
         switch: the device to serve.
         address: ``host:port`` to listen on; 127.0.0.1 by default, so only local clients.
         max_workers: gRPC worker threads; each open StreamChannel holds one.
+        credentials: serve TLS only (:func:`server_credentials`; with a client CA, mutual
+            TLS: a client without a certificate that CA signed is refused). A switch reachable
+            from a shared network must use them: any client that reaches a plaintext server can
+            arbitrate with a higher election id and rewrite the tables.
 
     Returns:
         the started ``grpc.Server``, with its :class:`P4RuntimeServicer` as ``server.servicer``
@@ -1483,7 +1621,8 @@ def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
     servicer = P4RuntimeServicer(switch)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
     try:
-        port = server.add_insecure_port(address)
+        port = (server.add_secure_port(address, credentials) if credentials is not None
+                else server.add_insecure_port(address))
         problem = "" if port else ": no address could be bound"
     except RuntimeError as exc:
         port, problem = 0, f": {exc}"
@@ -1493,5 +1632,6 @@ def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
         raise OSError(f"P4Runtime server cannot listen on {address}{problem}")
     server.start()
     server.servicer = servicer
-    log.info("P4Runtime server for device %d listening on %s", switch.device_id, address)
+    log.info("P4Runtime server for device %d listening on %s (%s)", switch.device_id, address,
+             "plaintext" if credentials is None else "TLS")
     return server

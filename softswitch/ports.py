@@ -9,13 +9,24 @@ way BMv2 names them, ``-i N@SPEC``, and :func:`parse_port_spec` turns such a str
                                        promiscuous mode; frames this host transmits on it
                                        (``PACKET_OUTGOING``: the switch's own, or another
                                        program's) are not taken as received.
-``2@udp:127.0.0.1:9002``               Loopback UDP: one datagram is one Ethernet frame. The port
-                                       binds that local address (port ``0``: any free port; the
-                                       port's ``name`` then carries the real one). Frames the
-                                       switch sends go to the last address a datagram came from;
-                                       before any datagram arrived they are dropped (and counted).
-``2@udp:127.0.0.1:9002@127.0.0.1:19002``  Same, but frames are always sent to the explicit peer.
+``2@udp:127.0.0.1:9002@127.0.0.1:19002``  Loopback UDP: one datagram is one Ethernet frame. The
+                                       port binds the first address (port ``0``: any free port;
+                                       the port's ``name`` then carries the real one), takes
+                                       datagrams from the peer ``127.0.0.1:19002`` only and sends
+                                       the switch's frames there.
+``2@udp:127.0.0.1:9002``               Same without a configured peer: the first address a
+                                       datagram comes from becomes the peer, for as long as the
+                                       port is open (first-peer lock); before that, frames the
+                                       switch sends are dropped (and counted).
 =====================================  ==========================================================
+
+A UDP port is a wire: whoever sends to its socket is on that port. So a datagram from any address
+but the peer is dropped before the switch (or the port's capture) sees it, counted in
+``stats["rx_foreign_peer"]`` and logged at warning level (the first one of a port, then at most
+one line per :data:`FOREIGN_LOG_INTERVAL_S`); otherwise any local process could send frames into
+any port and pass the dataplane's port-based checks (``docs/reliability.md``). Give every port
+its peer; the first-peer lock serves quick experiments, where the intended sender is the first
+to send.
 
 Every port can also record both directions into pcap files (:class:`PortCapture`, files
 ``DIR/<name>_in.pcap`` and ``DIR/<name>_out.pcap`` as BMv2's ``--pcap DIR`` writes them, with
@@ -43,6 +54,7 @@ import select
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -70,6 +82,7 @@ AUXDATA_SPACE = socket.CMSG_SPACE(TPACKET_AUXDATA.size) if hasattr(socket, "CMSG
 MAX_FRAME = 65535             # receive buffer: larger than any frame (jumbo frames included)
 POLL_INTERVAL_S = 0.2         # how often a receive thread checks that it should stop
 JOIN_TIMEOUT_S = 2.0          # how long close() waits for a receive thread
+FOREIGN_LOG_INTERVAL_S = 10.0  # at most one warning per port and interval about foreign senders
 UDP_SCHEME = "udp:"
 
 PCAP_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -318,17 +331,37 @@ def _parse_host_port(text: str, what: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def _resolve_peer(number: int, peer: tuple[str, int]) -> tuple[str, int]:
+    """``peer`` as the ``(IPv4 address, port)`` that ``recvfrom`` reports for its datagrams."""
+    try:
+        infos = socket.getaddrinfo(peer[0], peer[1], socket.AF_INET, socket.SOCK_DGRAM)
+    except (OSError, UnicodeError) as exc:
+        raise PortError(f"port {number}: cannot resolve the peer {peer[0]}:{peer[1]}: "
+                        f"{getattr(exc, 'strerror', None) or exc}") from None
+    return infos[0][4][:2]
+
+
 class UdpPort(BasePort):
-    """A port carried over UDP: each datagram is one Ethernet frame.
+    """A port carried over UDP: each datagram is one Ethernet frame, to and from one peer.
+
+    Datagrams from any other address are dropped, counted in ``stats["rx_foreign_peer"]`` and
+    logged (the first of the port at warning level, then at most one line per
+    :data:`FOREIGN_LOG_INTERVAL_S`): the peer is the only host on this "wire".
 
     Args:
         number: the switch port number.
         local: ``(host, port)`` to bind; port ``0`` picks a free one (see :attr:`local_address`).
-        peer: where to send frames; ``None`` means the last address that sent to this port.
+        peer: the one address frames come from and go to. ``None``: the first address that
+            sends a datagram becomes the peer for as long as the port is open (first-peer lock).
+
+    Raises:
+        PortError: the local address cannot be bound, or the peer's host cannot be resolved.
     """
 
     def __init__(self, number: int, local: tuple[str, int],
                  peer: Optional[tuple[str, int]] = None, **kwargs):
+        if peer is not None:
+            peer = _resolve_peer(number, peer)
         try:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.bind(local)
@@ -343,15 +376,40 @@ class UdpPort(BasePort):
         super().__init__(number, f"{UDP_SCHEME}{self.local_address[0]}:{self.local_address[1]}",
                          **kwargs)
         self.stats["tx_no_peer"] = 0
+        self.stats["rx_foreign_peer"] = 0
+        self._foreign_logged_at: Optional[float] = None   # monotonic time of the last warning
+        self._foreign_unlogged = 0                        # foreign datagrams since then
 
     def _receive_once(self) -> Optional[bytes]:
         try:
             data, address = self.sock.recvfrom(MAX_FRAME)
         except socket.timeout:
             return None
-        if not self.fixed_peer:
-            self.peer = address[:2]
+        sender = address[:2]
+        if self.peer is None:
+            self.peer = sender                # first-peer lock
+            log.info("port %d (%s): peer is %s:%d (the first sender; locked)", self.number,
+                     self.name, *sender)
+        elif sender != self.peer:
+            self._drop_foreign(sender, len(data))
+            return None
         return data
+
+    def _drop_foreign(self, sender: tuple[str, int], size: int) -> None:
+        """Count a datagram from an address that is not the peer; warn, rate-limited."""
+        self.stats["rx_foreign_peer"] += 1
+        now = time.monotonic()
+        last = self._foreign_logged_at
+        if last is not None and now - last < FOREIGN_LOG_INTERVAL_S:
+            self._foreign_unlogged += 1
+            return
+        since = (f"; {self._foreign_unlogged} more from foreign senders since the last warning"
+                 if self._foreign_unlogged else "")
+        log.warning("port %d (%s): dropped a datagram of %d bytes from %s:%d, not its peer "
+                    "%s:%d (rx_foreign_peer = %d)%s", self.number, self.name, size, *sender,
+                    *self.peer, self.stats["rx_foreign_peer"], since)
+        self._foreign_logged_at = now
+        self._foreign_unlogged = 0
 
     def _transmit(self, frame: bytes) -> None:
         peer = self.peer

@@ -7,8 +7,11 @@ Usage::
     hina-worker join --controller HOST:PORT --job J bench [--codec thc] --size 1000000 [--rounds 5]
 
 ``join`` takes a seat in the job (the seat of ``--ip``/``--udp-port`` when given, else the first
-free one) through the controller's job service (``hina-ctl serve``). Errors are one line on
-stderr and exit status 1 (usage: 2); ``run`` exits with the command's status.
+free one) through the controller's job service (``hina-ctl serve``), showing the job's token
+(``--token-file FILE``, ``--token TOKEN`` or ``$HINA_JOB_TOKEN``; ``hina-ctl job token J`` gives
+it), over TLS with ``--tls-ca`` (and a client certificate with ``--tls-client-cert`` and
+``--tls-client-key``). Errors are one line on stderr and exit status 1 (usage: 2); ``run`` exits
+with the command's status.
 """
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ from typing import Optional, Sequence
 from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
 from hina.cli import help_with_example as _help
 
-from .jobclient import JobClient, JobServiceError
+from hina.tls import ClientTls
+
+from .jobclient import TOKEN_ENV, JobClient, JobServiceError
 
 __all__ = ["main", "build_parser"]
 
@@ -49,6 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--udp-port", type=int, default=0)
     join.add_argument("--barrier-timeout", type=float, default=60.0,
                       help="seconds to wait for the other workers (default 60)")
+    token = join.add_mutually_exclusive_group()
+    token.add_argument("--token-file", metavar="FILE",
+                       help="file holding the job's token (hina-ctl job token J --token-file "
+                            f"FILE); default ${TOKEN_ENV}")
+    token.add_argument("--token", metavar="TOKEN",
+                       help="the job's token (visible to other users in the process list: "
+                            "prefer --token-file)")
+    join.add_argument("--tls-ca", metavar="FILE",
+                      help="connect with TLS, trusting the CA in FILE (PEM) for the service's "
+                           "certificate")
+    join.add_argument("--tls-client-cert", metavar="FILE",
+                      help="this worker's certificate (PEM), for a service that wants one")
+    join.add_argument("--tls-client-key", metavar="FILE", help="its private key (PEM)")
     what = join.add_subparsers(dest="action", metavar="ACTION", required=True,
                                parser_class=OneLineParser)
     info = what.add_parser("info", help="print the seat and leave", **_help(
@@ -109,7 +127,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        with JobClient(args.controller) as client:
+        tls = ClientTls.from_args(args.tls_ca, args.tls_client_cert, args.tls_client_key)
+        with JobClient(args.controller, token=args.token, token_file=args.token_file,
+                       tls=tls) as client:
             seat = client.join(args.job, args.ip, args.udp_port)
             if args.action == "info":
                 data = seat.to_json()

@@ -5,9 +5,14 @@ it, the switch's address, the link to use, the codec's parameters), waits at a b
 worker is there, aggregates, and leaves. This module never imports ``controller``: the wire
 definitions are in ``hina/``.
 
+Every request carries the job's token (``hina-ctl job token J`` prints it) as gRPC metadata
+``authorization: Bearer TOKEN``: from ``token=``, else ``token_file=``, else ``$HINA_JOB_TOKEN``.
+With ``tls=`` (:class:`hina.tls.ClientTls`) the client speaks TLS and verifies the service's
+certificate, and shows its own where the service wants one.
+
 Example::
 
-    >>> with JobClient("127.0.0.1:50051") as client:                  # doctest: +SKIP
+    >>> with JobClient("127.0.0.1:50051", token_file="job1.token") as client:  # doctest: +SKIP
     ...     seat = client.join(job_id=1)
     ...     client.barrier("start")
     ...     transport = seat.transport()
@@ -21,19 +26,25 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import grpc
 
 from hina.generated import jobservice_pb2 as pb
 from hina.generated import jobservice_pb2_grpc as pb_grpc
+from hina.tls import ClientTls, open_channel, wait_ready
 
-__all__ = ["JobServiceError", "CodecParams", "Seat", "JobClient", "join"]
+__all__ = ["JobServiceError", "CodecParams", "Seat", "JobClient", "join", "resolve_token",
+           "TOKEN_ENV"]
 
 log = logging.getLogger("hina.worker")
 
 _CONNECT_TIMEOUT_S = 10.0
 _RPC_TIMEOUT_S = 10.0
+#: Environment variable holding the job's token (when neither ``--token`` nor ``--token-file``).
+TOKEN_ENV = "HINA_JOB_TOKEN"
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~+/=")
 
 
 class JobServiceError(RuntimeError):
@@ -51,6 +62,34 @@ class JobServiceError(RuntimeError):
 def _wrap(exc: grpc.RpcError, what: str) -> JobServiceError:
     code = exc.code().name if exc.code() else "UNKNOWN"
     return JobServiceError(f"{what}: {exc.details() or code}", code)
+
+
+def resolve_token(token: Optional[str] = None,
+                  token_file: Optional[str] = None) -> Optional[str]:
+    """The job's token: ``token``, else the first line of ``token_file``, else ``$HINA_JOB_TOKEN``
+    (``None`` when there is none: the service will refuse).
+
+    Raises:
+        ValueError: both given, an unreadable or empty file, or a token with characters a token
+            never has (``hina-ctl`` issues ``[A-Za-z0-9_-]``).
+    """
+    if token and token_file:
+        raise ValueError("give the job's token with --token or --token-file, not both")
+    what = "--token"
+    if token_file:
+        what = f"--token-file {token_file}"
+        try:
+            token = Path(token_file).read_text().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not token:
+            raise ValueError(f"{what}: the file is empty")
+    elif not token:
+        token, what = os.environ.get(TOKEN_ENV) or None, f"${TOKEN_ENV}"
+    if token is not None and not set(token) <= _TOKEN_CHARS:
+        raise ValueError(f"{what}: not a job token (expected letters, digits, '-' and '_', as "
+                         "'hina-ctl job token' prints it)")
+    return token
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -188,20 +227,31 @@ class JobClient:
         address: ``host:port`` of ``hina-ctl serve``.
         timeout: seconds to wait for the service and for each request.
         heartbeat: renew the seat's lease in the background while joined.
+        token: the job's token; default: ``token_file``'s, else ``$HINA_JOB_TOKEN``
+            (:func:`resolve_token`).
+        token_file: a file holding the job's token (``hina-ctl job token J --token-file F``).
+        tls: connect with TLS (``None``: plaintext, for a service on loopback).
+
+    Raises:
+        JobServiceError: the service cannot be reached (UNAVAILABLE; a TLS mismatch is named).
+        ValueError: a bad token or token file, or unusable TLS files.
     """
 
-    def __init__(self, address: str, timeout: float = _CONNECT_TIMEOUT_S, heartbeat: bool = True):
+    def __init__(self, address: str, timeout: float = _CONNECT_TIMEOUT_S, heartbeat: bool = True,
+                 token: Optional[str] = None, token_file: Optional[str] = None,
+                 tls: Optional[ClientTls] = None):
         self.address, self.timeout = address, timeout
         self.seat: Optional[Seat] = None
         self._heartbeat = heartbeat
         self._stop = threading.Event()
-        self._channel = grpc.insecure_channel(address)
-        try:
-            grpc.channel_ready_future(self._channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
+        token = resolve_token(token, token_file)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._channel = open_channel(address, tls)
+        problem = wait_ready(self._channel, address, tls, timeout)
+        if problem is not None:
             self._channel.close()
-            raise JobServiceError(f"cannot reach the job service at {address} within "
-                                  f"{timeout:g}s", "UNAVAILABLE") from None
+            raise JobServiceError(f"cannot reach the job service at {address}: {problem}",
+                                  "UNAVAILABLE")
         self._stub = pb_grpc.JobServiceStub(self._channel)
 
     def join(self, job_id: int, ip: str = "", udp_port: int = 0, name: str = "") -> Seat:
@@ -209,7 +259,8 @@ class JobClient:
         name = name or f"{socket.gethostname()}:{os.getpid()}"
         try:
             reply = self._stub.Join(pb.JoinRequest(job_id=job_id, ip=ip, udp_port=udp_port,
-                                                   name=name), timeout=self.timeout)
+                                                   name=name), timeout=self.timeout,
+                                     metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _wrap(exc, f"join job {job_id}") from None
         self.seat = Seat.from_reply(reply)
@@ -231,7 +282,8 @@ class JobClient:
         try:
             reply = self._stub.Barrier(pb.BarrierRequest(job_id=seat.job_id, session=seat.session,
                                                          name=name, timeout_s=timeout),
-                                       timeout=timeout + self.timeout)
+                                       timeout=timeout + self.timeout,
+                                       metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _wrap(exc, f"barrier {name!r}") from None
         return reply.generation
@@ -244,7 +296,7 @@ class JobClient:
             return
         try:
             self._stub.Leave(pb.LeaveRequest(job_id=seat.job_id, session=seat.session),
-                             timeout=self.timeout)
+                             timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _wrap(exc, "leave") from None
 
@@ -254,7 +306,7 @@ class JobClient:
             try:
                 self._stub.Heartbeat(pb.HeartbeatRequest(job_id=seat.job_id,
                                                          session=seat.session),
-                                     timeout=self.timeout)
+                                     timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as exc:
                 log.warning("heartbeat failed: %s", exc.details())
             seat = self.seat
@@ -273,9 +325,11 @@ class JobClient:
         self.close()
 
 
-def join(controller: str, job_id: int, ip: str = "", udp_port: int = 0) -> tuple[JobClient, Seat]:
-    """Connect to the job service at ``controller`` and join ``job_id``."""
-    client = JobClient(controller)
+def join(controller: str, job_id: int, ip: str = "", udp_port: int = 0,
+         token: Optional[str] = None, tls: Optional[ClientTls] = None) -> tuple[JobClient, Seat]:
+    """Connect to the job service at ``controller`` and join ``job_id`` (``token``, ``tls``: as
+    :class:`JobClient`)."""
+    client = JobClient(controller, token=token, tls=tls)
     try:
         return client, client.join(job_id, ip, udp_port)
     except BaseException:

@@ -35,8 +35,8 @@ control Validate(inout headers_t hdr,
     }
 }
 
-// Who may send what. Both tables are written by the controller when a job is installed
-// (hina.pipeline.job_entries); each is applied once per packet.
+// Who may send what. The tables are written by the controller when a job is installed
+// (hina.pipeline.job_entries); each is applied at most once per packet.
 control Admission(inout headers_t hdr,
                   inout metadata_t meta,
                   in standard_metadata_t standard_metadata) {
@@ -87,11 +87,18 @@ control Admission(inout headers_t hdr,
     }
 
     // Written by the controller: one entry per worker of each job.
+    // The key binds a worker to where it is, not only to what its headers say: any host can
+    // write another worker's MAC, IPv4 address and UDP port into its frames, but it cannot
+    // choose the switch port its frames arrive on. Keyed on the headers alone, a forged frame
+    // was summed as the victim's contribution and corrupted the result of every worker.
+    // Several workers may share a port (one host, several processes): each has its own entry.
     table worker_admission {
         key = {
-            hdr.hina.job_id:   exact @name("job_id");
-            hdr.ipv4.src_addr: exact @name("src_addr");
-            hdr.udp.src_port:  exact @name("src_port");
+            hdr.hina.job_id:                exact @name("job_id");
+            standard_metadata.ingress_port: exact @name("ingress_port");
+            hdr.ethernet.src_addr:          exact @name("src_mac");
+            hdr.ipv4.src_addr:              exact @name("src_addr");
+            hdr.udp.src_port:               exact @name("src_port");
         }
         actions = {
             admit_worker;
@@ -101,10 +108,36 @@ control Admission(inout headers_t hdr,
         default_action = reject_worker();
     }
 
+    // A sender that admission refused claims a worker's IPv4 address and UDP port: a forged
+    // (or miswired) frame, counted apart from strangers so that operators see the attempt.
+    action flag_wrong_port() {
+        meta.reason = REASON_WRONG_PORT;
+    }
+
+    // Written by the controller: one entry per worker of each job, keyed by the addresses alone.
+    // Only names the reason of a drop; admission never depends on it (without its entries a
+    // forged frame is still dropped, as UNKNOWN_WORKER).
+    table worker_by_address {
+        key = {
+            hdr.hina.job_id:   exact @name("job_id");
+            hdr.ipv4.src_addr: exact @name("src_addr");
+            hdr.udp.src_port:  exact @name("src_port");
+        }
+        actions = {
+            flag_wrong_port;
+            @defaultonly NoAction;
+        }
+        size = HINA_ADMISSION_SIZE;
+        default_action = NoAction();
+    }
+
     apply {
         job_config.apply();
         if (meta.reason == REASON_NONE) {
             worker_admission.apply();
+            if (meta.reason == REASON_UNKNOWN_WORKER) {
+                worker_by_address.apply();
+            }
         }
     }
 }

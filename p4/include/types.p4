@@ -47,6 +47,7 @@
 #define REASON_OVERFLOW 6
 #define REASON_DUPLICATE 7
 #define REASON_OUT_OF_ORDER 8
+#define REASON_WRONG_PORT 9     // a worker's addresses on another port or with another MAC
 
 // Sketch hash: F_r(x) = crc32(seed_r ++ (x + seed_r * HINA_ROW_OFFSET_MULTIPLIER)), applied
 // HINA_HASH_PASSES times (hina/hashing.py). sketch.p4 unrolls exactly two passes.

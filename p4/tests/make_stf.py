@@ -77,9 +77,10 @@ def entry_lines(job):
 job_table_info = {
     pipeline.JOB_CONFIG: (("job_id",), ("n_slots", "lut_id", "sketch_base", "sketch_mask",
                                         "sketch_seed")),
-    pipeline.WORKER_ADMISSION: (("job_id", "src_addr", "src_port"),
+    pipeline.WORKER_ADMISSION: (("job_id", "ingress_port", "src_mac", "src_addr", "src_port"),
                                 ("worker_id", "worker_bit", "n_workers", "mcast_grp", "reg_base",
                                  "pair_stream")),
+    pipeline.WORKER_BY_ADDRESS: (("job_id", "src_addr", "src_port"), ()),
     pipeline.REPLICA_REWRITE: (("egress_rid",), ("dst_mac", "dst_addr", "dst_port")),
 }
 
@@ -107,16 +108,19 @@ def drops():
     stranger = workers(5)[4]
     ones = words(np.ones(W))
     good = to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1)
-    lines = ["# Unknown worker, unknown job, bad slot, truncated frame, bad version: no output,",
-             "# each counted once in reason_counter; then a clean round still completes."]
+    lines = ["# Unknown worker, unknown job, bad slot, truncated frame, bad version, worker 0's",
+             "# frame forged on worker 1's port: no output, each counted once in reason_counter;",
+             "# then a clean round still completes."]
     lines += entry_lines(job)
     lines.append(f"packet 5 {hexs(to_switch(stranger, ones, op=P.Op.SUM, job_id=1))}")
+    lines.append(f"packet 2 {hexs(good)}")
     lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=9))}")
     lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1, slot=4))}")
     lines.append(f"packet 1 {hexs(good[:-8])}")
     lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1, version=3))}")
     for reason, count in ((P.DropReason.UNKNOWN_WORKER, 1), (P.DropReason.BAD_JOB, 1),
-                          (P.DropReason.BAD_SLOT, 1), (P.DropReason.MALFORMED, 2)):
+                          (P.DropReason.BAD_SLOT, 1), (P.DropReason.MALFORMED, 2),
+                          (P.DropReason.WRONG_PORT, 1)):
         lines.append(f"check_counter {P.REASON_COUNTER}({int(reason)}) packets == {count}")
     lines.append(f"packet 1 {hexs(good)}")
     lines.append(f"packet 2 {hexs(to_switch(job.workers[1], ones, op=P.Op.SUM, job_id=1))}")

@@ -3,20 +3,23 @@
 p4c runs ``cpp -C -undef -nostdinc -x assembler-with-cpp -I<p4include>``; we do the same without
 ``-C`` (comments are dropped; the lexer would skip them anyway) and keep cpp's line markers
 (``# N "file"``) so that every diagnostic points at the original file, line and column.
+
+cpp runs under the limits of :mod:`.cpp_sandbox` (memory, CPU, output size, wall clock, its own
+process group). Programs pushed over P4Runtime are preprocessed by :mod:`.bundle` instead, which
+also confines their includes.
 """
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import subprocess
 from typing import Iterable, Mapping, Optional
 
 from ..api import P4CompileError
+from .cpp_sandbox import DEFAULT_LIMITS, CppLimits, run_limited
 
 P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "p4include")
-CPP_TIMEOUT_S = 30
 _LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _CPP_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.*)$",
                         re.M)
@@ -36,32 +39,37 @@ def cpp_command(include_dirs: Iterable[str] = (), defines: Optional[Mapping[str,
 
 
 def run_cpp(text: str, filename: str, include_dirs: Iterable[str] = (),
-            defines: Optional[Mapping[str, object]] = None) -> str:
+            defines: Optional[Mapping[str, object]] = None,
+            limits: CppLimits = DEFAULT_LIMITS) -> str:
     """Preprocess ``text`` (the contents of ``filename``); returns cpp's output with line markers.
 
+    The directory of ``filename`` comes first on the include path: use this for files of the
+    local checkout only (a pushed program goes through :func:`.bundle.preprocess_bundle`).
+
     Raises:
+        CppLimitError: cpp hit a limit of ``limits`` (its process group is killed).
         P4CompileError: cpp failed (missing include, bad directive), located at the line cpp names.
     """
     dirs = list(include_dirs)
     base = os.path.dirname(os.path.abspath(filename)) if not filename.startswith("<") else None
     if base:
         dirs.insert(0, base)
-    src = text
-    try:
-        proc = subprocess.run(cpp_command(dirs, defines), input=src, capture_output=True,
-                              text=True, timeout=CPP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise P4CompileError("the C preprocessor timed out", filename, 0, 0) from None
-    if proc.returncode != 0:
-        m = _CPP_ERROR.search(proc.stderr)
+    result = run_limited(cpp_command(dirs, defines), text.encode("utf-8"), filename, limits=limits)
+    stderr = result.stderr.decode("utf-8", "replace")
+    if result.returncode != 0:
+        m = _CPP_ERROR.search(stderr)
         if m:
             efile = filename if m.group("file") == "<stdin>" else m.group("file")
             raise P4CompileError(f"preprocessor: {m.group('msg').strip()}", efile,
                                  int(m.group("line")), int(m.group("col") or 1))
-        raise P4CompileError(f"preprocessor failed: {proc.stderr.strip()}", filename, 0, 0)
-    # cpp reads stdin: name the real file in its line markers.
+        raise P4CompileError(f"preprocessor failed: {stderr.strip()}", filename, 0, 0)
+    return name_stdin(result.stdout.decode("utf-8", "replace"), filename)
+
+
+def name_stdin(text: str, filename: str) -> str:
+    """cpp read stdin: name the real file in its line markers."""
     quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
-    return proc.stdout.replace('"<stdin>"', f'"{quoted}"')
+    return text.replace('"<stdin>"', f'"{quoted}"')
 
 
 class LineMap:

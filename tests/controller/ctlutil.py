@@ -289,10 +289,11 @@ def sketched_sgd_grads(n_workers: int, steps: int, numel: int = 1000):
     return out
 
 
-def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0):
-    """Every worker of ``steps`` joins ``job_id`` through the job service (one thread each),
-    meets the others at a barrier and all-reduces its gradient of every step with the codec
-    and transport its seat gives.
+def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0,
+                       token: Optional[str] = None):
+    """Every worker of ``steps`` joins ``job_id`` through the job service (one thread each, with
+    ``token``, default ``$HINA_JOB_TOKEN``), meets the others at a barrier and all-reduces its
+    gradient of every step with the codec and transport its seat gives.
 
     Returns:
         ``(seats, codecs, means)`` in worker-index order; ``means[w][t]`` is worker w's step t.
@@ -304,7 +305,7 @@ def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0):
     n_workers = len(steps[0])
 
     def worker(_):
-        with JobClient(address) as client:
+        with JobClient(address, token=token) as client:
             seat = client.join(job_id)
             client.barrier("start", timeout=timeout)
             codec = seat.codec()

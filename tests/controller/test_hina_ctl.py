@@ -3,6 +3,7 @@ bitmaps, sums, drop counters and packets per job after traffic, a restart and ``
 the embedded switch and on BMv2; the job service, and one-line errors."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -82,7 +83,8 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
                                         "workers": 2, "slots": 4, "reg_base": 0, "lut_id": 0,
                                         "words": TEST_WORDS}]
     shown = ctl.json("job", "show", "1")
-    assert shown["multicast_group"] == 2 and shown["entries"] == 1 + 2 + 2
+    # job_config, then per worker: worker_admission, worker_by_address, replica_rewrite
+    assert shown["multicast_group"] == 2 and shown["entries"] == 1 + 3 * 2
 
     # traffic, then the slot read back and decoded
     assert _send(sw, 0, 1, [-3] * TEST_WORDS) is None          # first half: no result yet
@@ -105,9 +107,21 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
                       / HINAWords(words=[7] * TEST_WORDS)))
     finally:
         link.close()
+    # worker 0's addresses forged on worker 1's port: dropped and counted apart as WRONG_PORT
+    w1 = sw.worker(1)
+    forged = dataclasses.replace(sw.worker(0), port=w1.port, tunnel_local=w1.tunnel_local,
+                                 tunnel_switch=w1.tunnel_switch)
+    link = sw.link(forged)
+    try:
+        link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, job_id=1, slot=1, seq=1)
+                      / HINAWords(words=[7] * TEST_WORDS)))
+    finally:
+        link.close()
     counters = wait_for(lambda: ctl.json("counters"),
-                         lambda c: c["reasons"]["UNKNOWN_WORKER"] == 1)
-    assert sum(counters["reasons"].values()) == 1, counters["reasons"]
+                        lambda c: c["reasons"]["UNKNOWN_WORKER"] == 1
+                        and c["reasons"]["WRONG_PORT"] == 1)
+    assert sum(counters["reasons"].values()) == 2, counters["reasons"]
+    assert "WRONG_PORT" in ctl.run("counters").stdout          # the people's view names it
     assert ctl.json("state", "--job", "1", "--slot", "1")["pools"][1]["in_use"] is False
     frame_bytes = 14 + 20 + 8 + P.HEADER_BYTES + 4 * TEST_WORDS
     assert counters["jobs"] == [{"job": 1, "chunks": 1, "complete_copies": 1,
@@ -247,14 +261,15 @@ def test_cli_serve_answers_workers(ctl, embedded_switch, tmp_path):
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert "listening" in proc.stdout.readline()
-        with JobClient(listen) as client:
+        # serve gave the job of the older state file a token
+        with JobClient(listen, token=ctl.run("job", "token", "5").stdout.strip()) as client:
             seat = client.join(5)
             assert (seat.worker_index, seat.n_workers) == (0, 1)
             assert client.barrier("go", timeout=5) == 1
         # a job created later (state file rewritten) is seen without a restart
         state.jobs[6] = JobConfig.from_json({**state.jobs[5].to_json(), "job_id": 6})
         state.save(tmp_path / "ctl.json")
-        with JobClient(listen) as client:
+        with JobClient(listen, token=ctl.run("job", "token", "6").stdout.strip()) as client:
             assert client.join(6).job_id == 6
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -300,7 +315,10 @@ def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
     try:
         assert "listening" in proc.stdout.readline()
         steps = sketched_sgd_grads(n, steps=2)
-        seats, codecs, means = join_and_allreduce(listen, 1, steps)
+        token_file = tmp_path / "job1.token"
+        ctl.run("job", "token", "1", "--token-file", str(token_file))
+        seats, codecs, means = join_and_allreduce(listen, 1, steps,
+                                                  token=token_file.read_text().strip())
         for codec in codecs:
             assert isinstance(codec, SketchedSgdCodec)
             assert (codec.k, codec.cs.rows, codec.cs.columns, codec.cs.seed, codec.sketch_bits,
@@ -312,14 +330,16 @@ def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
             want = reference_allreduce(ref, grads)
             assert all(torch.equal(means[w][t], want[w]) for w in range(n)), t
 
-        # hina-worker bench on the same job (its slots zeroed: new transports start at seq 0)
-        reset = ctl.run("reset", "--job", "1")
+        # hina-worker bench on the same job (its slots zeroed: new transports start at seq 0);
+        # serve is primary with election id 1: reset writes beside it with a higher one
+        reset = ctl.run("--election-id", "2", "reset", "--job", "1")
         assert "zeroed" in reset.stdout
         workers = [subprocess.Popen(
             [sys.executable, "-m", "worker.cli", "join", "--controller", listen, "--job", "1",
-             "--barrier-timeout", "30", "bench", "--codec", "sketched_sgd", "--size", "500",
-             "--rounds", "2", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, cwd=ROOT) for _ in range(n)]
+             "--token-file", str(token_file), "--barrier-timeout", "30", "bench", "--codec",
+             "sketched_sgd", "--size", "500", "--rounds", "2", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+            for _ in range(n)]
         reports = []
         for worker in workers:
             out, err = worker.communicate(timeout=CLI_TIMEOUT_S)

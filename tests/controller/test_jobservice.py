@@ -18,21 +18,26 @@ from controller.jobs import JobManager
 from controller.jobservice import serve
 from controller.p4runtime_client import SwitchConnection
 from ctlutil import SKETCHED_SGD, TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads
-from worker.jobclient import JobClient, JobServiceError, Seat
+from worker.jobclient import TOKEN_ENV, JobClient, JobServiceError, Seat
 
 N_WORKERS = 3
 ROOT = Path(__file__).resolve().parents[2]
+#: Every job of the ``service`` fixture has this token; its clients (and their ``hina-worker``
+#: subprocesses) find it in ``$HINA_JOB_TOKEN``.
+SERVICE_TOKEN = "test-token-of-every-job"
 
 
 SHORT_LEASE_S = 1.0
 
 
 @pytest.fixture(params=[30.0])
-def service(request, embedded_switch):
+def service(request, embedded_switch, monkeypatch):
     """A job service on a free port serving the jobs of a dict (lease: the param)."""
     jobs = {}
     address = f"127.0.0.1:{free_port()}"
-    server = serve(lambda: jobs, address, lease_s=request.param)
+    monkeypatch.setenv(TOKEN_ENV, SERVICE_TOKEN)
+    server = serve(lambda: jobs, address, lease_s=request.param,
+                   tokens=lambda: dict.fromkeys(jobs, SERVICE_TOKEN))
     yield address, jobs, server.servicer
     server.stop(grace=None).wait(5)
 

@@ -56,8 +56,8 @@ def test_udp_frame_is_forwarded_to_the_explicit_peer(switch):
         h2.close()
 
 
-def test_udp_port_replies_to_the_last_sender(switch):
-    h1, h2 = udp_endpoint(), udp_endpoint()
+def test_udp_port_without_peer_locks_to_its_first_sender(switch):
+    h1, h2, h3 = udp_endpoint(), udp_endpoint(), udp_endpoint()
     try:
         p1, p2 = UdpPort(1, ("127.0.0.1", 0)), UdpPort(2, ("127.0.0.1", 0))
         switch.add_port(p1)
@@ -66,12 +66,41 @@ def test_udp_port_replies_to_the_last_sender(switch):
         assert wait_for(lambda: p2.stats["tx_no_peer"] == 1)
         h2.sendto(b"\x00" * 14, p2.local_address)       # not IPv4: l3fwd drops it, port learns
         assert wait_for(lambda: p2.peer == h2.getsockname())
+        h3.sendto(b"\x00" * 14, p2.local_address)       # a second sender does not take over
+        assert wait_for(lambda: p2.stats["rx_foreign_peer"] == 1)
+        assert p2.peer == h2.getsockname() and p2.stats["rx"] == 1
         frame = ipv4_frame(payload=b"second")
         h1.sendto(frame, p1.local_address)
         assert h2.recvfrom(65535)[0] == forwarded(frame, H2_MAC)
     finally:
         h1.close()
         h2.close()
+        h3.close()
+
+
+def test_udp_port_takes_frames_from_its_peer_only(caplog):
+    """A datagram from any address but the configured peer is dropped before the switch (and
+    the port's capture) sees it, counted as ``rx_foreign_peer``; the first one of a port is
+    logged at warning level, the next ones within the rate limit are not."""
+    peer, stranger = udp_endpoint(), udp_endpoint()
+    port = UdpPort(1, ("127.0.0.1", 0), peer=("localhost", peer.getsockname()[1]))
+    delivered = []
+    try:
+        port.start(delivered.append)
+        with caplog.at_level("WARNING", logger="softswitch.ports"):
+            for i in range(3):
+                stranger.sendto(b"forged %d" % i, port.local_address)
+            assert wait_for(lambda: port.stats["rx_foreign_peer"] == 3)
+        peer.sendto(b"honest", port.local_address)
+        assert wait_for(lambda: delivered == [b"honest"])
+        assert port.stats["rx"] == 1 and port.peer == peer.getsockname()
+        warnings = [r for r in caplog.records if "not its peer" in r.getMessage()]
+        assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+        assert str(stranger.getsockname()[1]) in warnings[0].getMessage()
+    finally:
+        port.close()
+        peer.close()
+        stranger.close()
 
 
 def test_receive_thread_survives_a_failing_delivery():

@@ -13,14 +13,20 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
-from switchjob import LocalJob, run_workers
+from hina import protocol as P
+from softswitch.ports import UdpPort
+from switchjob import SWITCH, WORDS, LocalJob, run_workers
 from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
                            ThcCodec, reference_allreduce)
+from worker.link import Endpoint, FrameLink
+from worker.packetizer import build_aggregates, layout_for
 from worker.transport import TransportTimeout, allreduce
 
 NUMEL = 6000
@@ -130,6 +136,75 @@ def test_loss_changes_nothing_but_retransmissions(program, name, loss):
         for step in range(2):
             assert torch.equal(results[w][step], reference[step][w]), (w, step)
     assert retransmissions > 0, "loss on every port must cost retransmissions"
+
+
+# ----------------------------------------------------------------------- a forger
+FORGER_PORT = 9          # a switch port of the forger's own: a host wired to the switch
+FORGED_SEQS = 256        # every chunk of the run below (two steps of fixed point at 64 words)
+FORGE_INTERVAL_S = 0.002
+
+
+def _forge(links, messages, stop) -> None:
+    """Send every forged message on every link once, then keep cycling until ``stop``."""
+    for msg in messages:
+        for link in links:
+            link.send(msg)
+    k = 0
+    while not stop.wait(FORGE_INTERVAL_S):
+        for link in links:
+            link.send(messages[k % len(messages)])
+        k += 1
+
+
+def test_forged_frames_change_no_result(program):
+    """A forger sends worker 0's frames (worker 0's MAC, IPv4 address and UDP port, garbage
+    payloads, every chunk's slot and sequence number) during an allreduce of two workers, from
+    sockets of its own: into worker 0's and worker 1's switch ports (UDP tunnels whose peer it is
+    not: the port drops them) and into a switch port of its own (admission drops them as
+    WRONG_PORT). Both workers still get results bit-equal to the reference."""
+    n, name = 2, "fixedpoint"
+    grads = _grads("dense", n)
+    codecs = [CODECS[name][0](n, w) for w in range(n)]
+    job = LocalJob(program, n, n_slots=8)
+    victim = job.spec.workers[0]
+    me = Endpoint(victim.mac, victim.ip, victim.udp_port)
+    into = [job.switch.ports[w.port].local_address for w in job.spec.workers]
+    links = [FrameLink(me, SWITCH, ("127.0.0.1", 0), address) for address in into]
+    own = FrameLink(me, SWITCH, ("127.0.0.1", 0), ("127.0.0.1", 0))
+    own_port = UdpPort(FORGER_PORT, ("127.0.0.1", 0), peer=own.sock.getsockname())
+    own.tunnel_switch = own_port.local_address
+    job.switch.add_port(own_port)
+    links.append(own)
+    layout = layout_for(P.Op.SUM, FORGED_SEQS * WORDS, WORDS)
+    garbage = np.full(layout.elements, 1 << 24, dtype=np.int32)
+    messages = [m.tobytes() for m in build_aggregates(layout, garbage, job.spec.job_id, 0,
+                                                      job.params.n_slots)]
+    stop = threading.Event()
+    forger = threading.Thread(target=_forge, args=(links, messages, stop), daemon=True)
+    transports = job.transports(min_rto=0.03, give_up_s=20.0)
+    try:
+        forger.start()
+        time.sleep(0.5)                       # the forged frames go first
+        results, errors = run_workers(
+            lambda w, t: [allreduce(grads[w], codecs[w], t, key=0) for _ in range(2)],
+            transports)
+        stop.set()
+        forger.join(timeout=10)
+        dp = job.switch.dataplane
+        wrong_port = dp.counter_read(P.REASON_COUNTER, int(P.DropReason.WRONG_PORT))[1]
+        foreign = [job.switch.ports[w.port].stats["rx_foreign_peer"] for w in job.spec.workers]
+    finally:
+        stop.set()
+        for link in links:
+            link.close()
+        job.close()
+    assert errors == [None] * n, errors
+    reference = _reference(name, n, grads)
+    for w in range(n):
+        for step in range(2):
+            assert torch.equal(results[w][step], reference[step][w]), (w, step)
+    assert wrong_port >= FORGED_SEQS, wrong_port
+    assert all(count >= FORGED_SEQS for count in foreign), foreign
 
 
 # ----------------------------------------------------------------------- a killed worker
