@@ -148,9 +148,12 @@ def parse(port: int, data: bytes) -> Reply:
                  length=len(data))
 
 
-def send(target, job: JobSpec, worker: int, data: bytes) -> list[Reply]:
-    """Send a worker's frame into its port; return the switch's replies, dissected."""
-    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data)]
+def send(target, job: JobSpec, worker: int, data: bytes,
+         expected: Optional[int] = None) -> list[Reply]:
+    """Send a worker's frame into its port; return the switch's replies, dissected.
+    ``expected``: how many replies the caller expects (a real switch then stops waiting as soon
+    as they are in, and waits for them however loaded the machine is)."""
+    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data, expected)]
 
 
 def reason_count(target, reason: P.DropReason) -> int:

@@ -19,10 +19,12 @@ NOTICE_FRAME = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES + P.HEADER_BYTES
 def run_round(target, job, seq, values):
     """Every worker contributes chunk ``seq``; returns the replies to the last contribution."""
     slot, pool = P.slot_and_pool(seq, job.n_slots)
+    n = len(job.workers)
     replies = []
     for w, v in enumerate(values):
+        last = w == len(values) - 1
         replies = send(target, job, w, contribution(job, w, P.Op.SUM, v, slot=slot, pool=pool,
-                                                     seq=seq))
+                                                     seq=seq), expected=n if last else None)
         if w < len(values) - 1:
             assert replies == [], f"chunk {seq}: worker {w} got {replies}"
     return replies
@@ -72,8 +74,8 @@ def test_rerun_in_a_new_generation_is_exact_and_old_packets_get_a_notice(target)
             slot, pool = P.slot_and_pool(late_seq, n_slots)
             late = contribution(old_job, seq % n, P.Op.SUM, old[first_run - 1][0], slot=slot,
                                 pool=pool, seq=late_seq, flags=flags)
-            check_notice(job, seq % n, late, send(target, job, seq % n, late), seq=late_seq,
-                         slot=slot, pool=pool)
+            check_notice(job, seq % n, late, send(target, job, seq % n, late, expected=1),
+                         seq=late_seq, slot=slot, pool=pool)
         check_result(job, run_round(target, job, seq, values), seq, sum(values))
     assert reason_count(target, R.STALE_GENERATION) - stale_before == 2 * 3 * n_slots
     assert reason_count(target, R.STALE_POOL) == 0
@@ -90,7 +92,8 @@ def test_half_filled_copy_of_old_generation_is_not_in_the_sum(target, first):
     values = [np.arange(TEST_WORDS), 3 * np.arange(TEST_WORDS) - 7]
     second = 1 - first
     assert send(target, job, first, contribution(job, first, P.Op.SUM, values[first])) == []
-    replies = send(target, job, second, contribution(job, second, P.Op.SUM, values[second]))
+    replies = send(target, job, second, contribution(job, second, P.Op.SUM, values[second]),
+                   expected=2)
     check_result(job, replies, 0, values[0] + values[1])
     assert reason_count(target, R.DUPLICATE) == 0
     # The next use of the other copy, and of this one again, are ordinary rounds.
@@ -103,18 +106,19 @@ def test_pairs_stream_restarts_at_zero_in_a_new_generation(target):
     job = sketch_job(n_workers=2)
     install(target, job)
     for seq in range(3):                                       # gen 1: stream 0 reaches seq 3
-        assert len(send(target, job, 0, pairs_frame(job, 0, seq, [seq + 1], [10]))) == 1
+        assert len(send(target, job, 0, pairs_frame(job, 0, seq, [seq + 1], [10]),
+                        expected=1)) == 1
     before = harvest(target, job)
     old_job, job = job, set_generation(target, job, 2)
     late = pairs_frame(old_job, 0, 3, [99], [5])
-    check_notice(job, 0, late, send(target, job, 0, late), seq=3)
+    check_notice(job, 0, late, send(target, job, 0, late, expected=1), seq=3)
     first = pairs_frame(job, 0, 0, [7, 8], [3, -4])
-    (ack,) = send(target, job, 0, first)
+    (ack,) = send(target, job, 0, first, expected=1)
     assert ack.msg_type == P.MsgType.PAIRS_ACK and ack.seq == 0 and ack.generation == 2
-    (ack,) = send(target, job, 0, first)                       # a retransmission: ack only
+    (ack,) = send(target, job, 0, first, expected=1)           # a retransmission: ack only
     assert ack.seq == 0
     assert send(target, job, 0, pairs_frame(job, 0, 2, [9], [1])) == []      # ahead: dropped
-    (ack,) = send(target, job, 0, pairs_frame(job, 0, 1, [9], [1]))
+    (ack,) = send(target, job, 0, pairs_frame(job, 0, 1, [9], [1]), expected=1)
     assert ack.seq == 1
     added = count_sketch(job.sketch_seed, P.SKETCH_ROWS, job.sketch_columns, [7, 8, 9],
                          [3, -4, 1])
@@ -143,7 +147,7 @@ def test_notice_is_header_only_and_goes_back_out_of_the_ingress_port(target, kin
                                generation=1),
     }[kind]()
     slot, pool = (1, 1) if kind in ("sum", "lut_sum") else (0, 0)
-    replies = send(target, job, w, request)
+    replies = send(target, job, w, request, expected=1)
     check_notice(job, w, request, replies, seq=3, slot=slot, pool=pool)
     (n,) = replies
     switch_ip = int.from_bytes(bytes(int(b) for b in SWITCH_IP.split(".")), "big")
@@ -164,5 +168,5 @@ def test_only_admitted_senders_get_a_notice_and_any_other_generation_is_stale(ta
     assert reason_count(target, R.STALE_GENERATION) == 0
     # A newer generation than the job's is as stale as an older one (equality, not order).
     ahead = contribution(job, 0, P.Op.SUM, np.ones(TEST_WORDS), generation=4)
-    check_notice(job, 0, ahead, send(target, job, 0, ahead), seq=0)
+    check_notice(job, 0, ahead, send(target, job, 0, ahead, expected=1), seq=0)
 
