@@ -1,6 +1,6 @@
 """Bytes on the wire per gradient coordinate, uplink and downlink, headers included.
 
-Frame = Ethernet 14 + IPv4 20 + UDP 8 + HINA header 12 + payload (no preamble, FCS or gap), for
+Frame = Ethernet 14 + IPv4 20 + UDP 8 + HINA header 16 (v2) + payload (no preamble, FCS or gap), for
 the program's payload sizes. Compared with fp32's 4 bytes per coordinate.
 
     python bench/bench_wire.py [--words 64 128 256] [--dim 1000000] [--density 0.01 0.05 0.1]

@@ -125,6 +125,18 @@ class Differential:
             accepted += ok
         return accepted
 
+    def modify(self, entries: Iterable[TableEntry]) -> None:
+        """Modify ``entries`` (existing keys, new arguments) on both targets, one by one.
+
+        Raises:
+            TargetsDisagree: one target accepted an update the other refused.
+            ControlError: both refused one.
+        """
+        for e in entries:
+            if not self._both(f"modify {e.table}: {e}", lambda: self.embedded.table_modify(e),
+                              lambda: self.bmv2.table_modify(e)):
+                raise ControlError("INVALID_ARGUMENT", f"both targets refused to modify {e}")
+
     def set_default(self, table: str, action: ActionCall) -> bool:
         return self._both(f"default action of {table}: {action}",
                           lambda: self.embedded.table_set_default(table, action),

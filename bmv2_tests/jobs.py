@@ -5,6 +5,7 @@ The entry-building knowledge lives in :mod:`hina.pipeline`; this module only app
 """
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -44,6 +45,14 @@ def install(target, job: JobSpec) -> None:
     target.set_mcast_group(group, replicas)
 
 
+def set_generation(target, job: JobSpec, generation: int) -> JobSpec:
+    """What the controller does when a job's workers restart: rewrite the job's admission
+    entries with ``generation`` (MODIFY, no register wipe). Returns the job as it now is."""
+    job = dataclasses.replace(job, generation=generation)
+    target.modify(pipeline.admission_entries(job))
+    return job
+
+
 def install_lut(target, lut_id: int, table=pipeline.THC_DEFAULT_TABLE, words: int = 64) -> None:
     target.insert(pipeline.lut_entries(lut_id, table, words))
 
@@ -58,13 +67,14 @@ def _mac(n: int) -> str:
 
 def frame(addr: WorkerAddress, payload: bytes, *, msg_type: int = P.MsgType.AGGREGATE,
           op: int = 0, job_id: int = 0, slot: int = 0, pool: int = 0, seq: int = 0,
-          flags: int = 0, version: int = P.VERSION, dport: int = P.UDP_PORT_BASE) -> bytes:
+          flags: int = 0, version: int = P.VERSION, dport: int = P.UDP_PORT_BASE,
+          generation: int = P.FIRST_GENERATION, reserved: int = 0) -> bytes:
     """A frame from ``addr`` to the switch with the given HINA header and payload."""
     pkt = (Ether(src=_mac(addr.mac), dst=SWITCH_MAC)
            / IP(src=_ip(addr.ip), dst=SWITCH_IP)
            / UDP(sport=addr.udp_port, dport=dport)
            / HINA(version=version, msg_type=msg_type, op=op, flags=flags, job_id=job_id,
-                  pool=pool, slot=slot, seq=seq)
+                  pool=pool, slot=slot, seq=seq, generation=generation, reserved=reserved)
            / Raw(payload))
     return bytes(pkt)
 
@@ -75,11 +85,13 @@ def words_payload(values) -> bytes:
 
 
 def contribution(job: JobSpec, worker: int, op: P.Op, values, *, slot: int = 0, pool: int = 0,
-                 seq: int = 0, flags: int = 0) -> bytes:
-    """An AGGREGATE frame; ``values`` are words (SUM/MAX/OR) or THC indices (LUT_SUM)."""
+                 seq: int = 0, flags: int = 0, generation: Optional[int] = None) -> bytes:
+    """An AGGREGATE frame; ``values`` are words (SUM/MAX/OR) or THC indices (LUT_SUM).
+    ``generation`` defaults to the job's."""
     payload = pack_nibbles(values) if op == P.Op.LUT_SUM else words_payload(values)
     return frame(job.workers[worker], payload, op=op, job_id=job.job_id, slot=slot, pool=pool,
-                 seq=seq, flags=flags)
+                 seq=seq, flags=flags,
+                 generation=job.generation if generation is None else generation)
 
 
 @dataclass
@@ -90,6 +102,8 @@ class Reply:
     dst_ip: int
     dst_port: int
     src_port: int
+    src_mac: int
+    src_ip: int
     msg_type: int
     op: int
     flags: int
@@ -98,8 +112,11 @@ class Reply:
     pool: int
     slot: int
     seq: int
+    generation: int
+    reserved: int
     payload: bytes
     ip_ok: bool          # IPv4 total length and checksum are right
+    length: int          # bytes of the whole frame
 
     def words(self, dtype=">i4") -> np.ndarray:
         return np.frombuffer(self.payload, dtype=dtype)
@@ -120,18 +137,23 @@ def parse(port: int, data: bytes) -> Reply:
     ip_ok = (total_len == len(data) - P.ETHERNET_BYTES
              and _ipv4_checksum(ip[:10] + b"\0\0" + ip[12:]) == struct.unpack("!H", ip[10:12])[0]
              and struct.unpack("!H", udp[4:6])[0] == len(data) - P.ETHERNET_BYTES - P.IPV4_BYTES)
-    vt, op, flags, count, job_id, ps, seq = struct.unpack("!BBBBHHI", hina)
+    vt, op, flags, count, job_id, ps, seq, generation, reserved = struct.unpack("!BBBBHHIHH", hina)
     return Reply(port=port, dst_mac=int.from_bytes(eth[:6], "big"),
                  dst_ip=int.from_bytes(ip[16:20], "big"),
                  dst_port=struct.unpack("!H", udp[2:4])[0], src_port=struct.unpack("!H", udp[:2])[0],
+                 src_mac=int.from_bytes(eth[6:12], "big"), src_ip=int.from_bytes(ip[12:16], "big"),
                  msg_type=vt & 0xF, op=op, flags=flags, count=count, job_id=job_id,
-                 pool=ps >> 15, slot=ps & 0x7FFF, seq=seq, payload=data[42 + P.HEADER_BYTES:],
-                 ip_ok=ip_ok)
+                 pool=ps >> 15, slot=ps & 0x7FFF, seq=seq, generation=generation,
+                 reserved=reserved, payload=data[42 + P.HEADER_BYTES:], ip_ok=ip_ok,
+                 length=len(data))
 
 
-def send(target, job: JobSpec, worker: int, data: bytes) -> list[Reply]:
-    """Send a worker's frame into its port; return the switch's replies, dissected."""
-    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data)]
+def send(target, job: JobSpec, worker: int, data: bytes,
+         expected: Optional[int] = None) -> list[Reply]:
+    """Send a worker's frame into its port; return the switch's replies, dissected.
+    ``expected``: how many replies the caller expects (a real switch then stops waiting as soon
+    as they are in, and waits for them however loaded the machine is)."""
+    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data, expected)]
 
 
 def reason_count(target, reason: P.DropReason) -> int:

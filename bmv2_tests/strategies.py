@@ -138,6 +138,13 @@ def padded(frame: bytes) -> bytes:
     return frame + bytes(max(0, MIN_FRAME - len(frame)))
 
 
+def hina_generation(current: int) -> st.SearchStrategy[int]:
+    """A HINA header generation for a job whose current one is ``current``: mostly matching,
+    else stale (the previous and next generations, 0 and the extremes of the 16-bit field)."""
+    others = sorted({(current - 1) & 0xFFFF, (current + 1) & 0xFFFF, 0, 1, 0xFFFF} - {current})
+    return st.one_of(st.just(current), st.just(current), st.sampled_from(others))
+
+
 def any_frame() -> st.SearchStrategy[bytes]:
     """Structured frames, their mutations, and random bytes; padded as Linux sends them."""
     return st.one_of(mutated(structured_frame()), st.binary(max_size=96)).map(padded)

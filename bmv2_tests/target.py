@@ -46,6 +46,10 @@ class Target(abc.ABC):
         """Insert table entries (P4Info names, as :mod:`hina.pipeline` builds them)."""
 
     @abc.abstractmethod
+    def modify(self, entries: Iterable[TableEntry]) -> None:
+        """Modify existing entries (same keys, new action arguments)."""
+
+    @abc.abstractmethod
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None: ...
 
     @abc.abstractmethod
@@ -98,6 +102,11 @@ class EmbeddedTarget(Target):
         dp = self.dataplane
         for entry in entries:
             dp.table_insert(entry)
+
+    def modify(self, entries: Iterable[TableEntry]) -> None:
+        dp = self.dataplane
+        for entry in entries:
+            dp.table_modify(entry)
 
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None:
         self.dataplane.mcast_group_set(group, list(replicas))
@@ -165,6 +174,10 @@ class Bmv2Target(Target):
 
     def insert(self, entries: Iterable[TableEntry]) -> None:
         self.dp.table_insert_many(entries)
+
+    def modify(self, entries: Iterable[TableEntry]) -> None:
+        for entry in entries:
+            self.dp.table_modify(entry)
 
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None:
         self.dp.mcast_group_set(group, list(replicas))

@@ -57,7 +57,8 @@ def test_bad_slot_dropped_and_counted(target, job):
     _finish_round(target, job, [np.ones(TEST_WORDS, dtype=np.int64)] * 2)
 
 
-@pytest.mark.parametrize("mangle", ["truncated", "trailing", "version", "result_from_worker",
+@pytest.mark.parametrize("mangle", ["truncated", "trailing", "version", "version_1",
+                                    "result_from_worker", "notice_from_worker", "reserved",
                                     "unknown_op", "unknown_type", "short_thc"])
 def test_malformed_dropped_and_counted(target, job, mangle):
     ones = np.ones(TEST_WORDS)
@@ -66,7 +67,13 @@ def test_malformed_dropped_and_counted(target, job, mangle):
     data = {
         "truncated": lambda: good[:-10],
         "trailing": lambda: frame(w0, words_payload(ones) + b"\0" * 4, op=P.Op.SUM, job_id=1),
-        "version": lambda: frame(w0, words_payload(ones), op=P.Op.SUM, job_id=1, version=2),
+        "version": lambda: frame(w0, words_payload(ones), op=P.Op.SUM, job_id=1,
+                                 version=P.VERSION + 1),
+        # A v1 header is 4 bytes shorter, so its frame is also a length mismatch.
+        "version_1": lambda: frame(w0, words_payload(ones), op=P.Op.SUM, job_id=1, version=1),
+        "notice_from_worker": lambda: frame(w0, b"", msg_type=P.MsgType.NOTICE,
+                                            op=P.DropReason.STALE_GENERATION, job_id=1),
+        "reserved": lambda: frame(w0, words_payload(ones), op=P.Op.SUM, job_id=1, reserved=0x8000),
         "result_from_worker": lambda: frame(w0, words_payload(ones), msg_type=P.MsgType.RESULT,
                                             op=P.Op.SUM, job_id=1),
         "unknown_op": lambda: frame(w0, words_payload(ones), op=99, job_id=1),

@@ -4,14 +4,16 @@ counter cell. BMv2 is the reference. Skipped, with the reason, where BMv2 cannot
 
 * every P4 program: hypothesis draws table contents from the program's P4Info and frames from a
   shared value pool (so they hit the entries), mutated and malformed ones included;
-* ``p4/hina.p4`` at 64 and 128 words: hypothesis draws jobs (workers, slots, LUT) and worker
-  traffic (every op, slots, pools, sequence numbers, retransmissions, strangers, frames on
-  wrong ingress ports or with wrong source MACs), mutated;
+* ``p4/hina.p4`` at 64 and 128 words: hypothesis draws jobs (workers, slots, LUT, generation)
+  and worker traffic (every op, slots, pools, sequence numbers, retransmissions, generations
+  matching or stale, strangers, frames on wrong ingress ports or with wrong source MACs),
+  mutated, with generation bumps by the controller in between;
 * the malformed-frame cases of ``tests/softswitch/test_frame_fuzz.py`` around a routed l3fwd
   frame.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -147,14 +149,15 @@ def hina_job(draw, words: int):
     n_slots = draw(st.integers(1, 3))
     lut_id = draw(st.sampled_from([0, 1]))
     return J.make_job(1, n_workers, n_slots=n_slots, reg_base=draw(st.integers(0, 2)),
-                      words=words, lut_id=lut_id)
+                      words=words, lut_id=lut_id, generation=draw(st.integers(1, 3)))
 
 
 @st.composite
 def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
-    """A worker's frame into its port: a contribution (any op, slot, pool, seq), mutated at
-    times; a stranger's frame; or a forgery: a worker's frame on another ingress port or with
-    another source MAC (admission drops it as WRONG_PORT)."""
+    """A worker's frame into its port: a contribution (any op, slot, pool, seq, a generation
+    that mostly matches the job's), mutated at times; a stranger's frame; or a forgery: a
+    worker's frame on another ingress port or with another source MAC (admission drops it as
+    WRONG_PORT)."""
     op = draw(st.sampled_from(OPS))
     worker = draw(st.integers(0, len(job.workers) - 1))
     count = 2 * words if op == P.Op.LUT_SUM else words
@@ -162,13 +165,16 @@ def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
     base = draw(st.sampled_from([0, 1, top] + ([] if op == P.Op.LUT_SUM else [1 << 31])))
     values = np.full(count, base, dtype=np.int64)
     values[draw(st.integers(0, count - 1))] = draw(st.integers(0, top))
+    generation = draw(S.hina_generation(job.generation))
     data = J.contribution(job, worker, op, values, slot=draw(st.integers(0, job.n_slots)),
-                          pool=draw(st.integers(0, 1)), seq=draw(st.integers(0, 3)))
+                          pool=draw(st.integers(0, 1)), seq=draw(st.integers(0, 3)),
+                          generation=generation)
     port = job.workers[worker].port
     kind = draw(st.integers(0, 9))
     if kind == 0:                                             # now and then, a stranger
         stranger = J.worker_address(8)
-        data = J.frame(stranger, data[42 + P.HEADER_BYTES:], op=op, job_id=job.job_id)
+        data = J.frame(stranger, data[42 + P.HEADER_BYTES:], op=op, job_id=job.job_id,
+                       generation=generation)
         return stranger.port, data
     if kind == 1:       # a forgery: the worker's headers on another port (of the job or not)
         port = draw(st.sampled_from([p for p in FORGERY_PORTS if p != port]))
@@ -185,8 +191,14 @@ def _hina_run(data, words: int) -> None:
     diff.set_mcast_group(group, replicas)
     if job.lut_id:
         diff.insert(pipeline.lut_entries(job.lut_id, pipeline.THC_DEFAULT_TABLE, words))
-    frames = data.draw(st.lists(hina_frame(job, words), min_size=1, max_size=16), label="frames")
-    for port, frame in frames:
+    for step in range(data.draw(st.integers(1, 16), label="steps")):
+        if step and data.draw(st.integers(0, 7), label=f"bump? {step}") == 0:
+            # The controller moves the job to another generation (its workers restarted).
+            job = dataclasses.replace(job, generation=data.draw(
+                st.sampled_from([P.next_generation(job.generation), 1, P.MAX_GENERATION]),
+                label=f"generation {step}"))
+            diff.modify(pipeline.admission_entries(job))
+        port, frame = data.draw(hina_frame(job, words), label=f"frame {step}")
         diff.send(port, frame)
     diff.check_state()
 

@@ -2,6 +2,7 @@
 and the entry builders. No switch needed."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -66,13 +67,42 @@ def test_p4_hina_header_is_header_bytes_long():
 
 def test_header_golden_bytes_and_dissection():
     h = HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.LUT_SUM, flags=P.Flag.RETRANSMIT, count=0,
-             job_id=0x0102, pool=1, slot=0x0304, seq=0xA0B0C0D0)
-    assert raw(h) == bytes.fromhex("11 02 02 00 0102 8304 A0B0C0D0")
+             job_id=0x0102, pool=1, slot=0x0304, seq=0xA0B0C0D0, generation=0x0506)
+    assert raw(h) == bytes.fromhex("21 02 02 00 0102 8304 A0B0C0D0 0506 0000")
     pkt = Ether(raw(Ether() / IP() / UDP(sport=40000, dport=P.UDP_PORT_BASE + 3) / h
                     / HINAThc.from_indices([1, 2, 15, 0])))
     assert pkt[HINA].slot == 0x304 and pkt[HINA].pool == 1 and pkt[HINA].job_id == 0x102
     assert list(pkt[HINAThc].indices()) == [1, 2, 15, 0]
     assert "LUT_SUM" in pkt[HINA].mysummary() and "job=258" in pkt[HINA].mysummary()
+    assert pkt[HINA].generation == 0x506 and "gen=1286" in pkt[HINA].mysummary()
+
+
+def test_notice_layer_names_the_reason():
+    n = HINA(raw(HINA(msg_type=P.MsgType.NOTICE, op=P.DropReason.STALE_GENERATION, job_id=3,
+                      generation=9)))
+    assert n.msg_type == P.MsgType.NOTICE and n.generation == 9 and not n.payload
+    assert "NOTICE" in n.mysummary() and "STALE_GENERATION" in n.mysummary()
+    assert P.payload_bytes(P.MsgType.NOTICE) == 0
+
+
+def test_header_fields_match_packetizer_dtype():
+    """The worker's numpy header (worker.packetizer.HEADER_DTYPE) and the scapy layer agree."""
+    from worker.packetizer import HEADER_DTYPE
+    assert HEADER_DTYPE.itemsize == P.HEADER_BYTES == len(HINA())
+    assert HEADER_DTYPE.itemsize % 4 == 0, "the header keeps the payload 4-byte aligned"
+    h = np.zeros(1, dtype=HEADER_DTYPE)
+    h["ver_type"], h["seq"], h["generation"] = (P.VERSION << 4) | 1, 77, 0xBEEF
+    back = HINA(h.tobytes())
+    assert (back.version, back.msg_type, back.seq, back.generation, back.reserved) == \
+        (P.VERSION, 1, 77, 0xBEEF, 0)
+
+
+def test_generation_arithmetic():
+    assert P.next_generation(P.FIRST_GENERATION) == P.FIRST_GENERATION + 1
+    assert P.next_generation(P.MAX_GENERATION) == P.FIRST_GENERATION      # 0 is skipped
+    for bad in (0, P.MAX_GENERATION + 1, True, 1.0):
+        with pytest.raises(ValueError, match="generation"):
+            P.check_generation(bad)
 
 
 def test_result_and_pairs_and_harvest_layers():
@@ -124,8 +154,11 @@ def test_job_entries_and_group():
     # admission: job, ingress port, MAC, IPv4, UDP port; the port is the worker's switch port
     w1 = job.workers[1]
     assert [m.value for m in entries[2].matches] == [3, w1.port, w1.mac, w1.ip, w1.udp_port]
-    assert entries[2].action.args == (1, 2, 2, job.mcast_grp, 16, 1)
+    assert entries[2].action.args == (1, 2, 2, job.mcast_grp, 16, 1, P.FIRST_GENERATION)
     assert [m.value for m in entries[4].matches] == [3, w1.ip, w1.udp_port]
+    bumped = pipeline.admission_entries(dataclasses.replace(job, generation=7))
+    assert [e.matches for e in bumped] == [e.matches for e in entries[1:3]]
+    assert [e.action.args[-1] for e in bumped] == [7, 7]
     group, replicas = pipeline.multicast_group(job)
     assert group == 4 and [(r.port, r.rid) for r in replicas] == [(1, 193), (2, 194)]
     assert len(pipeline.lut_entries(1, words=64)) == 2 * 64 * 16
@@ -164,13 +197,15 @@ def test_check_isolated_refuses_overlaps():
 @settings(max_examples=200, deadline=None)
 @given(msg_type=st.integers(0, 15), op=st.integers(0, 255), flags=st.integers(0, 255),
        count=st.integers(0, 255), job_id=st.integers(0, 0xFFFF), pool=st.integers(0, 1),
-       slot=st.integers(0, 0x7FFF), seq=st.integers(0, 0xFFFFFFFF))
-def test_header_round_trip(msg_type, op, flags, count, job_id, pool, slot, seq):
+       slot=st.integers(0, 0x7FFF), seq=st.integers(0, 0xFFFFFFFF),
+       generation=st.integers(0, 0xFFFF))
+def test_header_round_trip(msg_type, op, flags, count, job_id, pool, slot, seq, generation):
     h = HINA(msg_type=msg_type, op=op, flags=flags, count=count, job_id=job_id, pool=pool,
-             slot=slot, seq=seq)
+             slot=slot, seq=seq, generation=generation)
     data = raw(h)
     assert len(data) == P.HEADER_BYTES
     assert data[0] == (P.VERSION << 4) | msg_type
     back = HINA(data)
     assert (back.msg_type, back.op, int(back.flags), back.count, back.job_id, back.pool,
-            back.slot, back.seq) == (msg_type, op, flags, count, job_id, pool, slot, seq)
+            back.slot, back.seq, back.generation, back.reserved) == \
+        (msg_type, op, flags, count, job_id, pool, slot, seq, generation, 0)

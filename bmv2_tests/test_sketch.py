@@ -87,7 +87,7 @@ def pairs_payload(indices, values) -> bytes:
 
 def pairs_frame(job: JobSpec, worker: int, seq: int, indices, values) -> bytes:
     return frame(job.workers[worker], pairs_payload(indices, values),
-                 msg_type=P.MsgType.PAIRS, job_id=job.job_id, seq=seq)
+                 msg_type=P.MsgType.PAIRS, job_id=job.job_id, seq=seq, generation=job.generation)
 
 
 def harvest(target, job: JobSpec, worker: int = 0) -> np.ndarray:
@@ -99,7 +99,8 @@ def harvest(target, job: JobSpec, worker: int = 0) -> np.ndarray:
             payload = bytes([r, 0]) + b.to_bytes(2, "big")
             replies = send(target, job, worker, frame(job.workers[worker], payload,
                                                       msg_type=P.MsgType.HARVEST,
-                                                      job_id=job.job_id, seq=1000 + b))
+                                                      job_id=job.job_id, seq=1000 + b,
+                                                      generation=job.generation), expected=1)
             assert len(replies) == 1
             reply = replies[0]
             assert reply.msg_type == P.MsgType.HARVEST_DATA and reply.ip_ok
@@ -114,7 +115,8 @@ def reset(target, job: JobSpec) -> None:
         for b in range(job.sketch_columns // TEST_WORDS):
             payload = bytes([r, 0]) + b.to_bytes(2, "big")
             replies = send(target, job, 0, frame(job.workers[0], payload, msg_type=P.MsgType.RESET,
-                                                 job_id=job.job_id))
+                                                 job_id=job.job_id, generation=job.generation),
+                           expected=1)
             assert len(replies) == 1 and replies[0].msg_type == P.MsgType.RESET
 
 

@@ -241,9 +241,24 @@ def cmd_job_delete(ctx: Context) -> int:
     return EXIT_OK
 
 
+def cmd_job_bump_generation(ctx: Context) -> int:
+    job_id = ctx.args.id
+    ctx.job(job_id)
+    jobs = ctx.manager()
+    generation = jobs.bump_generation(job_id)
+    ctx.state.jobs[job_id] = jobs.record(job_id).config
+    ctx.save()
+    if ctx.args.json:
+        ctx.print_json({"job": job_id, "generation": generation})
+    else:
+        print(f"job {job_id}: generation {generation}")
+    return EXIT_OK
+
+
 def _job_row(c: JobConfig) -> dict:
     return {"job": c.job_id, "codec": c.codec, "lane_op": c.lane_op, "workers": len(c.workers),
-            "slots": c.n_slots, "reg_base": c.reg_base, "lut_id": c.lut_id, "words": c.words}
+            "slots": c.n_slots, "reg_base": c.reg_base, "lut_id": c.lut_id, "words": c.words,
+            "generation": c.generation}
 
 
 def cmd_job_list(ctx: Context) -> int:
@@ -253,7 +268,8 @@ def cmd_job_list(ctx: Context) -> int:
         return EXIT_OK
     from rich.table import Table
     table = Table(title=f"jobs on {ctx.args.switch}")
-    for col in ("job", "codec", "lane_op", "workers", "slots", "reg_base", "lut_id", "words"):
+    for col in ("job", "codec", "lane_op", "workers", "slots", "reg_base", "lut_id", "words",
+                "generation"):
         table.add_column(col, justify="right" if col not in ("codec", "lane_op") else "left")
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
@@ -277,7 +293,7 @@ def cmd_job_show(ctx: Context) -> int:
     console = ctx.console()
     head = Table(show_header=False, title=f"job {config.job_id}")
     for key in ("codec", "lane_op", "n_slots", "reg_base", "words", "lut_id", "rht_seed",
-                "multicast_group", "entries", "switch_ip", "switch_mac"):
+                "multicast_group", "entries", "switch_ip", "switch_mac", "generation"):
         head.add_row(key, str(data[key]))
     if config.thc_table:
         head.add_row("thc_table", ",".join(map(str, config.thc_table)))
@@ -319,13 +335,16 @@ def cmd_state(ctx: Context) -> int:
     title = (f"job {config.job_id} ({config.codec}, {config.lane_op}): "
              + (f"{data['chunks']} chunks started" if a.slot is None else f"slot {a.slot}"))
     table = Table(title=title)
-    for col in ("slot", "pool", "seq", "count", "contributors", "overflow"):
+    for col in ("slot", "pool", "generation", "seq", "count", "contributors", "overflow"):
         table.add_column(col)
     if a.slot is not None:
         table.add_column(f"lanes (first {min(a.lanes, len(slots[0]['pools'][0]['lanes']))})")
     for s in slots:
         for p in s["pools"]:
-            row = [str(s["slot"]), str(p["pool"]), "-" if p["seq"] is None else str(p["seq"]),
+            generation = "-" if not p["in_use"] else str(p["generation"]) + (
+                "" if p["current"] else " (old)")
+            row = [str(s["slot"]), str(p["pool"]), generation,
+                   "-" if p["seq"] is None else str(p["seq"]),
                    f"{p['count']}/{s['n_workers']}", ",".join(map(str, p["contributors"])) or "-",
                    "yes" if p["overflow"] else ""]
             if a.slot is not None:
@@ -586,9 +605,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Remove every entry and the multicast group the job installed.", "hina-ctl job delete 1"))
     delete.add_argument("id", type=int)
     delete.set_defaults(func=cmd_job_delete)
+    bump = job_sub.add_parser("bump-generation", help="start a new generation of a job", **_help(
+        "Move the job to its next generation (its workers restarted): rewrite its admission "
+        "entries with it, all or nothing, and keep it in the state file (resync re-installs "
+        "it). Packets of the old generation are dropped as STALE_GENERATION and answered with "
+        "a NOTICE; the new generation's workers start again at seq 0, and the switch reclaims "
+        "slots without a register reset. Prints the new generation.",
+        "hina-ctl job bump-generation 1"))
+    bump.add_argument("id", type=int)
+    bump.add_argument("--json", action="store_true", help="print {job, generation} as JSON")
+    bump.set_defaults(func=cmd_job_bump_generation)
 
     state = sub.add_parser("state", help="a job's slot registers, decoded", **_help(
-        "Read a job's slot state from the switch: per pool copy the sequence number, "
+        "Read a job's slot state from the switch: per pool copy the generation (old: left "
+        "over from an earlier generation, reclaimed by its next packet), the sequence number, "
         "contributor bitmap, count, overflow flag and (with --slot) the partial sums decoded "
         "by the codec's lane op (SUM int32, LUT_SUM two 16-bit sums per word, MAX/OR uint32).",
         "hina-ctl state --job 1 --slot 0 --json"))

@@ -184,6 +184,9 @@ class JobConfig:
         sketch_rotate: sketched_sgd only: hash seeds cycled through, one per step (default 8).
         in_switch_sketch: also reserve in-switch sketch columns (PAIRS) of ``sketch_columns``.
         switch_ip, switch_mac: the switch's address on the aggregation network.
+        generation: the job's current generation (docs/protocol.md, "Generations"), written
+            into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`
+            moves it on when the job's workers restart.
     """
     job_id: int
     codec: str
@@ -209,9 +212,14 @@ class JobConfig:
     lut_id: int = 0
     switch_ip: str = DEFAULT_SWITCH_IP
     switch_mac: str = DEFAULT_SWITCH_MAC
+    generation: int = P.FIRST_GENERATION
 
     def __post_init__(self):
         object.__setattr__(self, "workers", tuple(self.workers))
+        try:
+            P.check_generation(self.generation)
+        except ValueError as exc:
+            raise ConfigError(f"job {self.job_id}: {exc}") from None
         if self.codec not in CODECS:
             raise ConfigError(f"job {self.job_id}: unknown codec {self.codec!r} "
                               f"(known: {', '.join(CODECS)})")
@@ -318,7 +326,7 @@ class JobConfig:
                 sketch_base=self.sketch_base or 0,
                 sketch_columns=self.sketch_columns if self.in_switch_sketch else 0,
                 sketch_seed=self.sketch_seed, pair_stream_base=self.pair_stream_base or 0,
-                words=self.words)
+                words=self.words, generation=self.generation)
         except ValueError as exc:
             raise ConfigError(f"job {self.job_id}: {exc}") from None
 

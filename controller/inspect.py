@@ -3,7 +3,9 @@
 The register layout is the dataplane's (``docs/dataplane.md``): per slot copy ``c = (reg_base +
 slot) * 2 + pool``, ``slot_seq[c]`` holds ``seq + 1`` of the copy's current use (0: unused),
 ``slot_count[c]`` its contributors, ``slot_bitmap[c]`` which workers they are, ``slot_flags[c]``
-its sticky OVERFLOW, ``lanes_<w>[c]`` word ``w`` of the aggregate (one 32-bit array per word,
+its sticky OVERFLOW, ``slot_generation[c]`` the job generation of that use (a copy of another
+generation than the job's is left over from an earlier run, reclaimed by its next packet),
+``lanes_<w>[c]`` word ``w`` of the aggregate (one 32-bit array per word,
 :func:`hina.pipeline.lane_register`).
 
 Lane words decode by the job's lane operation: SUM as signed 32-bit, LUT_SUM as two unsigned
@@ -61,8 +63,9 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
         lanes: decode only the first ``lanes`` words (default all).
 
     Returns:
-        ``{"job", "slot", "lane_op", "pools": [{"pool", "seq", "in_use", "count",
-        "contributors", "overflow", "lanes"}, ...]}``.
+        ``{"job", "slot", "lane_op", "pools": [{"pool", "seq", "in_use", "generation",
+        "current", "count", "contributors", "overflow", "lanes"}, ...]}``; ``current`` is
+        whether the copy's generation is the job's.
 
     Raises:
         ValueError: ``slot`` is not a slot of the job.
@@ -75,19 +78,21 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
     for pool in (0, 1):
         c = (base + slot) * 2 + pool
         cells += [(pipeline.SLOT_BITMAP, c), (pipeline.SLOT_SEQ, c), (pipeline.SLOT_COUNT, c),
-                  (pipeline.SLOT_FLAGS, c)]
+                  (pipeline.SLOT_FLAGS, c), (pipeline.SLOT_GENERATION, c)]
         cells += [(pipeline.lane_register(w), c) for w in range(words)]
     values = registers.read(cells)
-    per_pool = 4 + words
+    per_pool = 5 + words
     pools = []
     for pool in (0, 1):
-        pool_bitmap, seq1, count, flags, *cells_of_words = \
+        pool_bitmap, seq1, count, flags, generation, *cells_of_words = \
             values[pool * per_pool:(pool + 1) * per_pool]
         lane_words = [pipeline.lane_word(v, w) for w, v in enumerate(cells_of_words)]
         pools.append({
             "pool": pool,
             "in_use": seq1 != 0,
             "seq": (seq1 - 1) & _MASK32 if seq1 else None,
+            "generation": generation,
+            "current": generation == job.generation,
             "count": count,
             "complete": count == len(job.workers),
             "bitmap": pool_bitmap,
@@ -100,16 +105,21 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
 
 
 def job_progress(registers: RegisterAccess, job: JobConfig) -> dict:
-    """Chunks a job has started (highest sequence number seen + 1) and copies complete now.
+    """Chunks the job's current generation has started (highest sequence number seen + 1) and
+    copies complete now.
 
-    The program has no per-job packet counter; this is read from ``slot_seq`` and
-    ``slot_count`` (one Read of ``4 * n_slots`` cells).
+    Read from ``slot_seq``, ``slot_count`` and ``slot_generation`` (one Read of ``6 * n_slots``
+    cells); copies left over from an earlier generation do not count.
     """
     base = job.reg_base or 0
     copies = range(2 * base, 2 * (base + job.n_slots))
+    n = len(copies)
     values = registers.read([(pipeline.SLOT_SEQ, c) for c in copies] +
-                            [(pipeline.SLOT_COUNT, c) for c in copies])
-    seqs, counts = values[:len(copies)], values[len(copies):]
+                            [(pipeline.SLOT_COUNT, c) for c in copies] +
+                            [(pipeline.SLOT_GENERATION, c) for c in copies])
+    current = [g == job.generation for g in values[2 * n:]]
+    seqs = [s if ok else 0 for s, ok in zip(values[:n], current)]
+    counts = values[n:2 * n]
     started = max(seqs, default=0)          # seq + 1 of the newest use: chunks 0..seq
     complete = sum(1 for s, n in zip(seqs, counts) if s and n == len(job.workers))
     return {"job": job.job_id, "chunks": started, "complete_copies": complete,

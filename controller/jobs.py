@@ -1,4 +1,5 @@
-"""Aggregation jobs on a switch: create (all or nothing), list, show, delete, reset, resync.
+"""Aggregation jobs on a switch: create (all or nothing), list, show, delete, reset, resync,
+and move a job to a new generation when its workers restart.
 
 A job's switch state is built by :mod:`hina.pipeline` (pure functions of a
 :class:`hina.pipeline.JobSpec`); this module writes it over P4Runtime and remembers what it wrote,
@@ -169,6 +170,70 @@ class JobManager:
             record.config = config
             done.append(config)
         return done
+
+    def set_generation(self, job_id: int, generation: int) -> JobRecord:
+        """Move the job to ``generation``: rewrite its admission entries (MODIFY), all or nothing.
+
+        Packets of any other generation are then dropped as STALE_GENERATION and answered with
+        a NOTICE; the switch reclaims the job's slot copies and PAIRS streams as the new
+        generation's packets reach them, so no register is zeroed (docs/protocol.md,
+        "Generations"). The record (and its config) carry the new generation afterwards.
+
+        Raises:
+            UnknownJobError: no such job.
+            JobError: ``generation`` is out of range, or the switch refused an update (the
+                entries already rewritten are rewritten back; the message says so).
+        """
+        record = self.record(job_id)
+        try:
+            P.check_generation(generation)
+        except ValueError as exc:
+            raise JobError(f"job {job_id}: {exc}") from None
+        spec = dataclasses.replace(record.spec, generation=generation)
+        old, new = pipeline.admission_entries(record.spec), pipeline.admission_entries(spec)
+        index = self.switch.require_index()
+        try:
+            self.switch.write([entry_update(index, "MODIFY", e) for e in new],
+                              f"job {job_id}: generation {generation}")
+        except P4RuntimeClientError as exc:
+            failed = {i for i, _, _ in exc.errors}
+            done = [e for i, e in enumerate(old) if i not in failed] if failed else old
+            try:
+                self.switch.write([entry_update(index, "MODIFY", e) for e in done],
+                                  f"job {job_id}: back to generation {record.spec.generation}")
+            except P4RuntimeClientError as back:
+                log.error("job %d: rolling back to generation %d failed: %s", job_id,
+                          record.spec.generation, back)
+                raise JobError(f"job {job_id}: generation {generation} half written and not "
+                               f"rolled back ({back}); run it again: {exc}") from None
+            raise JobError(f"job {job_id}: generation stays {record.spec.generation} "
+                           f"(rolled back): {exc}") from None
+        keys = {tuple(e.matches) for e in old}
+        record.entries = [e for e in record.entries
+                          if not (e.table == pipeline.WORKER_ADMISSION
+                                  and tuple(e.matches) in keys)] + new
+        record.spec = spec
+        if record.config is not None:
+            record.config = record.config.replace(generation=generation)
+        log.info("job %d: generation %d", job_id, generation)
+        return record
+
+    def bump_generation(self, job_id: int) -> int:
+        """Move the job to its next generation (:func:`hina.protocol.next_generation`); returns it.
+
+        When the 16-bit count wraps (to :data:`hina.protocol.FIRST_GENERATION`), the job's
+        registers are zeroed too, so no slot copy keeps state across a full cycle of
+        generations and mistakes it for the current one.
+
+        Raises:
+            UnknownJobError, JobError: as :meth:`set_generation` and :meth:`reset`.
+        """
+        record = self.record(job_id)
+        generation = P.next_generation(record.spec.generation)
+        if generation == P.FIRST_GENERATION:
+            self.reset(job_id)
+        self.set_generation(job_id, generation)
+        return generation
 
     def reset(self, job_id: int) -> None:
         """Zero the job's slot (and sketch) registers: a fresh start for its workers."""

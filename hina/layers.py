@@ -32,6 +32,7 @@ __all__ = ["HINA", "HINAWords", "HINAThc", "HINAPair", "HINAPairs", "HINAHarvest
 
 _MSG_NAMES = {m.value: m.name for m in P.MsgType}
 _OP_NAMES = {o.value: o.name for o in P.Op}
+_REASON_NAMES = {r.value: r.name for r in P.DropReason}
 _FLAG_NAMES = ["OVERFLOW", "RETRANSMIT", "bit2", "bit3", "bit4", "bit5", "bit6", "bit7"]
 
 
@@ -58,7 +59,7 @@ def unpack_nibbles(data: bytes) -> np.ndarray:
 
 
 class HINA(Packet):
-    """The fixed 12-byte HINA header."""
+    """The fixed 16-byte HINA header (version 2). In a NOTICE, ``op`` is the drop reason."""
     name = "HINA"
     fields_desc = [
         BitField("version", P.VERSION, 4),
@@ -70,12 +71,17 @@ class HINA(Packet):
         BitField("pool", 0, 1),
         BitField("slot", 0, 15),
         IntField("seq", 0),
+        ShortField("generation", P.FIRST_GENERATION),
+        ShortField("reserved", 0),
     ]
 
     def mysummary(self):
         msg = _MSG_NAMES.get(self.msg_type, self.msg_type)
-        op = _OP_NAMES.get(self.op, self.op)
-        return self.sprintf(f"HINA v%version% {msg} op={op} job=%job_id% "
+        if self.msg_type == P.MsgType.NOTICE:
+            op = _REASON_NAMES.get(self.op, self.op)
+        else:
+            op = _OP_NAMES.get(self.op, self.op)
+        return self.sprintf(f"HINA v%version% {msg} op={op} job=%job_id% gen=%generation% "
                             f"slot=%slot%/pool%pool% seq=%seq% flags=%flags%")
 
     def guess_payload_class(self, payload):

@@ -22,7 +22,8 @@ from softswitch.api import ActionCall, Exact, Replica, TableEntry
 
 from . import protocol as P
 
-__all__ = ["WorkerAddress", "JobSpec", "job_entries", "lut_entries", "multicast_group",
+__all__ = ["WorkerAddress", "JobSpec", "job_entries", "admission_entries", "lut_entries",
+           "multicast_group",
            "register_ranges", "check_isolated", "replica_id", "THC_DEFAULT_TABLE",
            "JOB_CONFIG", "WORKER_ADMISSION", "WORKER_BY_ADDRESS", "REPLICA_REWRITE",
            "lut_table_names",
@@ -38,11 +39,13 @@ FLAG_WRONG_PORT = f"{P.INGRESS}.admission.flag_wrong_port"
 REPLICA_REWRITE = f"{P.EGRESS}.replica_rewrite.replica_rewrite"
 SET_WORKER_ADDRESS = f"{P.EGRESS}.replica_rewrite.set_worker_address"
 THC_LUT = f"{P.INGRESS}.thc_lut"
+SLOT_GENERATION = f"{P.INGRESS}.slot_state.slot_generation"
 SLOT_SEQ = f"{P.INGRESS}.slot_state.slot_seq"
 SLOT_BITMAP = f"{P.INGRESS}.slot_state.slot_bitmap"
 SLOT_COUNT = f"{P.INGRESS}.slot_state.slot_count"
 SLOT_FLAGS = f"{P.INGRESS}.slot_flags.slot_flags"
 PAIR_NEXT_SEQ = f"{P.INGRESS}.sketch_update.pair_next_seq"
+PAIR_GENERATION = f"{P.INGRESS}.sketch_update.pair_generation"
 
 #: The default THC table (defined once, in :mod:`hina.protocol`).
 THC_DEFAULT_TABLE = P.THC_DEFAULT_TABLE
@@ -118,6 +121,8 @@ class JobSpec:
             [sketch_base, sketch_base + sketch_columns) of every row and its hash seed
             (sketch_columns = 0: no in-switch sketch).
         pair_stream_base: first PAIRS sequence register; worker w uses pair_stream_base + w.
+        generation: the job's current generation, written into its admission entries; packets
+            of any other generation are STALE_GENERATION (docs/protocol.md, "Generations").
     """
     job_id: int
     workers: tuple[WorkerAddress, ...]
@@ -131,6 +136,7 @@ class JobSpec:
     sketch_seed: int = 0
     pair_stream_base: int = 0
     words: int = field(default=P.WORDS)
+    generation: int = P.FIRST_GENERATION
 
     def __post_init__(self):
         object.__setattr__(self, "workers", tuple(self.workers))
@@ -161,6 +167,7 @@ class JobSpec:
                      f"{P.PAIR_STREAMS} PAIRS streams in the switch")
         if self.words not in P.SUPPORTED_WORDS:
             raise ValueError(f"words={self.words}: must be one of {P.SUPPORTED_WORDS}")
+        P.check_generation(self.generation)
 
 
 def replica_id(job: JobSpec, worker: int) -> int:
@@ -180,13 +187,7 @@ def job_entries(job: JobSpec) -> list[TableEntry]:
     entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
                           ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
                                                job.sketch_seed)))]
-    n = len(job.workers)
-    for w, addr in enumerate(job.workers):
-        entries.append(TableEntry(
-            WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.port), Exact(addr.mac),
-                               Exact(addr.ip), Exact(addr.udp_port)),
-            ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
-                                      job.pair_stream_base + w))))
+    entries += admission_entries(job)
     for addr in job.workers:
         entries.append(TableEntry(WORKER_BY_ADDRESS, (Exact(job.job_id), Exact(addr.ip),
                                                       Exact(addr.udp_port)),
@@ -195,6 +196,19 @@ def job_entries(job: JobSpec) -> list[TableEntry]:
         entries.append(TableEntry(REPLICA_REWRITE, (Exact(replica_id(job, w)),),
                                   ActionCall(SET_WORKER_ADDRESS, (addr.mac, addr.ip, addr.udp_port))))
     return entries
+
+
+def admission_entries(job: JobSpec) -> list[TableEntry]:
+    """The job's worker_admission entries, one per worker, carrying ``job.generation``.
+
+    A generation change rewrites exactly these (MODIFY: same keys, new arguments).
+    """
+    n = len(job.workers)
+    return [TableEntry(WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.port), Exact(addr.mac),
+                                          Exact(addr.ip), Exact(addr.udp_port)),
+                       ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
+                                                 job.pair_stream_base + w, job.generation)))
+            for w, addr in enumerate(job.workers)]
 
 
 def multicast_group(job: JobSpec) -> tuple[int, list[Replica]]:
@@ -232,9 +246,10 @@ def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
 def register_ranges(job: JobSpec) -> list[tuple[str, int, int]]:
     """``(register, first index, count)`` the controller zeroes when it (re)installs ``job``."""
     per_copy = (2 * job.reg_base, 2 * job.n_slots)
-    ranges = [(SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy), (SLOT_FLAGS, *per_copy),
-              (SLOT_BITMAP, *per_copy),
-              (PAIR_NEXT_SEQ, job.pair_stream_base, len(job.workers))]
+    streams = (job.pair_stream_base, len(job.workers))
+    ranges = [(SLOT_GENERATION, *per_copy), (SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy),
+              (SLOT_FLAGS, *per_copy), (SLOT_BITMAP, *per_copy),
+              (PAIR_GENERATION, *streams), (PAIR_NEXT_SEQ, *streams)]
     ranges += [(lane_register(w), *per_copy) for w in range(job.words)]
     if job.sketch_columns:
         ranges += [(sketch_register(r), job.sketch_base, job.sketch_columns)

@@ -19,6 +19,8 @@ Payloads by message type and lane operation:
 * ``RESULT``: ``words``.
 * ``PAIRS`` / ``PAIRS_ACK``: ``PAIRS_PER_PACKET`` (index u32, value i32) pairs (value 0 = padding).
 * ``HARVEST`` / ``RESET``: a 4-byte harvest header (row, block); ``HARVEST_DATA`` adds ``words``.
+* ``NOTICE``: none (the header alone; ``op`` is the :class:`DropReason`, ``generation`` the
+  job's current generation).
 """
 from __future__ import annotations
 
@@ -33,8 +35,20 @@ UDP_PORT_BASE = 0xBEE0
 UDP_PORT_COUNT = 16
 #: Mask the parser applies to the UDP destination port (``dport & mask == base``).
 UDP_PORT_MASK = 0xFFFF & ~(UDP_PORT_COUNT - 1)
-#: Protocol version carried in the header; anything else is MALFORMED.
-VERSION = 1
+#: Protocol version carried in the header; anything else is MALFORMED. Version 2 added the
+#: ``generation`` field and the NOTICE message (docs/protocol.md, "Changelog").
+VERSION = 2
+
+# --------------------------------------------------------------------------------------------
+# Generations (docs/protocol.md, "Generations")
+# --------------------------------------------------------------------------------------------
+#: Bits of the header's ``generation`` field (and of the switch's per-copy generation registers).
+GENERATION_BITS = 16
+#: The generation of a newly created job. 0 is never a job's generation: it is what zeroed slot
+#: registers hold, so a copy of a fresh install is reclaimed by the first packet like any other.
+FIRST_GENERATION = 1
+#: Largest generation; the one after it is FIRST_GENERATION again (see :func:`next_generation`).
+MAX_GENERATION = (1 << GENERATION_BITS) - 1
 
 # --------------------------------------------------------------------------------------------
 # Sizes (compile-time ``#define``s of the P4 program, defaults)
@@ -42,8 +56,8 @@ VERSION = 1
 ETHERNET_BYTES = 14
 IPV4_BYTES = 20
 UDP_BYTES = 8
-#: Bytes of the fixed HINA header.
-HEADER_BYTES = 12
+#: Bytes of the fixed HINA header (v2: 12 bytes of v1, then generation u16, reserved u16).
+HEADER_BYTES = 16
 #: Bytes of the harvest header (HARVEST, RESET, HARVEST_DATA).
 HARVEST_HEADER_BYTES = 4
 #: 32-bit payload words per packet (P4 ``HINA_WORDS``; 64, 128 or 256).
@@ -113,6 +127,8 @@ def payload_bytes(msg_type: "MsgType", op: "Op" = None, words: int = WORDS,
         return HARVEST_HEADER_BYTES
     if msg_type is MsgType.HARVEST_DATA:
         return HARVEST_HEADER_BYTES + 4 * words
+    if msg_type is MsgType.NOTICE:
+        return 0
     raise ValueError(f"payload_bytes: unknown message type {msg_type!r}")
 
 
@@ -133,6 +149,31 @@ def slot_and_pool(seq: int, n_slots: int) -> tuple[int, int]:
     return seq % n_slots, (seq // n_slots) % 2
 
 
+def next_generation(generation: int) -> int:
+    """The generation after ``generation``: one more, skipping 0 after :data:`MAX_GENERATION`.
+
+    The switch only compares generations for equality (docs/protocol.md, "Generations"), so
+    wrapping is harmless as long as no slot copy keeps state across 65535 generations; the
+    controller zeroes the job's registers when the count wraps.
+
+    Example::
+        >>> next_generation(1), next_generation(MAX_GENERATION)
+        (2, 1)
+    """
+    check_generation(generation)
+    return FIRST_GENERATION if generation == MAX_GENERATION else generation + 1
+
+
+def check_generation(generation: int, what: str = "generation") -> int:
+    """``generation`` if it is a job generation, else ValueError naming the range and why."""
+    if isinstance(generation, bool) or not isinstance(generation, int) \
+            or not FIRST_GENERATION <= generation <= MAX_GENERATION:
+        raise ValueError(f"{what}={generation!r}: must be an integer in [{FIRST_GENERATION}, "
+                         f"{MAX_GENERATION}] ({GENERATION_BITS}-bit header field; 0 is what "
+                         "zeroed switch registers hold)")
+    return generation
+
+
 # --------------------------------------------------------------------------------------------
 # Header field values
 # --------------------------------------------------------------------------------------------
@@ -145,6 +186,8 @@ class MsgType(enum.IntEnum):
     HARVEST = 5        # worker -> switch: read one block of one sketch row
     HARVEST_DATA = 6   # switch -> worker: the block's counters (unicast to the requester)
     RESET = 7          # worker -> switch: zero one block of one sketch row; answered by RESET
+    NOTICE = 8         # switch -> worker: header only; op = the DropReason, generation = the
+                       # job's current one (answers a packet of another generation)
 
 
 class Op(enum.IntEnum):
@@ -177,6 +220,7 @@ class DropReason(enum.IntEnum):
     OUT_OF_ORDER = 8     # PAIRS packet ahead of the stream's next sequence number
     WRONG_PORT = 9       # a worker's (source IPv4, source port) on another switch port or with
                          # another source MAC than installed: a forged (or miswired) frame
+    STALE_GENERATION = 10  # admitted sender, but not the job's current generation (NOTICE sent)
 
 
 #: Size of the reason counter array (P4 ``HINA_REASONS``): reasons are 1..REASONS-1.

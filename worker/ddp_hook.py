@@ -19,9 +19,11 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
+from hina import protocol as P
+
 from .codecs.base import Codec
 from .codecs.errors import NonFiniteGradientError
-from .transport import Transport, TransportError, allreduce
+from .transport import GenerationChanged, Transport, TransportError, allreduce
 
 __all__ = ["HinaState", "hina_hook"]
 
@@ -42,7 +44,8 @@ class HinaState:
     Attributes:
         iteration: number of completed backward passes (counted on bucket 0).
         stats: ``hina_buckets``, ``fallback_buckets``, ``allreduce_buckets``, ``bytes_sent``,
-            ``seconds`` (time spent in the hook's switch path).
+            ``seconds`` (time spent in the hook's switch path), ``generation_changes`` (fallen
+            back buckets whose cause was a NOTICE that the job is in another generation).
     """
 
     __slots__ = ("transport", "codec", "start_iter", "process_group", "iteration", "stats")
@@ -59,7 +62,7 @@ class HinaState:
         self.start_iter, self.process_group = start_iter, process_group
         self.iteration = 0
         self.stats = {"hina_buckets": 0, "fallback_buckets": 0, "allreduce_buckets": 0,
-                      "bytes_sent": 0, "seconds": 0.0}
+                      "bytes_sent": 0, "seconds": 0.0, "generation_changes": 0}
         log.info("HINA DDP hook: codec=%s workers=%d job=%d start_iter=%d", codec.name,
                  codec.n_workers, transport.job.job_id, start_iter)
 
@@ -81,6 +84,19 @@ def _resync_sequence(state: HinaState, group, device: torch.device) -> None:
     transport.next_seq = (int(seq) + 2 * transport.job.n_slots) % (1 << 32)
 
 
+def _fallback_cause(failure: Optional[TransportError], job_id: int, generation: int) -> str:
+    """Why a bucket falls back, for the warning: this worker's failure, and the job generation
+    any worker learned from a NOTICE (the vote carries it, so every worker names it)."""
+    if isinstance(failure, GenerationChanged):
+        return str(failure)
+    seen = (f"a worker was told by the switch ({P.DropReason.STALE_GENERATION.name}) that job "
+            f"{job_id} is in generation {generation}: the job was restarted; rejoin it for the "
+            "current generation") if generation else ""
+    if failure is not None:
+        return f"{failure}; {seen}" if seen else str(failure)
+    return seen or "another worker's switch path failed"
+
+
 def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Average a gradient bucket across workers through the switch.
 
@@ -89,9 +105,12 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            buckets).
         2. Otherwise: the codec's agreement round (switch MAX), encode, stream through the
            switch, decode to the mean (:func:`worker.transport.allreduce`).
-        3. All workers vote (a one-element all-reduce) on whether every one of them got its
-           result; if any did not (switch unreachable, a result lost beyond the give-up time),
-           every worker falls back to an fp32 all-reduce of this bucket, logged as a warning.
+        3. All workers vote (a two-element all-reduce) on whether every one of them got its
+           result, and on the newest job generation a NOTICE of the switch reported; if any did
+           not (switch unreachable, a result lost beyond the give-up time, the job restarted in
+           another generation), every worker falls back to an fp32 all-reduce of this bucket,
+           logged as a warning that names the cause (the reason and generation, when a NOTICE
+           said so).
 
     Args:
         state: the :class:`HinaState`.
@@ -122,15 +141,20 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
     except TransportError as exc:
         failure = exc
     group = state.process_group or dist.group.WORLD
-    # on the bucket's device: NCCL groups (CUDA training) reduce only CUDA tensors
-    ok = torch.tensor([0 if failure else 1], dtype=torch.int32, device=tensor.device)
-    dist.all_reduce(ok, op=dist.ReduceOp.MIN, group=group)
+    # One MIN all-reduce votes on both: ok (0 if any worker failed) and -generation (the newest
+    # job generation a NOTICE reported to any worker; 0 when none did). On the bucket's device:
+    # NCCL groups (CUDA training) reduce only CUDA tensors.
+    seen = failure.generation if isinstance(failure, GenerationChanged) else 0
+    vote = torch.tensor([0 if failure else 1, -seen], dtype=torch.int32, device=tensor.device)
+    dist.all_reduce(vote, op=dist.ReduceOp.MIN, group=group)
+    ok, generation = int(vote[0]), -int(vote[1])
     state.stats["seconds"] += time.monotonic() - started
     state.stats["bytes_sent"] += state.transport.total.bytes_sent - sent_before
-    if int(ok) == 0:
+    if ok == 0:
         state.stats["fallback_buckets"] += 1
+        state.stats["generation_changes"] += 1 if generation else 0
         log.warning("HINA: bucket %d falls back to fp32 all-reduce (%s)", bucket.index(),
-                    failure or "another worker's switch path failed")
+                    _fallback_cause(failure, state.transport.job.job_id, generation))
         _resync_sequence(state, group, tensor.device)
         return _allreduce_mean(state, tensor)
     state.stats["hina_buckets"] += 1

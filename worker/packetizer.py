@@ -1,7 +1,7 @@
 """Turn codec lane streams into HINA messages and results back into lanes, without per-lane loops.
 
 A stream of ``n`` chunks becomes one numpy record array whose rows are the HINA messages
-(12-byte header + payload, ``docs/protocol.md``): the header fields are set column-wise and the
+(16-byte header + payload, ``docs/protocol.md``): the header fields are set column-wise and the
 payload is a big-endian view of the stream's data. Results are parsed the same way: the payloads
 of all chunks land in one buffer whose native-order view is the aggregated stream.
 
@@ -26,15 +26,17 @@ from hina import protocol as P
 __all__ = ["HEADER_DTYPE", "ChunkLayout", "layout_for", "build_aggregates", "parse_header",
            "result_payload_dtype"]
 
-#: The 12-byte HINA header as a numpy structured dtype (big endian, no padding).
+#: The 16-byte HINA header (version 2) as a numpy structured dtype (big endian, no padding).
 HEADER_DTYPE = np.dtype([
     ("ver_type", "u1"),       # version << 4 | msg_type
-    ("op", "u1"),
+    ("op", "u1"),             # lane op; NOTICE: the drop reason
     ("flags", "u1"),
     ("count", "u1"),
     ("job_id", ">u2"),
     ("pool_slot", ">u2"),     # pool << 15 | slot
     ("seq", ">u4"),
+    ("generation", ">u2"),    # the sender's job generation; replies: the one they belong to
+    ("reserved", ">u2"),      # 0
 ])
 assert HEADER_DTYPE.itemsize == P.HEADER_BYTES
 
@@ -98,8 +100,8 @@ def layout_for(op: P.Op, elements: int, words: int = P.WORDS) -> ChunkLayout:
 
 
 def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_seq: int,
-                     n_slots: int) -> np.ndarray:
-    """All AGGREGATE messages of a stream as one ``(chunks, 12 + payload)`` uint8 array.
+                     n_slots: int, generation: int = P.FIRST_GENERATION) -> np.ndarray:
+    """All AGGREGATE messages of a stream as one ``(chunks, 16 + payload)`` uint8 array.
 
     Chunk ``k`` carries ``seq = first_seq + k`` (mod 2^32) in ``slot = seq mod n_slots`` of pool
     ``(seq div n_slots) mod 2`` (the protocol's self-clocked numbering).
@@ -110,6 +112,7 @@ def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_s
         job_id: the job.
         first_seq: sequence number of the first chunk.
         n_slots: the job's slot count.
+        generation: the worker's job generation (docs/protocol.md, "Generations").
 
     Returns:
         A C-contiguous uint8 array; row ``k`` is the UDP payload of chunk ``k``.
@@ -127,6 +130,7 @@ def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_s
     hdr["op"] = int(layout.op)
     hdr["job_id"] = job_id
     hdr["seq"] = seq
+    hdr["generation"] = P.check_generation(generation)
     hdr["pool_slot"] = (((seq // n_slots) & 1) << _POOL_SHIFT) | (seq % n_slots)
     padded = np.zeros(n * layout.per_chunk, dtype=data.dtype)
     padded[:data.size] = data

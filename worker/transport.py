@@ -5,10 +5,12 @@ The transport follows the protocol's self-clocked slot window (``docs/protocol.m
 is sent only once the result of chunk ``k - n_slots`` (same slot, other pool copy) is in. Every
 chunk in flight has a retransmission timer (adaptive, with exponential backoff); a retransmission
 carries the RETRANSMIT flag, and the switch answers it with the stored result when the slot is
-complete. Results are checked (job, message type, op, sequence within the window) and duplicates
-or late copies are ignored. When no result arrives for ``give_up_s`` seconds the call fails with
-:class:`TransportTimeout`, naming the chunk: a switch that is gone or a worker that died never
-hangs the others.
+complete. Results are checked (job, message type, op, generation, sequence within the window)
+and duplicates, late copies and replies of another generation of the job are ignored (counted).
+When no result arrives for ``give_up_s`` seconds the call fails with :class:`TransportTimeout`,
+naming the chunk: a switch that is gone or a worker that died never hangs the others. When the
+switch answers with a NOTICE that this worker's generation is not the job's (the job was
+restarted without it), the call fails at once with :class:`GenerationChanged`.
 
 Example::
 
@@ -34,7 +36,7 @@ from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header
                          result_payload_dtype)
 
 __all__ = ["JobParams", "Transport", "TransportError", "TransportTimeout", "OverflowFlagged",
-           "CallStats", "allreduce"]
+           "GenerationChanged", "CallStats", "allreduce"]
 
 log = logging.getLogger("hina.worker")
 
@@ -68,6 +70,32 @@ class OverflowFlagged(TransportError):
     """The switch flagged a SUM lane overflow in a result: the sum is not usable."""
 
 
+class GenerationChanged(TransportError):
+    """The switch answered with a NOTICE: this worker's generation is not the job's current one.
+
+    The job was restarted (its generation bumped by the controller) and this worker belongs to
+    an earlier run; its packets are dropped, so it must rejoin with the new generation.
+
+    Attributes:
+        job_id: the job.
+        generation: the job's current generation, as the switch reported it.
+        own_generation: the generation this worker sent.
+        reason: the :class:`hina.protocol.DropReason` of the NOTICE (STALE_GENERATION).
+    """
+
+    def __init__(self, job_id: int, generation: int, own_generation: int,
+                 reason: P.DropReason = P.DropReason.STALE_GENERATION):
+        self.job_id, self.generation = job_id, generation
+        self.own_generation, self.reason = own_generation, reason
+        super().__init__(f"job {job_id}: the switch answered {reason.name}: this worker sends "
+                         f"generation {own_generation}, the job is in generation {generation} "
+                         "on the switch (the job was restarted: rejoin it for the current "
+                         "generation)")
+
+    def __reduce__(self):
+        return type(self), (self.job_id, self.generation, self.own_generation, self.reason)
+
+
 @dataclass(frozen=True)
 class JobParams:
     """What a worker must know about its job (the controller's job service hands it out).
@@ -78,12 +106,15 @@ class JobParams:
         n_slots: slots of the job (the window: at most this many chunks in flight).
         words: ``HINA_WORDS`` of the P4 program.
         thc_table: the THC table installed for the job (LUT-SUM streams must use it).
+        generation: the job's generation this worker belongs to (docs/protocol.md,
+            "Generations"); every packet carries it, replies of another one are ignored.
     """
     job_id: int
     n_workers: int
     n_slots: int
     words: int = P.WORDS
     thc_table: Optional[tuple[int, ...]] = None
+    generation: int = P.FIRST_GENERATION
 
     def __post_init__(self):
         if not 0 <= self.job_id <= P.MAX_JOB_ID:
@@ -94,6 +125,7 @@ class JobParams:
             raise ValueError(f"n_slots={self.n_slots}: must be in [1, {P.SLOT_CAPACITY}]")
         if self.words not in P.SUPPORTED_WORDS:
             raise ValueError(f"words={self.words}: the P4 program supports {P.SUPPORTED_WORDS}")
+        P.check_generation(self.generation)
 
 
 @dataclass
@@ -106,6 +138,8 @@ class CallStats:
     results: int = 0
     duplicates: int = 0             # results for chunks already complete
     foreign: int = 0                # messages that are not results of this call
+    other_generation: int = 0       # replies of this job in another generation (ignored)
+    notices: int = 0                # NOTICEs that did not change this worker's generation
     bytes_sent: int = 0             # HINA messages (header + payload), without L2-L4 headers
     bytes_received: int = 0
     seconds: float = 0.0
@@ -194,6 +228,7 @@ class Transport:
         Raises:
             TransportTimeout: a chunk had no result within ``give_up_s``.
             OverflowFlagged: the switch flagged an overflow in a SUM result.
+            GenerationChanged: the switch answered that the job is in another generation.
         """
         op = P.Op(op)
         data = np.ascontiguousarray(data, dtype=_NP_UP[op]).reshape(-1)
@@ -208,7 +243,8 @@ class Transport:
         n, job = layout.chunks, self.job
         first = self.next_seq
         self.next_seq = (first + n) % _U32
-        messages = build_aggregates(layout, data, job.job_id, first, job.n_slots)
+        messages = build_aggregates(layout, data, job.job_id, first, job.n_slots,
+                                    job.generation)
         out = np.zeros((n, layout.result_per_chunk), dtype=result_payload_dtype(layout.op))
         out_bytes = out.view(np.uint8).reshape(n, layout.down_bytes)
         done = np.zeros(n, dtype=bool)
@@ -264,9 +300,8 @@ class Transport:
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
             stats.bytes_received += len(message)
-            k = self._match(message, first, n, layout.op, expected_down)
+            k = self._match(message, first, n, layout.op, expected_down, stats)
             if k is None:
-                stats.foreign += 1
                 continue
             if done[k]:
                 stats.duplicates += 1
@@ -308,18 +343,45 @@ class Transport:
         self.total.add(stats)
         return out
 
-    def _match(self, message: bytes, first: int, n: int, op: P.Op,
-               expected_len: int) -> Optional[int]:
-        """Index of the chunk this message is the result of, or None if it is not one."""
-        if len(message) != expected_len:
+    def _match(self, message: bytes, first: int, n: int, op: P.Op, expected_len: int,
+               stats: CallStats) -> Optional[int]:
+        """Index of the chunk this message is the result of, or None if it is not one (counted
+        in ``stats``).
+
+        Raises:
+            GenerationChanged: the message is a NOTICE that the job is in another generation.
+        """
+        if len(message) == P.HEADER_BYTES:
+            self._notice(parse_header(message), stats)
             return None
-        header = parse_header(message)
-        if (header["ver_type"] >> 4 != P.VERSION
+        header = parse_header(message) if len(message) == expected_len else None
+        if (header is None or header["ver_type"] >> 4 != P.VERSION
                 or header["ver_type"] & 0xF != P.MsgType.RESULT
                 or header["job_id"] != self.job.job_id or header["op"] != op):
+            stats.foreign += 1
+            return None
+        if header["generation"] != self.job.generation:
+            stats.other_generation += 1     # a round of another run of the job: not ours
             return None
         k = (int(header["seq"]) - first) % _U32
-        return k if k < n else None
+        if k >= n:
+            stats.foreign += 1
+            return None
+        return k
+
+    def _notice(self, header: np.void, stats: CallStats) -> None:
+        """Act on a header-only message: a NOTICE that this worker is stale raises."""
+        if (header["ver_type"] >> 4 != P.VERSION or header["ver_type"] & 0xF != P.MsgType.NOTICE
+                or header["job_id"] != self.job.job_id):
+            stats.foreign += 1
+            return
+        generation, reason = int(header["generation"]), int(header["op"])
+        if reason == P.DropReason.STALE_GENERATION and generation != self.job.generation:
+            raise GenerationChanged(self.job.job_id, generation, self.job.generation,
+                                    P.DropReason(reason))
+        # A NOTICE of our own generation answered some other sender's stale packet (an earlier
+        # process on this address); an unknown reason is for a newer worker.
+        stats.notices += 1
 
     def close(self) -> None:
         self.link.close()
@@ -367,6 +429,11 @@ def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
 
     Returns:
         A tensor of ``tensor``'s shape, dtype and device.
+
+    Raises:
+        TransportError: the switch path failed; :class:`GenerationChanged` (the job was
+            restarted in another generation: the message names both generations) and
+            :class:`TransportTimeout` say why.
     """
     if codec.n_workers != transport.job.n_workers:
         raise ValueError(f"codec.n_workers={codec.n_workers} differs from the job's "

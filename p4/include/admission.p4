@@ -5,7 +5,8 @@
 #include "headers.p4"
 
 // Checks what the parser cannot: a clean parse, a known type/op for a worker-to-switch message,
-// and a UDP length that is exactly the message's size (so no trailing bytes leak into results).
+// zero reserved bits, and a UDP length that is exactly the message's size (so no trailing bytes
+// leak into results).
 control Validate(inout headers_t hdr,
                  inout metadata_t meta,
                  in standard_metadata_t standard_metadata) {
@@ -28,6 +29,7 @@ control Validate(inout headers_t hdr,
         }
         if (standard_metadata.parser_error != error.NoError
                 || hdr.hina.version != HINA_VERSION
+                || hdr.hina.reserved != 0
                 || expected == 0
                 || hdr.udp.length != expected) {
             meta.reason = REASON_MALFORMED;
@@ -36,7 +38,11 @@ control Validate(inout headers_t hdr,
 }
 
 // Who may send what. The tables are written by the controller when a job is installed
-// (hina.pipeline.job_entries); each is applied at most once per packet.
+// (hina.pipeline.job_entries); each is applied at most once per packet. An admitted sender whose
+// generation is not the job's current one is dropped as STALE_GENERATION and answered with a
+// header-only NOTICE (Reply) carrying the current generation: it learns at once that it is
+// stale. Packets that get past admission are all of the current generation, so SlotState and
+// SketchUpdate can reclaim state of any other generation (docs/protocol.md, "Generations").
 control Admission(inout headers_t hdr,
                   inout metadata_t meta,
                   in standard_metadata_t standard_metadata) {
@@ -71,15 +77,18 @@ control Admission(inout headers_t hdr,
 
     // Admit a worker. Parameters: worker_id - its index in the job; worker_bit - 1 << worker_id;
     // n_workers - the job's worker count; mcast_grp - the job's multicast group; reg_base - the
-    // job's first slot; pair_stream - the worker's PAIRS sequence register.
+    // job's first slot; pair_stream - the worker's PAIRS sequence register; generation - the
+    // job's current generation (the controller rewrites it, MODIFY, when the workers restart).
     action admit_worker(bit<8> worker_id, bit<32> worker_bit, bit<8> n_workers,
-                        bit<16> mcast_grp, bit<32> reg_base, bit<32> pair_stream) {
+                        bit<16> mcast_grp, bit<32> reg_base, bit<32> pair_stream,
+                        bit<16> generation) {
         meta.worker_id = worker_id;
         meta.worker_bit = worker_bit;
         meta.n_workers = n_workers;
         meta.mcast_grp = mcast_grp;
         meta.reg_base = reg_base;
         meta.pair_stream = pair_stream;
+        meta.generation = generation;
     }
 
     action reject_worker() {
@@ -138,6 +147,11 @@ control Admission(inout headers_t hdr,
             if (meta.reason == REASON_UNKNOWN_WORKER) {
                 worker_by_address.apply();
             }
+        }
+        // Equality, not order: any other generation is not the current use (a newer one too).
+        if (meta.reason == REASON_NONE && hdr.hina.generation != meta.generation) {
+            meta.reason = REASON_STALE_GENERATION;
+            meta.reply = REPLY_NOTICE;
         }
     }
 }

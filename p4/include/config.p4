@@ -10,9 +10,9 @@
 // so per-packet work is linear in it: one read-modify-write per pair of words, plus two THC
 // table lookups per word for LUT-SUM.
 // Payload: 4*HINA_WORDS bytes up for SUM/MAX/OR and down for every RESULT; HINA_WORDS bytes up
-// for THC (2*HINA_WORDS coordinates). With the 54 B of headers, 128 words meets the THC wire
-// goals (0.71 B/coordinate up, 2.21 down; 256 words: 0.61 / 2.11; 64 words misses them:
-// 0.92 / 2.42). Tofino: SwitchML fits 64 words per pass (see docs/dataplane.md).
+// for THC (2*HINA_WORDS coordinates). With the 58 B of headers, 128 words meets the THC wire
+// goals (0.73 B/coordinate up, 2.23 down; 256 words: 0.61 / 2.11; 64 words misses them:
+// 0.95 / 2.45). Tofino: SwitchML fits 64 words per pass (see docs/dataplane.md).
 #ifndef HINA_WORDS
 #define HINA_WORDS 128
 #endif
@@ -58,7 +58,8 @@
 #define HINA_SKETCH_CAPACITY 65536
 #endif
 
-// PAIRS streams (job base + worker) whose next sequence number the switch keeps (4 B each).
+// PAIRS streams (job base + worker) whose next sequence number and generation the switch keeps
+// (4 + 2 B each).
 #ifndef HINA_PAIR_STREAMS
 #define HINA_PAIR_STREAMS 1024
 #endif

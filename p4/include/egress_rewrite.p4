@@ -1,5 +1,6 @@
-// Building replies: addresses, lengths and header fields of results, acknowledgements and
-// harvest data; per-replica destination rewrite in egress.
+// Building replies: addresses, lengths and header fields of results, acknowledgements,
+// harvest data and notices; per-replica destination rewrite in egress. Every reply but the
+// NOTICE keeps the request's generation (the job's current one: admission let it through).
 #ifndef _HINA_EGRESS_REWRITE_P4_
 #define _HINA_EGRESS_REWRITE_P4_
 
@@ -38,7 +39,19 @@ control Reply(inout headers_t hdr,
             mark_to_drop(standard_metadata);
         } else {
             bit<16> payload = 0;
-            if (hdr.hina.msg_type == MSG_AGGREGATE) {
+            if (meta.reply == REPLY_NOTICE) {
+                // Header only, so never larger than its cause (no amplification): the reason
+                // in op, the job's current generation; job, slot, pool and seq echoed.
+                hdr.hina.msg_type = MSG_NOTICE;
+                hdr.hina.op = meta.reason;
+                hdr.hina.flags = 0;
+                hdr.hina.count = 0;
+                hdr.hina.generation = meta.generation;
+                hdr.harvest.setInvalid();
+                hdr.thc.setInvalid();
+                hdr.pairs.setInvalid();
+                hdr.words.setInvalid();
+            } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
                 hdr.hina.msg_type = MSG_RESULT;
                 hdr.hina.flags = meta.result_flags
                                  | ((meta.reply == REPLY_UNICAST) ? (bit<8>)FLAG_RETRANSMIT : 8w0);

@@ -34,7 +34,7 @@ header udp_t {
     bit<16> checksum;
 }
 
-// The fixed HINA header (HINA_HEADER_BYTES = 12 bytes).
+// The fixed HINA header (HINA_HEADER_BYTES = 16 bytes, version 2).
 header hina_t {
     bit<4>  version;     // HINA_VERSION
     bit<4>  msg_type;    // MSG_*
@@ -45,6 +45,8 @@ header hina_t {
     bit<1>  pool;        // which of the two copies of the slot (SwitchML's shadow set)
     bit<15> slot;        // slot index within the job
     bit<32> seq;         // worker sequence number, echoed by the switch
+    bit<16> generation;  // sender's job generation; replies: the generation they belong to
+    bit<16> reserved;    // 0 (anything else is MALFORMED)
 }
 
 // HARVEST / RESET / HARVEST_DATA: which block of which in-switch sketch row.
@@ -94,6 +96,7 @@ struct thc_values_t {
 #define REPLY_NONE 0
 #define REPLY_MULTICAST 1
 #define REPLY_UNICAST 2
+#define REPLY_NOTICE 3           // header-only NOTICE back to the sender (meta.reason says why)
 
 struct metadata_t {
     // Outcome.
@@ -112,9 +115,11 @@ struct metadata_t {
     bit<16>     mcast_grp;
     reg_index_t reg_base;        // first slot of the job
     reg_index_t pair_stream;     // PAIRS sequence stream of this worker
+    bit<16>     generation;      // the job's current generation
     // Slot state (slot_state.p4).
     reg_index_t slot_index;      // reg_base + slot: index of per-slot registers
     reg_index_t reg_index;       // slot_index * 2 + pool: index of per-copy registers
+    bit<1>      reclaim;         // the copy (or PAIRS stream) was last used by another generation
     bit<1>      new_round;       // first packet of a new use of this slot copy
     bit<1>      stale;           // packet of an older use of this slot copy
     bit<1>      contribute;      // new contribution: aggregate it

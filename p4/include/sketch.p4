@@ -8,7 +8,9 @@
 //
 // Exactly once: each worker has a PAIRS stream with a next sequence number. A packet with
 // seq == next is added and acknowledged; seq < next (a retransmission) is only acknowledged;
-// seq > next is dropped (OUT_OF_ORDER) so the worker resends in order (go-back-N).
+// seq > next is dropped (OUT_OF_ORDER) so the worker resends in order (go-back-N). A stream
+// last used by another generation of the job starts again at 0 (its next number is reclaimed,
+// as SlotState reclaims slot copies), so a restarted worker streams from seq 0.
 //
 // Tofino: each row array is updated HINA_PAIRS times per packet here, which a Tofino stage
 // cannot do; see docs/dataplane.md for the one-pair-per-pass mapping.
@@ -22,10 +24,24 @@ control SketchUpdate(inout headers_t hdr, inout metadata_t meta) {
     // Next expected PAIRS sequence number of each worker stream. Written by this control; the
     // controller zeroes a job's streams when it installs the job.
     register<bit<32>, reg_index_t>(HINA_PAIR_STREAMS) pair_next_seq;
+    // Job generation that last used each stream (0 = never). Written by this control; the
+    // controller zeroes a job's streams when it installs the job.
+    register<bit<16>, reg_index_t>(HINA_PAIR_STREAMS) pair_generation;
 
+    // Claim the stream for the packet's generation (the job's current one). Tofino: a
+    // RegisterAction on pair_generation returning (old != generation), before pair_next_seq's.
+    action claim_stream() {
+        bit<16> stored;
+        pair_generation.read(stored, meta.pair_stream);
+        meta.reclaim = (stored != meta.generation) ? 1w1 : 1w0;
+        pair_generation.write(meta.pair_stream, meta.generation);
+    }
+
+    // Tofino: a RegisterAction on pair_next_seq with the reclaim bit as input.
     action check_pair_seq() {
-        bit<32> next;
-        pair_next_seq.read(next, meta.pair_stream);
+        bit<32> stored;
+        pair_next_seq.read(stored, meta.pair_stream);
+        bit<32> next = (meta.reclaim == 1) ? 32w0 : stored;
         bit<32> diff = hdr.hina.seq - next;
         meta.pairs_apply = (diff == 0) ? 1w1 : 1w0;
         meta.pairs_old = (diff[31:31] == 1) ? 1w1 : 1w0;
@@ -83,6 +99,7 @@ control SketchUpdate(inout headers_t hdr, inout metadata_t meta) {
             // The job has no in-switch sketch: its counters would be someone else's.
             meta.reason = REASON_BAD_JOB;
         } else if (hdr.hina.msg_type == MSG_PAIRS) {
+            claim_stream();
             check_pair_seq();
             if (meta.pairs_apply == 1) {
                 HINA_FOR_EACH_ROW(HINA_SEED_ROW)

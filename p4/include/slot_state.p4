@@ -1,7 +1,12 @@
 // Slot state: exactly-once aggregation with two pool copies per slot (SwitchML's shadow set).
 //
 // A job owns slots [reg_base, reg_base + n_slots). Per slot copy (reg_index = slot_index*2+pool):
-// the sequence number of its current use, the contributor bitmap, count and result flags. A
+// the generation and sequence number of its current use, the contributor bitmap, count and
+// result flags. A contribution of a generation other than the copy's stored one starts a fresh
+// use whatever the stored seq (the copy is reclaimed: bitmap, count, flags and lanes restart,
+// seq is taken), so a job restarted in a new generation needs no register wipe. Only packets of
+// the job's current generation get here (Admission), so there is no race with in-flight packets
+// of the old one, and equality of generations is all the switch needs. A
 // contribution to one copy clears the worker's bit in the other copy (reg_index ^ 1) in the same
 // action. (Two 32-bit cells, not one 64-bit cell per slot: BMv2's Thrift runtime reads cells as
 // signed 64-bit integers, so pool 1's worker 31 would read back saturated; on Tofino the two
@@ -16,6 +21,9 @@
 
 control SlotState(inout headers_t hdr, inout metadata_t meta) {
 
+    // Job generation of the current use of each slot copy; 0 = never used. Written by this
+    // control; the controller zeroes a job's range when it installs the job.
+    register<bit<16>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_generation;
     // seq + 1 of the current use of each slot copy; 0 = never used. Written by this control;
     // the controller zeroes a job's range when it installs the job.
     register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_seq;
@@ -24,14 +32,26 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
     // Contributors to the current use of each slot copy. Written by this control.
     register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_count;
 
-    // Serial-number comparison (RFC 1982) of the packet's seq with the copy's current use.
+    // Claim the copy for the packet's generation (the job's current one); reclaim = it was
+    // another generation's. Tofino: a RegisterAction on slot_generation that writes the
+    // generation and returns (old != generation), in the stage before slot_seq's.
+    action claim_copy() {
+        bit<16> stored;
+        slot_generation.read(stored, meta.reg_index);
+        meta.reclaim = (stored != meta.generation) ? 1w1 : 1w0;
+        slot_generation.write(meta.reg_index, meta.generation);
+    }
+
+    // Serial-number comparison (RFC 1982) of the packet's seq with the copy's current use; a
+    // reclaimed copy starts a new use whatever its stored seq. Tofino: a RegisterAction on
+    // slot_seq with the reclaim bit as input (one condition on it, one on the difference).
     action check_round() {
         bit<32> stored;
         slot_seq.read(stored, meta.reg_index);
         bit<32> seq1 = hdr.hina.seq + 1;
         bit<32> diff = seq1 - stored;
-        meta.new_round = (diff != 0 && diff[31:31] == 0) ? 1w1 : 1w0;
-        meta.stale = (diff[31:31] == 1) ? 1w1 : 1w0;
+        meta.new_round = (meta.reclaim == 1 || (diff != 0 && diff[31:31] == 0)) ? 1w1 : 1w0;
+        meta.stale = (meta.reclaim == 0 && diff[31:31] == 1) ? 1w1 : 1w0;
         slot_seq.write(meta.reg_index, (meta.new_round == 1) ? seq1 : stored);
     }
 
@@ -70,6 +90,7 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
         } else {
             meta.slot_index = meta.reg_base + (reg_index_t)hdr.hina.slot;
             meta.reg_index = (meta.slot_index << 1) | (reg_index_t)hdr.hina.pool;
+            claim_copy();
             check_round();
             if (meta.stale == 0) {
                 update_bitmap();

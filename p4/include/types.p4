@@ -9,12 +9,12 @@
 // UDP destination ports [HINA_UDP_PORT_BASE, HINA_UDP_PORT_BASE + 16) carry HINA.
 #define HINA_UDP_PORT_BASE 0xBEE0
 #define HINA_UDP_PORT_MASK 0xFFF0
-#define HINA_VERSION 1
+#define HINA_VERSION 2      // v2: generation field, NOTICE (docs/protocol.md, Changelog)
 
 // Header sizes in bytes, for the length fields of rewritten packets.
 #define IPV4_BYTES 20
 #define UDP_BYTES 8
-#define HINA_HEADER_BYTES 12
+#define HINA_HEADER_BYTES 16
 #define HINA_HARVEST_BYTES 4
 #define HINA_PAIR_BYTES 8
 
@@ -26,6 +26,7 @@
 #define MSG_HARVEST 5
 #define MSG_HARVEST_DATA 6
 #define MSG_RESET 7
+#define MSG_NOTICE 8         // switch -> worker only: header-only answer to a stale packet
 
 // op (8 bits): lane operation of AGGREGATE / RESULT.
 #define OP_SUM 1
@@ -48,6 +49,7 @@
 #define REASON_DUPLICATE 7
 #define REASON_OUT_OF_ORDER 8
 #define REASON_WRONG_PORT 9     // a worker's addresses on another port or with another MAC
+#define REASON_STALE_GENERATION 10   // an admitted sender of another generation (NOTICE sent)
 
 // Sketch hash: F_r(x) = crc32(seed_r ++ (x + seed_r * HINA_ROW_OFFSET_MULTIPLIER)), applied
 // HINA_HASH_PASSES times (hina/hashing.py). sketch.p4 unrolls exactly two passes.

@@ -79,7 +79,7 @@ job_table_info = {
                                         "sketch_seed")),
     pipeline.WORKER_ADMISSION: (("job_id", "ingress_port", "src_mac", "src_addr", "src_port"),
                                 ("worker_id", "worker_bit", "n_workers", "mcast_grp", "reg_base",
-                                 "pair_stream")),
+                                 "pair_stream", "generation")),
     pipeline.WORKER_BY_ADDRESS: (("job_id", "src_addr", "src_port"), ()),
     pipeline.REPLICA_REWRITE: (("egress_rid",), ("dst_mac", "dst_addr", "dst_port")),
 }
@@ -130,6 +130,28 @@ def drops():
     return lines
 
 
+def stale_generation():
+    job = pipeline.JobSpec(job_id=1, workers=workers(2), n_slots=4, reg_base=0, generation=3)
+    ones = words(np.ones(W))
+    hdr = dict(op=P.Op.SUM, job_id=1, slot=1, pool=0, seq=1)
+    lines = ["# A job in generation 3: a packet of generation 2 from an admitted worker is dropped",
+             "# and answered with a header-only NOTICE (STALE_GENERATION, generation 3) out of its",
+             "# ingress port; a round of generation 3 then completes; the results carry it."]
+    lines += entry_lines(job)
+    lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, generation=2, **hdr))}")
+    notice = dict(hdr, msg_type=P.MsgType.NOTICE, op=int(P.DropReason.STALE_GENERATION),
+                  generation=3)
+    lines.append(f"expect 1 {hexs(to_worker(job.workers[0], b'', **notice))} $")
+    lines.append(f"check_counter {P.REASON_COUNTER}({int(P.DropReason.STALE_GENERATION)}) "
+                 "packets == 1")
+    for w in (0, 1):
+        lines.append(f"packet {w + 1} {hexs(to_switch(job.workers[w], ones, generation=3, **hdr))}")
+    res = dict(hdr, msg_type=P.MsgType.RESULT, count=2, generation=3)
+    for w in (0, 1):
+        lines.append(f"expect {w + 1} {hexs(to_worker(job.workers[w], words(np.full(W, 2)), **res))} $")
+    return lines
+
+
 def in_switch_sketch():
     from hina import hashing
     columns, seed = W, 7
@@ -165,7 +187,8 @@ def in_switch_sketch():
 
 def main():
     for name, make in (("hina_sum_retransmit", sum_and_retransmit), ("hina_drops", drops),
-                       ("hina_in_switch_sketch", in_switch_sketch)):
+                       ("hina_in_switch_sketch", in_switch_sketch),
+                       ("hina_stale_generation", stale_generation)):
         path = HERE / f"{name}.stf"
         path.write_text("\n".join(make()) + "\n")
         print(f"wrote {path.relative_to(ROOT)}")

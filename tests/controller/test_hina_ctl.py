@@ -55,12 +55,13 @@ def ctl(embedded_switch, embedded_pipeline, tmp_path):
     return Ctl(embedded_switch, tmp_path / "ctl.json")
 
 
-def _send(sw, w: int, job_id: int, words):
+def _send(sw, w: int, job_id: int, words, generation: int = P.FIRST_GENERATION,
+          expect_reply: bool = False):
     link = sw.link(sw.worker(w))
     try:
         link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, job_id=job_id, slot=0,
-                           seq=0) / HINAWords(words=words)))
-        return link.recv(0.5 if w == 0 else 5.0)
+                           seq=0, generation=generation) / HINAWords(words=words)))
+        return link.recv(0.5 if w == 0 and not expect_reply else 5.0)
     finally:
         link.close()
 
@@ -81,7 +82,7 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
     assert [w["ip"] for w in job["workers"]] == ["10.0.1.1", "10.0.1.2"]
     assert ctl.json("job", "list") == [{"job": 1, "codec": "fixedpoint", "lane_op": "SUM",
                                         "workers": 2, "slots": 4, "reg_base": 0, "lut_id": 0,
-                                        "words": TEST_WORDS}]
+                                        "words": TEST_WORDS, "generation": 1}]
     shown = ctl.json("job", "show", "1")
     # job_config, then per worker: worker_admission, worker_by_address, replica_rewrite
     assert shown["multicast_group"] == 2 and shown["entries"] == 1 + 3 * 2
@@ -143,12 +144,51 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
     assert "zeroed" in ctl.run("reset", "--job", "1").stdout
     assert ctl.json("counters")["jobs"][0]["packets"] == 0        # reset zeroes the job's count
     assert ctl.json("state", "--job", "1", "--slot", "0")["pools"][0] == {
-        "pool": 0, "in_use": False, "seq": None, "count": 0, "complete": False, "bitmap": 0,
-        "contributors": [], "overflow": False, "lanes": [0] * TEST_WORDS}   # and its slots
+        "pool": 0, "in_use": False, "seq": None, "generation": 0, "current": False,
+        "count": 0, "complete": False, "bitmap": 0, "contributors": [], "overflow": False,
+        "lanes": [0] * TEST_WORDS}                                  # and its slots
     assert "job 1 deleted" in ctl.run("job", "delete", "1").stdout
     assert ctl.json("job", "list") == []
     with SwitchConnection(sw.address, primary=False) as reader:
         assert reader.read_multicast_groups() == {}
+
+
+def test_cli_bump_generation_rewrites_admission_and_survives_resync(traffic_switch, tmp_path):
+    """``job bump-generation``: the old generation's packets get a NOTICE naming the new one,
+    the new generation's workers start again at seq 0 in slots the old run used (no reset),
+    and the generation is kept in the state file, so ``resync`` re-installs it."""
+    sw = traffic_switch
+    ctl = Ctl(sw, tmp_path / "ctl.json")
+    ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
+    ctl.run("job", "create", "--id", "2", "--codec", "fixedpoint", "--slots", "2",
+            "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
+    assert _send(sw, 0, 2, [1] * TEST_WORDS) is None
+    assert _send(sw, 1, 2, [2] * TEST_WORDS) is not None          # gen 1 used slot 0, seq 0
+
+    assert ctl.run("job", "bump-generation", "2").stdout.strip() == "job 2: generation 2"
+    assert ctl.json("job", "list")[0]["generation"] == 2
+    assert ctl.json("job", "show", "2")["generation"] == 2
+
+    def check_generation_2():
+        notice = HINA(_send(sw, 0, 2, [1] * TEST_WORDS, expect_reply=True))   # generation 1
+        assert (notice.msg_type, notice.op, notice.generation) == \
+            (P.MsgType.NOTICE, P.DropReason.STALE_GENERATION, 2)
+        assert _send(sw, 0, 2, [3] * TEST_WORDS, generation=2) is None
+        result = HINA(_send(sw, 1, 2, [4] * TEST_WORDS, generation=2))
+        assert (result.msg_type, result.generation, result.seq) == (P.MsgType.RESULT, 2, 0)
+        assert result[HINAWords].words == [7] * TEST_WORDS        # no trace of generation 1
+
+    check_generation_2()
+    counters = wait_for(lambda: ctl.json("counters"),
+                        lambda c: c["reasons"]["STALE_GENERATION"] == 1)
+    assert counters["reasons"]["STALE_GENERATION"] == 1 and counters["jobs"][0]["chunks"] == 1
+    slot = ctl.json("state", "--job", "2", "--slot", "0")["pools"][0]
+    assert (slot["generation"], slot["current"], slot["count"]) == (2, True, 2)
+
+    sw.restart()
+    assert "1 job(s) re-installed" in ctl.run("resync").stdout
+    check_generation_2()
+    assert ctl.run("job", "bump-generation", "2", "--json").stdout.count('"generation": 3') == 1
 
 
 def test_allreduce_after_switch_restart_and_resync(ctl, embedded_switch):

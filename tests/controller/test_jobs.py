@@ -104,6 +104,46 @@ def test_failure_mid_creation_rolls_back(conn, embedded_switch):
     jobs.create_job(embedded_switch.job(job_id=1, n_workers=2, codec="thc"))
 
 
+def test_set_generation_rewrites_admission_all_or_nothing(conn, embedded_switch):
+    jobs = JobManager(conn)
+    jobs.create_job(embedded_switch.job(job_id=3, n_workers=3))
+    jobs.create_job(embedded_switch.job(job_id=4, n_workers=1))
+
+    def generations(job_id):
+        return sorted(e["params"]["generation"] for e in _entries(conn, pipeline.WORKER_ADMISSION)
+                      if e["match"]["job_id"].exact.value[-1] == job_id)
+
+    assert generations(3) == [P.FIRST_GENERATION] * 3
+    assert jobs.bump_generation(3) == 2
+    assert generations(3) == [2, 2, 2] and generations(4) == [1]     # the other job untouched
+    record = jobs.record(3)
+    assert record.spec.generation == 2 and record.config.generation == 2
+    assert sorted(a.action.args[-1] for a in record.entries
+                  if a.table == pipeline.WORKER_ADMISSION) == [2, 2, 2]
+    with pytest.raises(JobError, match=r"generation=0: must be an integer in \[1, 65535\]"):
+        jobs.set_generation(3, 0)
+
+    # One of the entries vanished behind the controller's back: the rewrite fails, and the
+    # entries it did rewrite are put back, so the job stays wholly in generation 2.
+    w = record.spec.workers[1]
+    conn.delete_entry(pipeline.WORKER_ADMISSION, {"job_id": 3, "src_addr": w.ip,
+                                                   "src_port": w.udp_port})
+    with pytest.raises(JobError, match=r"job 3: generation stays 2 \(rolled back\).*NOT_FOUND"):
+        jobs.set_generation(3, 9)
+    assert generations(3) == [2, 2] and jobs.record(3).spec.generation == 2
+
+    # wrapping to the first generation again zeroes the job's registers too
+    resets = []
+    jobs.reset = lambda job_id: resets.append(job_id)
+    jobs.set_generation(4, P.MAX_GENERATION - 1)
+    assert jobs.bump_generation(4) == P.MAX_GENERATION and resets == []
+    assert jobs.bump_generation(4) == P.FIRST_GENERATION and resets == [4]
+    assert generations(4) == [P.FIRST_GENERATION]
+    jobs.delete(4)
+    with pytest.raises(UnknownJobError):
+        jobs.bump_generation(4)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda sw: sw.job(n_workers=1).replace(workers=tuple(
         WorkerConfig(f"10.0.2.{i // 200}", 1000 + i, 1, "02:00:00:00:00:01")

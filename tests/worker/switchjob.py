@@ -5,6 +5,7 @@ worker is a thread with its own ``FrameLink``, exactly as separate processes wou
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -49,7 +50,20 @@ class LocalJob:
             self.switch.add_port(port)
             self.links.append(link_sock)
         self.params = JobParams(job_id=self.spec.job_id, n_workers=n_workers, n_slots=n_slots,
-                                words=WORDS, thc_table=tuple(table))
+                                words=WORDS, thc_table=tuple(table),
+                                generation=self.spec.generation)
+
+    def set_generation(self, generation: int) -> None:
+        """What the controller does when the job's workers restart: rewrite the admission
+        entries with the new generation (no register wipe); later :meth:`transports` use it."""
+        self.spec = dataclasses.replace(self.spec, generation=generation)
+        for entry in pipeline.admission_entries(self.spec):
+            self.switch.dataplane.table_modify(entry)
+        self.params = self.params_of(generation)
+
+    def params_of(self, generation: int) -> JobParams:
+        """The job's parameters as a worker of ``generation`` knows them."""
+        return dataclasses.replace(self.params, generation=generation)
 
     def transports(self, **kwargs):
         return [Transport(link, self.params, **kwargs) for link in self.links]

@@ -99,3 +99,83 @@ def test_unreachable_switch_falls_back_to_fp32_allreduce_loudly():
         # the same training as plain DDP (DDP pre-divides, the fallback divides after the sum)
         torch.testing.assert_close(params, plain[rank][0], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(hooked[0][0], hooked[1][0], rtol=0, atol=0)
+
+
+class _NoticeLink:
+    """A stand-in for the switch after a restart without this worker: every request is answered
+    by a NOTICE (STALE_GENERATION, job generation 7); ``silent`` answers nothing instead."""
+
+    def __init__(self, silent: bool):
+        self.silent, self.queue = silent, []
+
+    def send(self, message):
+        import numpy as np
+
+        from hina import protocol as P
+        from worker.packetizer import HEADER_DTYPE
+        if self.silent:
+            return
+        h = np.frombuffer(bytes(message)[:P.HEADER_BYTES], dtype=HEADER_DTYPE).copy()
+        h["ver_type"] = (P.VERSION << 4) | int(P.MsgType.NOTICE)
+        h["op"], h["generation"] = int(P.DropReason.STALE_GENERATION), 7
+        self.queue.append(h.tobytes())
+
+    def recv(self, timeout):
+        return self.queue.pop(0) if self.queue else None
+
+    def close(self):
+        pass
+
+
+def _train_stale(rank: int, init: str, out) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from worker.codecs import ThcCodec
+    from worker.ddp_hook import HinaState, hina_hook
+    from worker.transport import JobParams, Transport
+
+    torch.set_num_threads(1)
+    warnings = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                warnings.append(record.getMessage())
+
+    logging.getLogger("hina.worker").addHandler(Collect())
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        model = DDP(torch.nn.Linear(8, 2))
+        transport = Transport(_NoticeLink(silent=rank == 1), JobParams(1, WORLD, 4, 64),
+                              min_rto=0.05, max_rto=0.1, give_up_s=0.3)
+        state = HinaState(transport, ThcCodec(WORLD, rank=rank), start_iter=1)
+        model.register_comm_hook(state, hina_hook)
+        for _ in range(2):
+            model(torch.randn(4, 8)).sum().backward()
+        out.put((rank, dict(state.stats), warnings))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_fallback_after_a_restart_names_the_generation_on_every_worker():
+    """Worker 0 gets a NOTICE (the job was restarted in generation 7), worker 1 only a timeout:
+    both warnings name the reason and the generation, and worker 0 falls back at once."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    procs = [ctx.Process(target=_train_stale, args=(r, init, out)) for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    results = dict((rank, (stats, warnings)) for rank, stats, warnings in
+                   (out.get(timeout=120) for _ in range(WORLD)))
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    for rank, (stats, warnings) in results.items():
+        assert stats["fallback_buckets"] >= 1 and stats["generation_changes"] >= 1, stats
+        fallbacks = [w for w in warnings if "falls back to fp32 all-reduce" in w]
+        assert fallbacks and all("STALE_GENERATION" in w and "generation 7" in w
+                                 for w in fallbacks), warnings
+    assert all("this worker sends generation 1" in w for w in results[0][1] if "falls back" in w)
+    assert all("no result" in w for w in results[1][1] if "falls back" in w)

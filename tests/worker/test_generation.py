@@ -1,0 +1,177 @@
+"""Restarts are seamless: workers of a new generation start again at seq 0 without a register
+wipe, and a worker of an old generation learns at once that it is stale (a NOTICE from the
+switch raises GenerationChanged) instead of timing out, and never returns a wrong sum."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hina import protocol as P
+from switchjob import WORDS, LocalJob, run_workers
+from worker.packetizer import HEADER_DTYPE
+from worker.transport import GenerationChanged, JobParams, Transport, TransportError
+
+
+def _data(rng, n, chunks):
+    return [rng.integers(-2**20, 2**20, size=chunks * WORDS - 5, dtype=np.int32)
+            for _ in range(n)]
+
+
+def _exact(results, data):
+    expected = np.sum(np.stack(data).astype(np.int64), axis=0)
+    for r in results:
+        np.testing.assert_array_equal(r, expected)
+
+
+def test_restarted_workers_aggregate_exactly_in_the_new_generation(program):
+    n, n_slots = 3, 4
+    job = LocalJob(program, n, n_slots=n_slots)
+    rng = np.random.default_rng(5)
+    try:
+        first = _data(rng, n, 3 * n_slots + 1)            # the first run ends mid-cycle
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, first[w]),
+                                      job.transports())
+        assert errors == [None] * n
+        _exact(results, first)
+        job.set_generation(2)                             # the controller's bump: no reset
+        second = _data(rng, n, 2 * n_slots)
+        started = time.monotonic()
+        restarted = job.transports()                      # new processes: seq 0, generation 2
+        assert all(t.next_seq == 0 and t.job.generation == 2 for t in restarted)
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, second[w]), restarted)
+        elapsed = time.monotonic() - started
+    finally:
+        job.close()
+    assert errors == [None] * n
+    _exact(results, second)
+    assert elapsed < 2.0, f"the restarted job took {elapsed:.2f}s"
+    assert sum(t.total.retransmissions for t in restarted) == 0
+
+
+def test_old_generation_transport_raises_generation_changed_at_once(program):
+    n = 2
+    job = LocalJob(program, n, n_slots=4)
+    try:
+        job.set_generation(7)
+        stale = Transport(job.links[0], job.params_of(generation=6))   # give_up_s 10 s
+        started = time.monotonic()
+        with pytest.raises(GenerationChanged) as info:
+            stale.reduce(P.Op.SUM, np.arange(3 * WORDS, dtype=np.int32))
+        elapsed = time.monotonic() - started
+    finally:
+        job.close()
+    assert elapsed < 1.0, f"GenerationChanged after {elapsed:.2f}s"
+    exc = info.value
+    assert isinstance(exc, TransportError)
+    assert exc.generation == 7 and exc.own_generation == 6 and exc.job_id == job.spec.job_id
+    assert exc.reason == P.DropReason.STALE_GENERATION
+    assert "STALE_GENERATION" in str(exc) and "generation 7" in str(exc)
+
+
+def test_bump_mid_call_never_returns_a_wrong_sum(program):
+    """Workers of generation 1 are mid-call (one worker is missing, so they wait) when the
+    controller bumps the generation; the restarted worker 0 of generation 2 sends results of
+    the same sequence numbers. The old transports raise GenerationChanged within 1 s of the
+    bump and never take a result of generation 2 for theirs."""
+    n = 3
+    job = LocalJob(program, n, n_slots=2)
+    rng = np.random.default_rng(9)
+    data = _data(rng, n, 6)
+    old = [Transport(job.links[w], job.params, min_rto=0.05, max_rto=0.2) for w in (1, 2)]
+    raised_at = [None, None]
+    bumped = threading.Event()
+    bump_time = []
+
+    def bump():
+        time.sleep(0.3)
+        job.set_generation(2)
+        bump_time.append(time.monotonic())
+        bumped.set()
+
+    def body(w, t):
+        try:
+            return t.reduce(P.Op.SUM, data[w + 1])
+        finally:
+            raised_at[w] = time.monotonic()
+
+    threading.Thread(target=bump, daemon=True).start()
+    try:
+        results, errors = run_workers(body, old)          # worker 0 missing: they wait
+        assert bumped.wait(5)
+        assert all(isinstance(e, GenerationChanged) for e in errors), (results, errors)
+        assert all(at - bump_time[0] < 1.0 for at in raised_at), (raised_at, bump_time)
+        # Everyone restarts in generation 2 and completes exactly; a late generation-1
+        # transport on worker 2's address meanwhile gets NOTICEs, never generation-2 results.
+        restarted = job.transports()
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, data[w]), restarted)
+    finally:
+        job.close()
+    assert errors == [None] * n
+    _exact(results, data)
+
+
+class _ScriptedLink:
+    """A link that answers each request with the replies a test scripts (no switch)."""
+
+    def __init__(self, answer):
+        self.answer, self.queue, self.sent = answer, [], []
+
+    def send(self, message):
+        self.sent.append(bytes(message))
+        self.queue += self.answer(bytes(message))
+
+    def recv(self, timeout):
+        return self.queue.pop(0) if self.queue else None
+
+    def close(self):
+        pass
+
+
+def _reply(request: bytes, msg_type: P.MsgType, generation: int, payload: bytes = b"",
+           op=None) -> bytes:
+    h = np.frombuffer(request[:P.HEADER_BYTES], dtype=HEADER_DTYPE).copy()
+    h["ver_type"] = (P.VERSION << 4) | int(msg_type)
+    h["generation"] = generation
+    if op is not None:
+        h["op"] = int(op)
+    return h.tobytes() + payload
+
+
+def test_results_of_another_generation_are_ignored_and_counted():
+    params = JobParams(job_id=3, n_workers=1, n_slots=2, words=WORDS, generation=4)
+    mine = np.arange(WORDS, dtype=np.int32)
+    wrong = (-mine).astype(">i4").tobytes()
+
+    def answer(request):
+        # First a RESULT of generation 3 with the right seq and a wrong sum, then the real one.
+        return [_reply(request, P.MsgType.RESULT, 3, wrong),
+                _reply(request, P.MsgType.RESULT, 4, mine.astype(">i4").tobytes())]
+
+    t = Transport(_ScriptedLink(answer), params)
+    np.testing.assert_array_equal(t.reduce(P.Op.SUM, mine), mine)
+    assert t.last.other_generation == 1 and t.last.results == 1
+
+
+def test_notice_of_our_own_generation_is_not_a_generation_change():
+    """A NOTICE carrying this worker's own generation answers someone else's stale packet (an
+    earlier process on the same address): counted, not raised."""
+    params = JobParams(job_id=3, n_workers=1, n_slots=2, words=WORDS, generation=4)
+    mine = np.arange(WORDS, dtype=np.int32)
+
+    def answer(request):
+        return [_reply(request, P.MsgType.NOTICE, 4, op=P.DropReason.STALE_GENERATION),
+                _reply(request, P.MsgType.RESULT, 4, mine.astype(">i4").tobytes())]
+
+    t = Transport(_ScriptedLink(answer), params)
+    np.testing.assert_array_equal(t.reduce(P.Op.SUM, mine), mine)
+    assert t.last.notices == 1
+
+
+def test_job_params_generation_range():
+    assert JobParams(job_id=1, n_workers=1, n_slots=1).generation == 1
+    for bad in (0, P.MAX_GENERATION + 1):
+        with pytest.raises(ValueError, match="generation"):
+            JobParams(job_id=1, n_workers=1, n_slots=1, generation=bad)
