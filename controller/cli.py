@@ -246,7 +246,8 @@ def cmd_job_bump_generation(ctx: Context) -> int:
     ctx.job(job_id)
     jobs = ctx.manager()
     generation = jobs.bump_generation(job_id)
-    ctx.state.jobs[job_id] = jobs.record(job_id).config
+    ctx.state.jobs[job_id] = jobs.record(job_id).config.replace(
+        generation_cause="hina-ctl job bump-generation")
     ctx.save()
     if ctx.args.json:
         ctx.print_json({"job": job_id, "generation": generation})
@@ -295,6 +296,8 @@ def cmd_job_show(ctx: Context) -> int:
     for key in ("codec", "lane_op", "n_slots", "reg_base", "words", "lut_id", "rht_seed",
                 "multicast_group", "entries", "switch_ip", "switch_mac", "generation"):
         head.add_row(key, str(data[key]))
+    if config.generation_cause:
+        head.add_row("generation cause", config.generation_cause)
     if config.thc_table:
         head.add_row("thc_table", ",".join(map(str, config.thc_table)))
     if config.sketch_rows:
@@ -424,16 +427,20 @@ def cmd_reset(ctx: Context) -> int:
 def cmd_serve(ctx: Context) -> int:
     from .jobservice import StateFileJobs, serve
     from .primary import PrimaryHold
+    from .restarts import SwitchKeeper
     a = ctx.args
     tls = ServerTls.from_args(a.tls_cert, a.tls_key, a.tls_client_ca)
     issued = ctx.tokens.ensure(sorted(ctx.state.jobs))   # jobs of an older state file
     if issued:
         log.info("tokens issued to jobs %s", ", ".join(map(str, issued)))
-    hold = PrimaryHold(lambda: ctx.open_switch(primary=True))
+    # the switch side of restarts: generations bumped for restarted workers, a restarted switch
+    # re-installed (docs/reliability.md, "Restarts")
+    keeper = SwitchKeeper(ctx.state_path, a.thrift_port)
+    hold = PrimaryHold(lambda: ctx.open_switch(primary=True), on_primary=keeper.attach)
     hold.start()
     try:
         server = serve(StateFileJobs(ctx.state_path), a.listen, lease_s=a.lease,
-                       tokens=ctx.tokens, tls=tls)
+                       tokens=ctx.tokens, tls=tls, generation_bumper=keeper.bump)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())

@@ -187,6 +187,8 @@ class JobConfig:
         generation: the job's current generation (docs/protocol.md, "Generations"), written
             into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`
             moves it on when the job's workers restart.
+        generation_cause: why the job last moved to a new generation (``hina-ctl serve``: which
+            worker's seat was taken again, and why its holder had gone); "" before any bump.
     """
     job_id: int
     codec: str
@@ -213,6 +215,7 @@ class JobConfig:
     switch_ip: str = DEFAULT_SWITCH_IP
     switch_mac: str = DEFAULT_SWITCH_MAC
     generation: int = P.FIRST_GENERATION
+    generation_cause: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "workers", tuple(self.workers))

@@ -16,6 +16,15 @@ so ``hina-ctl job create`` in another process is seen by a running ``hina-ctl se
 holds the primary role on the switch: that command writes beside it with a higher
 ``--election-id``).
 
+Restarts (docs/reliability.md, "Restarts"): a seat taken by a new session after it was already
+held in the job's current generation (its worker left, or crashed and its lease ran out, or the
+whole job runs again) moves the job to its next generation before the Join is answered, through
+the ``generation_bumper`` that ``hina-ctl serve`` gives (:class:`controller.restarts.
+GenerationBumper`: the switch's admission entries and the state file). One re-run of all N
+workers bumps once (the first seat taken again); Join and Heartbeat replies carry the generation,
+so workers of the old generation re-read it with their session (no bump). Without a bumper (tests
+without a switch) nothing is bumped.
+
 Every request must carry its job's token (``controller/tokens.py``) as gRPC metadata
 ``authorization: Bearer TOKEN``: without it, or with another, the answer is UNAUTHENTICATED and
 nothing about the job is told or changed (an unknown job is still NOT_FOUND). Tokens are compared
@@ -99,6 +108,10 @@ class _Barrier:
 class _JobSeats:
     seats: dict[int, _Seat] = field(default_factory=dict)
     barriers: dict[str, _Barrier] = field(default_factory=dict)
+    generation: Optional[int] = None        # the job's generation the fields below are of
+    held: set[int] = field(default_factory=set)       # seats taken in that generation
+    gone: dict[int, str] = field(default_factory=dict)   # seat -> who held it last and why it
+                                                         # was freed (the cause of a bump)
 
 
 class _Abort(Exception):
@@ -137,14 +150,19 @@ class JobService(pb_grpc.JobServiceServicer):
             a request for a job without a token is refused.
         lease_s: a seat is freed after this long without a request from its worker.
         clock: monotonic time source (tests).
+        generation_bumper: ``bumper(job_id, cause) -> generation``: moves the job to its next
+            generation on the switch and in what ``jobs`` returns, all or nothing (raises on
+            failure: the Join is refused UNAVAILABLE). ``None``: seats taken again bump nothing.
     """
 
     def __init__(self, jobs: Callable[[], dict[int, JobConfig]],
                  tokens: Callable[[], Mapping[int, str]], lease_s: float = DEFAULT_LEASE_S,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 generation_bumper: Optional[Callable[[int, str], int]] = None):
         if lease_s <= 0:
             raise ValueError(f"lease_s={lease_s}: must be > 0")
         self.jobs, self.tokens, self.lease_s, self.clock = jobs, tokens, lease_s, clock
+        self.generation_bumper = generation_bumper
         self._cond = threading.Condition()
         self._state: dict[int, _JobSeats] = {}
 
@@ -161,6 +179,7 @@ class JobService(pb_grpc.JobServiceServicer):
         if seat is None:
             return
         log.info("job %d: worker %d (%s) %s", job_id, index, seat.name, why)
+        state.gone[index] = f"{seat.name} {why}"
         for name, barrier in state.barriers.items():
             if barrier.arrived:       # someone waits for a worker who is gone: break it
                 barrier.outcome[barrier.generation] = f"worker {index} {why}"
@@ -175,8 +194,36 @@ class JobService(pb_grpc.JobServiceServicer):
             if now - seat.last_seen > self.lease_s:
                 self._free_seat(job_id, index, f"timed out (no request for {self.lease_s:g}s)")
 
+    def _sync_generation(self, job: JobConfig) -> _JobSeats:
+        """Follow a generation change made elsewhere (``hina-ctl job bump-generation``): the
+        seats held now are the new generation's."""
+        state = self._state.setdefault(job.job_id, _JobSeats())
+        if state.generation != job.generation:
+            state.generation, state.held = job.generation, set(state.seats)
+        return state
+
+    def _bump(self, job: JobConfig, index: int, name: str) -> int:
+        """Move ``job`` to its next generation because seat ``index`` is taken again."""
+        state = self._state[job.job_id]
+        gone = state.gone.get(index, "its earlier worker is gone")
+        cause = (f"worker {index} restarted ({name}): its seat was held in generation "
+                 f"{job.generation} by {gone}"
+                 + ("" if state.seats else "; the whole job runs again"))
+        try:
+            generation = self.generation_bumper(job.job_id, cause)
+        except Exception as exc:     # the switch refused or is away: the Join is refused too
+            log.warning("job %d: cannot move to a new generation (%s): %s", job.job_id, cause, exc)
+            raise _Abort(grpc.StatusCode.UNAVAILABLE,
+                         f"job {job.job_id}: worker {index} restarted, but the job cannot move "
+                         f"to a new generation: {exc}") from None
+        log.warning("job %d: generation %d -> %d: %s", job.job_id, job.generation, generation,
+                    cause)
+        state.generation, state.held = generation, set(state.seats)
+        return generation
+
     def _seat(self, job_id: int, session: str) -> tuple[JobConfig, int]:
         job = self._job(job_id)
+        self._sync_generation(job)
         self._expire(job_id)
         for index, seat in self._state[job_id].seats.items():
             if seat.session == session:
@@ -240,11 +287,18 @@ class JobService(pb_grpc.JobServiceServicer):
                 if index is None:
                     raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                  f"job {job.job_id}: all {len(job.workers)} seats are taken")
+            name = request.name[:_NAME_MAX] or "?"
+            state = self._sync_generation(job)
+            generation = job.generation
+            if index in state.held and self.generation_bumper is not None:
+                generation = self._bump(job, index, name)
+            state.held.add(index)
             session = secrets.token_hex(8)
-            seats[index] = _Seat(session, request.name[:_NAME_MAX] or "?", self.clock())
-            log.info("job %d: worker %d joined (%s)", job.job_id, index, seats[index].name)
+            seats[index] = _Seat(session, name, self.clock())
+            log.info("job %d: worker %d joined (%s), generation %d", job.job_id, index, name,
+                     generation)
             self._cond.notify_all()
-            return _join_reply(job, index, session, self.lease_s)
+            return _join_reply(job, index, session, self.lease_s, generation)
 
     def Barrier(self, request, context):
         return self._run(context, request, "barrier", lambda: self._barrier(request, context))
@@ -304,11 +358,12 @@ class JobService(pb_grpc.JobServiceServicer):
         def beat():
             with self._cond:
                 self._seat(request.job_id, request.session)
-                return pb.HeartbeatReply()
+                return pb.HeartbeatReply(generation=self._state[request.job_id].generation)
         return self._run(context, request, "heartbeat", beat)
 
 
-def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.JoinReply:
+def _join_reply(job: JobConfig, index: int, session: str, lease_s: float,
+                generation: int) -> pb.JoinReply:
     w = job.workers[index]
     link = pb.Link(kind=pb.Link.TUNNEL if w.tunnel_local else pb.Link.UDP,
                    tunnel_local=w.tunnel_local, tunnel_switch=w.tunnel_switch)
@@ -326,13 +381,15 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float) -> pb.
     return pb.JoinReply(
         job_id=job.job_id, worker_index=index, n_workers=len(job.workers), n_slots=job.n_slots,
         words=job.words, session=session, lease_s=lease_s, codec=codec, link=link,
+        generation=generation,
         me=pb.Endpoint(mac=w.mac, ip=w.ip, udp_port=w.udp_port),
         switch=pb.Endpoint(mac=job.switch_mac, ip=job.switch_ip, udp_port=P.UDP_PORT_BASE))
 
 
 def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
           lease_s: float = DEFAULT_LEASE_S, *, tokens: Callable[[], Mapping[int, str]],
-          tls: Optional[ServerTls] = None) -> grpc.Server:
+          tls: Optional[ServerTls] = None,
+          generation_bumper: Optional[Callable[[int, str], int]] = None) -> grpc.Server:
     """Start the job service on ``address`` (``host:port``); returns the started server.
 
     Args:
@@ -341,13 +398,15 @@ def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
         lease_s: seconds without a request before a worker's seat is freed.
         tokens: each job's token by job id (:class:`controller.tokens.TokenStore`).
         tls: serve TLS only (with its client CA: mutual TLS); ``None``: plaintext.
+        generation_bumper: as :class:`JobService` (``hina-ctl serve``: a
+            :class:`controller.restarts.GenerationBumper`).
 
     Raises:
         RuntimeError: the address cannot be bound.
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=_SERVER_THREADS,
                                                     thread_name_prefix="jobservice"))
-    servicer = JobService(jobs, tokens, lease_s)
+    servicer = JobService(jobs, tokens, lease_s, generation_bumper=generation_bumper)
     pb_grpc.add_JobServiceServicer_to_server(servicer, server)
     try:
         port = (server.add_secure_port(address, tls.credentials()) if tls is not None

@@ -39,12 +39,16 @@ class PrimaryHold:
             :class:`~controller.p4runtime_client.NotPrimaryError` when another controller holds
             a higher or the same election id).
         retry_s: seconds between attempts to take the role back after the stream ended.
+        on_primary: called with the new connection each time the role is taken (at start and
+            after every re-take; ``hina-ctl serve``: :meth:`controller.restarts.SwitchKeeper.
+            attach` re-installs a restarted switch); it must not raise.
     """
 
-    def __init__(self, connect: Callable[[], SwitchConnection], retry_s: float = RETRY_S):
+    def __init__(self, connect: Callable[[], SwitchConnection], retry_s: float = RETRY_S,
+                 on_primary: Optional[Callable[[SwitchConnection], None]] = None):
         if retry_s <= 0:
             raise ValueError(f"retry_s={retry_s}: must be > 0")
-        self._connect, self.retry_s = connect, retry_s
+        self._connect, self.retry_s, self._on_primary = connect, retry_s, on_primary
         self._conn: Optional[SwitchConnection] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -54,6 +58,11 @@ class PrimaryHold:
         conn = self._conn
         return conn is not None and conn.is_primary
 
+    @property
+    def connection(self) -> Optional[SwitchConnection]:
+        """The primary connection now (``None`` while the role is being taken back)."""
+        return self._conn
+
     def start(self) -> None:
         """Take the role now and keep it in the background.
 
@@ -62,6 +71,8 @@ class PrimaryHold:
                 with a higher or the same election id.
         """
         self._conn = self._connect()
+        if self._on_primary is not None:
+            self._on_primary(self._conn)
         self._thread = threading.Thread(target=self._run, daemon=True, name="primary-hold")
         self._thread.start()
 
@@ -74,6 +85,8 @@ class PrimaryHold:
                     conn = self._conn = self._connect()
                     log.info("primary role on %s taken again", conn.address)
                     last_error = ""
+                    if self._on_primary is not None:
+                        self._on_primary(conn)
                 except P4RuntimeClientError as exc:
                     if str(exc) != last_error:
                         log.warning("cannot take the primary role back: %s", exc)

@@ -29,12 +29,60 @@ from typing import Callable, Optional, Sequence
 from .jobclient import JobClient, JobServiceError, Seat
 
 __all__ = ["SEAT_ENV", "seat_from_env", "transport_from_env", "run_command", "BenchReport",
-           "run_bench"]
+           "run_bench", "follow_generation", "allreduce_following", "MAX_GENERATION_CHANGES"]
 
 log = logging.getLogger("hina.worker")
 
 #: Environment variable holding the seat (JSON) for a command started by ``hina-worker run``.
 SEAT_ENV = "HINA_SEAT"
+#: Generation changes one :func:`allreduce_following` call survives before it gives up.
+MAX_GENERATION_CHANGES = 4
+
+
+def follow_generation(client: JobClient, transport, changed) -> int:
+    """Move ``transport`` to the job's current generation after ``changed`` (a
+    :class:`~worker.transport.GenerationChanged`): re-read the seat (:meth:`JobClient.refresh`:
+    same session, no bump), else take the generation the switch's NOTICE named; the transport
+    starts again at seq 0. Returns the generation."""
+    try:
+        generation = client.refresh().generation
+    except JobServiceError as exc:
+        log.warning("job %d: cannot re-read the seat (%s); following the switch's generation %d",
+                    changed.job_id, exc, changed.generation)
+        generation = changed.generation
+    if generation == transport.job.generation:       # the service lags the switch: trust it
+        generation = changed.generation
+    log.warning("job %d: %s; continuing in generation %d", changed.job_id, changed, generation)
+    transport.follow(generation)
+    return generation
+
+
+def allreduce_following(client: JobClient, tensor, codec, transport, key=0,
+                        max_changes: int = MAX_GENERATION_CHANGES):
+    """:func:`worker.transport.allreduce` that survives a restart of other workers.
+
+    When the switch answers that the job moved to another generation (a worker restarted and
+    took its seat again), the call re-reads the seat (:func:`follow_generation`) and retries the
+    same ``tensor`` in the new generation from seq 0, where every worker of that generation
+    starts, so the restarted worker and the survivors meet in the same call (docs/protocol.md,
+    "Who bumps, who follows"). Contributions of the old generation never reach a result of the
+    new one. The retry is exact for codecs without state between calls; with error feedback
+    the retry encodes against the state the failed attempt left.
+
+    Raises:
+        GenerationChanged: more than ``max_changes`` changes in this one call.
+        TransportError: as :func:`~worker.transport.allreduce` (e.g. TransportTimeout when the
+            restarted worker does not come back within the transport's ``give_up_s``).
+    """
+    from .transport import GenerationChanged, allreduce
+    for attempt in range(max_changes + 1):
+        try:
+            return allreduce(tensor, codec, transport, key=key)
+        except GenerationChanged as exc:
+            if attempt == max_changes:
+                raise
+            follow_generation(client, transport, exc)
+    raise AssertionError("unreachable")
 
 
 def seat_from_env(environ=os.environ) -> Seat:
@@ -134,7 +182,6 @@ def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: 
             tensors are drawn on the CPU (reproducible on every worker) and moved there untimed.
     """
     import torch
-    from .transport import allreduce
     if size < 1 or rounds < 1:
         raise ValueError(f"size={size}, rounds={rounds}: both must be >= 1")
     dev = bench_device(device)
@@ -148,7 +195,7 @@ def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: 
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             start = time.perf_counter()
-            mean = allreduce(mine, codec, transport, key=0)
+            mean = allreduce_following(client, mine, codec, transport, key=0)
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             report.seconds.append(time.perf_counter() - start)

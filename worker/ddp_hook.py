@@ -110,7 +110,9 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            not (switch unreachable, a result lost beyond the give-up time, the job restarted in
            another generation), every worker falls back to an fp32 all-reduce of this bucket,
            logged as a warning that names the cause (the reason and generation, when a NOTICE
-           said so).
+           said so). Every worker then continues in the newest generation the vote carried,
+           from a common sequence number past anything sent, so the next bucket goes through
+           the switch again at once (no give-up wait).
 
     Args:
         state: the :class:`HinaState`.
@@ -155,6 +157,11 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
         state.stats["generation_changes"] += 1 if generation else 0
         log.warning("HINA: bucket %d falls back to fp32 all-reduce (%s)", bucket.index(),
                     _fallback_cause(failure, state.transport.job.job_id, generation))
+        if generation and generation != state.transport.job.generation:
+            # the next buckets go in the job's new generation (every worker: the vote told all)
+            log.warning("HINA: job %d continues in generation %d", state.transport.job.job_id,
+                        generation)
+            state.transport.follow(generation, first_seq=state.transport.next_seq)
         _resync_sequence(state, group, tensor.device)
         return _allreduce_mean(state, tensor)
     state.stats["hina_buckets"] += 1

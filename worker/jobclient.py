@@ -131,6 +131,8 @@ class Seat:
     tunnel: Optional[tuple[tuple[str, int], tuple[str, int]]]   # (local, switch) or None (UDP)
     codec_params: CodecParams
     lease_s: float
+    #: the job's generation when the seat was handed out (or last re-read: JobClient.refresh)
+    generation: int = 1
 
     @classmethod
     def from_reply(cls, r: pb.JoinReply) -> "Seat":
@@ -145,7 +147,7 @@ class Seat:
                                c.rht_seed, c.sketch.rows, c.sketch.columns, c.sketch.seed,
                                c.sketch.k, c.sketch.k_fraction, c.sketch.sketch_bits,
                                c.sketch.value_bits, c.sketch.value_blocks, c.sketch.rotate),
-                   r.lease_s)
+                   r.lease_s, r.generation or 1)
 
     def to_json(self) -> dict:
         """A JSON-able dict (e.g. for a child process: ``HINA_SEAT``); see :meth:`from_json`."""
@@ -168,7 +170,7 @@ class Seat:
         """The :class:`worker.transport.JobParams` of this seat."""
         from .transport import JobParams
         return JobParams(self.job_id, self.n_workers, self.n_slots, self.words,
-                         self.codec_params.thc_table)
+                         self.codec_params.thc_table, self.generation)
 
     def link(self):
         """A :class:`~worker.link.FrameLink` (loopback tunnel) or :class:`~worker.link.UdpLink`."""
@@ -243,6 +245,8 @@ class JobClient:
         self.address, self.timeout = address, timeout
         self.seat: Optional[Seat] = None
         self._heartbeat = heartbeat
+        self._name = ""
+        self._lock = threading.Lock()          # the seat: the heartbeat thread replaces it too
         self._stop = threading.Event()
         token = resolve_token(token, token_file)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -264,11 +268,61 @@ class JobClient:
         except grpc.RpcError as exc:
             raise _wrap(exc, f"join job {job_id}") from None
         self.seat = Seat.from_reply(reply)
-        log.info("joined job %d as worker %d of %d", job_id, self.seat.worker_index,
-                 self.seat.n_workers)
+        self._name = name
+        log.info("joined job %d as worker %d of %d (generation %d)", job_id,
+                 self.seat.worker_index, self.seat.n_workers, self.seat.generation)
         if self._heartbeat:
             self._stop.clear()
             threading.Thread(target=self._beat, daemon=True, name="jobservice-heartbeat").start()
+        return self.seat
+
+    def refresh(self) -> Seat:
+        """The seat in the job's current generation (after a :class:`worker.transport.
+        GenerationChanged`): a Heartbeat with this seat's session answers it (same seat: the job
+        is not bumped again). When the service no longer knows the session (it restarted, or the
+        lease ran out) the worker joins again at its own address: the same worker index; a seat
+        whose lease ran out counts as a restart and moves the job to a new generation.
+
+        Raises:
+            JobServiceError: not joined, or the service refused or cannot be reached.
+        """
+        seat = self._require_seat()
+        try:
+            reply = self._stub.Heartbeat(pb.HeartbeatRequest(job_id=seat.job_id,
+                                                             session=seat.session),
+                                         timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            if exc.code() not in (grpc.StatusCode.FAILED_PRECONDITION,
+                                  grpc.StatusCode.UNAVAILABLE):
+                raise _wrap(exc, "refresh the seat") from None
+            log.warning("job %d: seat of worker %d unknown to the job service (%s): joining "
+                        "again", seat.job_id, seat.worker_index, exc.details())
+            try:
+                return self._rejoin(seat)
+            except JobServiceError as again:     # the heartbeat thread joined again first
+                current = self.seat
+                if again.code == "ALREADY_EXISTS" and current is not None and \
+                        current.session != seat.session:
+                    return current
+                raise
+        with self._lock:
+            if self.seat is not None and self.seat.session == seat.session:
+                self.seat = dataclasses.replace(self.seat, generation=reply.generation or 1)
+            seat = self.seat or seat
+        return seat
+
+    def _rejoin(self, seat: Seat) -> Seat:
+        """Join ``seat``'s job again at the seat's own address (same worker index)."""
+        try:
+            reply = self._stub.Join(pb.JoinRequest(job_id=seat.job_id, ip=seat.me[1],
+                                                   udp_port=seat.me[2], name=self._name),
+                                    timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise _wrap(exc, f"join job {seat.job_id} again") from None
+        with self._lock:
+            self.seat = Seat.from_reply(reply)
+        log.info("job %d: joined again as worker %d (generation %d)", seat.job_id,
+                 self.seat.worker_index, self.seat.generation)
         return self.seat
 
     def _require_seat(self) -> Seat:
@@ -301,14 +355,27 @@ class JobClient:
             raise _wrap(exc, "leave") from None
 
     def _beat(self) -> None:
+        """Renew the lease; follow the job's generation; join again (same address) when the
+        service forgot the session (``hina-ctl serve`` restarted)."""
         seat = self.seat
         while seat is not None and not self._stop.wait(max(seat.lease_s / 3, 0.1)):
             try:
-                self._stub.Heartbeat(pb.HeartbeatRequest(job_id=seat.job_id,
-                                                         session=seat.session),
-                                     timeout=self.timeout, metadata=self._metadata)
+                reply = self._stub.Heartbeat(pb.HeartbeatRequest(job_id=seat.job_id,
+                                                                 session=seat.session),
+                                             timeout=self.timeout, metadata=self._metadata)
+                generation = reply.generation or 1
+                with self._lock:
+                    if self.seat is seat and generation != seat.generation:
+                        log.warning("job %d: the job service says generation %d (this worker "
+                                    "has %d)", seat.job_id, generation, seat.generation)
+                        self.seat = dataclasses.replace(seat, generation=generation)
             except grpc.RpcError as exc:
                 log.warning("heartbeat failed: %s", exc.details())
+                if exc.code() == grpc.StatusCode.FAILED_PRECONDITION and self.seat is seat:
+                    try:
+                        self._rejoin(seat)
+                    except JobServiceError as again:
+                        log.warning("%s", again)
             seat = self.seat
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -382,6 +383,14 @@ class Transport:
         # A NOTICE of our own generation answered some other sender's stale packet (an earlier
         # process on this address); an unknown reason is for a newer worker.
         stats.notices += 1
+
+    def follow(self, generation: int, first_seq: int = 0) -> None:
+        """Continue in ``generation`` of the job (after :class:`GenerationChanged`): its packets
+        carry it from now on, numbered from ``first_seq`` (every worker of the new generation
+        starts at the same number: 0 for a retried call, docs/protocol.md "Generations")."""
+        P.check_generation(generation)
+        self.job = dataclasses.replace(self.job, generation=generation)
+        self.next_seq = first_seq % _U32
 
     def close(self) -> None:
         self.link.close()

@@ -228,7 +228,7 @@ def test_every_rpc_needs_the_token(service):
                 assert err.code() == grpc.StatusCode.UNAUTHENTICATED, (method, metadata)
         # the seat is still the worker's: its own requests go through
         assert _rpc(service, "Heartbeat", requests["Heartbeat"], _bearer(TOKEN)) == \
-            pb.HeartbeatReply()
+            pb.HeartbeatReply(generation=1)
         assert worker.barrier("s", timeout=5) == 1
 
 
@@ -334,7 +334,8 @@ def test_malformed_requests_get_a_status_and_the_service_serves_on(hypothesis_se
             channel.close()
         # the worker's seat survived it all
         assert worker.seat is not None and _rpc(address, "Heartbeat", pb.HeartbeatRequest(
-            job_id=2, session=seat.session), _bearer(OTHER_TOKEN)) == pb.HeartbeatReply()
+            job_id=2, session=seat.session), _bearer(OTHER_TOKEN)) == \
+            pb.HeartbeatReply(generation=1)
     _still_serves(address)
 
 

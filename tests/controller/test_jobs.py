@@ -126,7 +126,8 @@ def test_set_generation_rewrites_admission_all_or_nothing(conn, embedded_switch)
     # One of the entries vanished behind the controller's back: the rewrite fails, and the
     # entries it did rewrite are put back, so the job stays wholly in generation 2.
     w = record.spec.workers[1]
-    conn.delete_entry(pipeline.WORKER_ADMISSION, {"job_id": 3, "src_addr": w.ip,
+    conn.delete_entry(pipeline.WORKER_ADMISSION, {"job_id": 3, "ingress_port": w.port,
+                                                   "src_mac": w.mac, "src_addr": w.ip,
                                                    "src_port": w.udp_port})
     with pytest.raises(JobError, match=r"job 3: generation stays 2 \(rolled back\).*NOT_FOUND"):
         jobs.set_generation(3, 9)

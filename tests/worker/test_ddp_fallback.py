@@ -153,14 +153,15 @@ def _train_stale(rank: int, init: str, out) -> None:
         model.register_comm_hook(state, hina_hook)
         for _ in range(2):
             model(torch.randn(4, 8)).sum().backward()
-        out.put((rank, dict(state.stats), warnings))
+        out.put((rank, dict(state.stats, generation=state.transport.job.generation), warnings))
     finally:
         dist.destroy_process_group()
 
 
 def test_fallback_after_a_restart_names_the_generation_on_every_worker():
     """Worker 0 gets a NOTICE (the job was restarted in generation 7), worker 1 only a timeout:
-    both warnings name the reason and the generation, and worker 0 falls back at once."""
+    both warnings name the reason and the generation, worker 0 falls back at once, and both
+    continue in generation 7."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{_free_tcp_port()}"
@@ -174,6 +175,7 @@ def test_fallback_after_a_restart_names_the_generation_on_every_worker():
         assert p.exitcode == 0
     for rank, (stats, warnings) in results.items():
         assert stats["fallback_buckets"] >= 1 and stats["generation_changes"] >= 1, stats
+        assert stats["generation"] == 7, stats      # the next buckets go in the new generation
         fallbacks = [w for w in warnings if "falls back to fp32 all-reduce" in w]
         assert fallbacks and all("STALE_GENERATION" in w and "generation 7" in w
                                  for w in fallbacks), warnings
