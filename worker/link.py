@@ -139,6 +139,14 @@ class FrameLink:
             head = self._headers[length] = eth + bytes(ip) + udp
         return head
 
+    def frame(self, message: Buffer) -> bytes:
+        """The Ethernet/IPv4/UDP frame that :meth:`send` tunnels for ``message``."""
+        return self._frame_headers(len(message)) + bytes(message)
+
+    def send_frame(self, frame: Buffer) -> None:
+        """Tunnel a whole frame as it is (fault injection: :mod:`hina.faults`)."""
+        self.sock.sendto(bytes(frame), self.tunnel_switch)
+
     def send(self, message: Buffer) -> None:
         self.sock.sendto(self._frame_headers(len(message)) + bytes(message), self.tunnel_switch)
 

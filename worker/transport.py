@@ -141,6 +141,7 @@ class CallStats:
     foreign: int = 0                # messages that are not results of this call
     other_generation: int = 0       # replies of this job in another generation (ignored)
     notices: int = 0                # NOTICEs that did not change this worker's generation
+    bad_count: int = 0              # results whose contributor count is not the worker count
     bytes_sent: int = 0             # HINA messages (header + payload), without L2-L4 headers
     bytes_received: int = 0
     seconds: float = 0.0
@@ -363,6 +364,12 @@ class Transport:
             return None
         if header["generation"] != self.job.generation:
             stats.other_generation += 1     # a round of another run of the job: not ours
+            return None
+        if header["count"] != self.job.n_workers:
+            # Not the sum of exactly one contribution per worker (a slot copy that took a
+            # contribution twice, e.g. a late duplicate reordered behind the worker's next use):
+            # never delivered; the chunk is retransmitted until a whole result comes, or times out.
+            stats.bad_count += 1
             return None
         k = (int(header["seq"]) - first) % _U32
         if k >= n:

@@ -135,6 +135,8 @@ def _reply(request: bytes, msg_type: P.MsgType, generation: int, payload: bytes 
     h = np.frombuffer(request[:P.HEADER_BYTES], dtype=HEADER_DTYPE).copy()
     h["ver_type"] = (P.VERSION << 4) | int(msg_type)
     h["generation"] = generation
+    if msg_type == P.MsgType.RESULT:
+        h["count"] = 1                  # the scripted jobs below have one worker
     if op is not None:
         h["op"] = int(op)
     return h.tobytes() + payload
@@ -153,6 +155,24 @@ def test_results_of_another_generation_are_ignored_and_counted():
     t = Transport(_ScriptedLink(answer), params)
     np.testing.assert_array_equal(t.reduce(P.Op.SUM, mine), mine)
     assert t.last.other_generation == 1 and t.last.results == 1
+
+
+def test_results_without_one_contribution_per_worker_are_never_delivered():
+    """A RESULT whose contributor count is not the job's worker count (a slot copy that took a
+    worker's contribution twice) is ignored and counted; the real result is taken."""
+    params = JobParams(job_id=3, n_workers=1, n_slots=2, words=WORDS, generation=4)
+    mine = np.arange(WORDS, dtype=np.int32)
+    doubled = (2 * mine).astype(">i4").tobytes()
+
+    def answer(request):
+        bad = np.frombuffer(_reply(request, P.MsgType.RESULT, 4), dtype=HEADER_DTYPE).copy()
+        bad["count"] = 2
+        return [bad.tobytes() + doubled,
+                _reply(request, P.MsgType.RESULT, 4, mine.astype(">i4").tobytes())]
+
+    t = Transport(_ScriptedLink(answer), params)
+    np.testing.assert_array_equal(t.reduce(P.Op.SUM, mine), mine)
+    assert t.last.bad_count == 1 and t.last.results == 1
 
 
 def test_notice_of_our_own_generation_is_not_a_generation_change():

@@ -1,0 +1,878 @@
+"""The fault and fuzz suite: one function per row of the table in ``docs/reliability.md``.
+
+Each row function runs one kind of fault or fuzzed input against a target, counts what held and
+returns a :class:`Row`. ``bench/bench_faults.py`` prints them as a table; ``tests/faults/`` runs
+each in quick mode and asserts ``row.ok``. Seeds are fixed: the same counts give the same frames,
+faults and requests on every run (times vary).
+
+Rows:
+
+1. :func:`row_random_bytes`: random bytes to every switch port.
+2. :func:`row_malformed_hina`: fuzzed HINA frames interleaved with a live aggregation.
+3. :func:`row_link_faults`: drops, duplicates, reordering and corruption on worker links.
+4. :func:`row_worker_kill`: SIGKILL of a worker process mid-allreduce.
+5. :func:`row_switch_kill`: SIGKILL of the embedded switch process, restart, job re-pushed.
+6. :func:`row_p4runtime_fuzz`: malformed P4Runtime requests.
+7. :func:`row_jobservice_fuzz`: malformed job-service requests.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from . import pipeline
+from . import protocol as P
+from .faults import (FaultyLink, HinaFrameFuzzer, LinkFaults, Sender, random_frames)
+
+ROOT = Path(__file__).resolve().parent.parent
+HINA_P4 = ROOT / "p4" / "hina.p4"
+WORDS = 64                         # small packets: the embedded target is quick, BMv2 too
+LIVE_JOB, FUZZ_JOB = 3, 5
+N_SLOTS = 4
+
+
+@dataclass
+class Row:
+    """One row of the results table."""
+    name: str
+    target: str
+    inputs: str            # the fault or input
+    count: int             # how many (frames, requests, kills)
+    must_hold: str
+    held: str              # what held, counted
+    ok: bool
+    seconds: float = 0.0
+    details: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("name", "target", "inputs", "count", "must_hold",
+                                               "held", "ok", "seconds", "details")}
+
+
+def skipped(name: str, target: str, inputs: str, must_hold: str, why: str) -> Row:
+    return Row(name, target, inputs, 0, must_hold, f"skipped: {why}", True)
+
+
+# ------------------------------------------------------------------------------------------
+# Frame targets: the embedded switch in process, or BMv2 on veths
+# ------------------------------------------------------------------------------------------
+def _worker(index: int) -> pipeline.WorkerAddress:
+    return pipeline.WorkerAddress(port=index + 1, mac=0x020000000100 + index,
+                                  ip=0x0A000100 + index, udp_port=40000 + index)
+
+
+def frame_jobs() -> tuple[pipeline.JobSpec, pipeline.JobSpec]:
+    """The live job (2 workers, ports 1-2) and the fuzz job (its worker 0 on port 3 is an
+    admitted fuzz sender, worker 1 on port 4 never sends)."""
+    live = pipeline.JobSpec(job_id=LIVE_JOB, workers=(_worker(0), _worker(1)), n_slots=N_SLOTS,
+                            reg_base=0, words=WORDS)
+    fuzz = pipeline.JobSpec(job_id=FUZZ_JOB, workers=(_worker(2), _worker(3)), n_slots=N_SLOTS,
+                            reg_base=N_SLOTS, words=WORDS)
+    return live, fuzz
+
+
+STRANGER_PORT = 9
+FRAME_PORTS = tuple(range(0, 11))
+
+
+class EmbeddedFrames:
+    """The embedded switch in process with both jobs; frames enter ports directly (what a UDP
+    port or an interface delivers), outputs come back at once."""
+    name = "embedded"
+
+    def __init__(self):
+        from softswitch.compiler import compile_file
+        from softswitch.switch import Switch
+        self.program = compile_file(str(HINA_P4), defines={"HINA_WORDS": str(WORDS)})
+        self.switch = Switch()
+        self.switch.load(self.program)
+        self.info = self.program.info
+        for job in frame_jobs():
+            for entry in pipeline.job_entries(job):
+                self.switch.dataplane.table_insert(entry)
+            self.switch.dataplane.mcast_group_set(*pipeline.multicast_group(job))
+
+    def run(self, batch, expect_results: int = 0) -> list[tuple[int, bytes]]:
+        out = []
+        for port, frame in batch:
+            out += self.switch.receive(port, bytes(frame))
+        return out
+
+    def counters(self, name: str) -> list[int]:
+        size = next(c.size for c in self.info.counters if c.name == name)
+        return [self.switch.dataplane.counter_read(name, i)[1] for i in range(size)]
+
+    def registers(self) -> dict[str, list[int]]:
+        dp = self.switch.dataplane
+        return {r.name: [dp.register_read(r.name, i) for i in range(r.size)]
+                for r in self.info.registers}
+
+    def close(self):
+        self.switch.close()
+
+
+class Bmv2Frames:
+    """Real BMv2 (``simple_switch_grpc`` on veths, :class:`controller.bmv2_dataplane.Bmv2Dataplane`)
+    with both jobs; a batch of frames is sent back to back, outputs collected until the expected
+    RESULTs are in and the ports are quiet."""
+    name = "bmv2"
+
+    def __init__(self, quiet_s: float = 0.05, timeout_s: float = 10.0):
+        from controller.bmv2_dataplane import Bmv2Dataplane
+        from softswitch.compiler import compile_file
+        self.info = compile_file(str(HINA_P4), defines={"HINA_WORDS": str(WORDS)}).info
+        self.dp = Bmv2Dataplane(HINA_P4, {"HINA_WORDS": WORDS}, ports=FRAME_PORTS, info=self.info)
+        self.quiet_s, self.timeout_s = quiet_s, timeout_s
+        self.unsendable = 0
+        for job in frame_jobs():
+            self.dp.table_insert_many(pipeline.job_entries(job))
+            self.dp.mcast_group_set(*pipeline.multicast_group(job))
+
+    def run(self, batch, expect_results: int = 0) -> list[tuple[int, bytes]]:
+        io = self.dp.io
+        got = io.receive(0)
+        for port, frame in batch:
+            try:
+                io.send(port, bytes(frame))
+            except OSError:                # e.g. an empty frame: the kernel refuses it
+                self.unsendable += 1
+        start = last = time.monotonic()
+        while True:
+            results = sum(1 for _, f in got if len(f) > 42 and f[42] & 0xF == P.MsgType.RESULT)
+            now = time.monotonic()
+            if results < expect_results:
+                wait = start + self.timeout_s - now
+            else:
+                wait = last + self.quiet_s - now
+            if wait <= 0:
+                return got
+            arrived = io.receive(wait)
+            if arrived:
+                got += arrived
+                last = time.monotonic()
+
+    def counters(self, name: str) -> list[int]:
+        size = next(c.size for c in self.info.counters if c.name == name)
+        time.sleep(0.2)                       # BMv2 counts a dropped frame after its last output
+        return [self.dp.counter_read(name, i)[1] for i in range(size)]
+
+    def registers(self) -> dict[str, list[int]]:
+        return {r.name: list(self.dp.register_read_all(r.name)) for r in self.info.registers}
+
+    def close(self):
+        self.dp.close()
+
+
+def bmv2_missing() -> Optional[str]:
+    """Why BMv2 cannot run here, or None."""
+    try:
+        from controller.bmv2_dataplane import harness_missing
+    except ImportError as exc:
+        return f"BMv2 harness not importable ({exc})"
+    return harness_missing()
+
+
+def _sender(addr: pipeline.WorkerAddress) -> Sender:
+    return Sender(addr.port, addr.mac, addr.ip, addr.udp_port)
+
+
+def _contribution(job: pipeline.JobSpec, worker: int, seq: int, values: np.ndarray) -> tuple:
+    from .faults import build_frame
+    slot, pool = seq % job.n_slots, (seq // job.n_slots) % 2
+    header = struct.pack("!BBBBHHIHH", (P.VERSION << 4) | P.MsgType.AGGREGATE, P.Op.SUM, 0, 0,
+                         job.job_id, (pool << 15) | slot, seq, job.generation, 0)
+    addr = job.workers[worker]
+    return addr.port, build_frame(_sender(addr), header + values.astype(">i4").tobytes())
+
+
+class LiveAggregation:
+    """The live job's rounds, one slot use per round, every RESULT checked bit for bit.
+
+    Round ``seq``: worker 0 contributes, then whatever ``between`` yields is sent, then worker 1
+    contributes; each worker must get the sum of both contributions (int32, exact), and any
+    RESULT of the live job for a round must equal that round's sum whenever it comes.
+    """
+
+    def __init__(self, target, seed: int):
+        self.target = target
+        self.job = frame_jobs()[0]
+        self.rng = np.random.default_rng(seed)
+        self.refs: dict[int, bytes] = {}
+        self.seq = getattr(target, "next_seq", 0)
+        self.rounds = self.exact = self.wrong = self.missing = 0
+        self.other_outputs: Counter = Counter()
+
+    def check_outputs(self, outputs) -> dict[int, int]:
+        """Check every output frame; returns RESULTs of the live job per port."""
+        per_port: Counter = Counter()
+        for port, frame in outputs:
+            if len(frame) < 42 + P.HEADER_BYTES:
+                self.other_outputs["short"] += 1
+                continue
+            msg = frame[42:]
+            vt, job_id, seq = msg[0], struct.unpack_from("!H", msg, 4)[0], \
+                struct.unpack_from("!I", msg, 8)[0]
+            if vt & 0xF == P.MsgType.RESULT and job_id == self.job.job_id:
+                if self.refs.get(seq) == msg[P.HEADER_BYTES:]:
+                    per_port[port] += 1
+                else:
+                    self.wrong += 1
+            else:
+                self.other_outputs[P.MsgType(vt & 0xF).name if vt & 0xF in set(P.MsgType)
+                                   else f"type{vt & 0xF}"] += 1
+        return per_port
+
+    def round(self, between=(), middle: Optional[Callable[[], None]] = None) -> None:
+        """One round; ``between`` (port, frame) pairs go in the same batch between the two
+        contributions, ``middle()`` is called between them (in-process targets)."""
+        seq = self.seq
+        self.seq += 1
+        self.target.next_seq = self.seq       # the job's sequence goes on in the next row
+        values = self.rng.integers(-(1 << 24), 1 << 24, size=(2, WORDS), dtype=np.int64)
+        self.refs[seq] = values.sum(axis=0).astype(">i4").tobytes()
+        first = _contribution(self.job, 0, seq, values[0])
+        last = _contribution(self.job, 1, seq, values[1])
+        if middle is None:
+            outputs = self.target.run([first, *between, last], expect_results=2)
+        else:
+            outputs = self.target.run([first])
+            middle()
+            outputs += self.target.run([*between, last], expect_results=2)
+        per_port = self.check_outputs(outputs)
+        self.rounds += 1
+        if all(per_port.get(w.port, 0) >= 1 for w in self.job.workers):
+            self.exact += 1
+        else:
+            self.missing += 1
+
+
+# ------------------------------------------------------------------------------------------
+# Row 1: random bytes
+# ------------------------------------------------------------------------------------------
+ROW1_INPUT = "random bytes, lengths 0..1600, to every switch port (0-10)"
+ROW1_HOLD = "no crash; no register or counter change but drop reasons; next aggregation exact"
+
+
+def row_random_bytes(target, frames: int, rounds: int = 16, seed: int = 1) -> Row:
+    """Random bytes into every port of ``target``; registers and counters (but the reason
+    counter) unchanged; then ``rounds`` rounds of the live job exact."""
+    started = time.monotonic()
+    rng = random.Random(seed)
+    before = target.registers(), target.counters(P.JOB_COUNTER)
+    reasons_before = target.counters(P.REASON_COUNTER)
+    batch = [(FRAME_PORTS[i % len(FRAME_PORTS)], f)
+             for i, f in enumerate(random_frames(rng, frames))]
+    outputs, crashed = [], None
+    try:
+        for i in range(0, len(batch), 256):
+            outputs += target.run(batch[i:i + 256])
+    except Exception as exc:  # noqa: BLE001 - a crash is the finding
+        crashed = repr(exc)
+    # the kernel's own IPv6 frames (neighbour discovery, MLD) leave a veth's switch end too
+    kernel = [o for o in outputs if o[1][12:14] == b"\x86\xdd"]
+    outputs = [o for o in outputs if o[1][12:14] != b"\x86\xdd"]
+    after = target.registers(), target.counters(P.JOB_COUNTER)
+    reasons = Counter({P.DropReason(i).name: a - b for i, (a, b) in
+                       enumerate(zip(target.counters(P.REASON_COUNTER), reasons_before))
+                       if a != b and i in set(P.DropReason)})
+    changed = [name for name in before[0] if before[0][name] != after[0][name]]
+    if before[1] != after[1]:
+        changed.append(P.JOB_COUNTER)
+    live = LiveAggregation(target, seed)
+    for _ in range(rounds):
+        live.round()
+    ok = (crashed is None and not changed and not outputs and live.exact == rounds
+          and live.wrong == 0)
+    held = (f"{'no crash' if crashed is None else 'CRASH ' + crashed}; {len(outputs)} outputs; "
+            f"changed: {', '.join(changed) or 'none'}; drop reasons "
+            f"{dict(reasons) or '{}'}; {live.exact}/{rounds} rounds exact, {live.wrong} wrong")
+    return Row("random bytes", target.name, ROW1_INPUT, frames, ROW1_HOLD, held, ok,
+               time.monotonic() - started,
+               {"reasons": dict(reasons), "outputs": len(outputs), "changed": changed,
+                "rounds": rounds, "exact": live.exact, "kernel_ipv6_frames": len(kernel),
+                "unsendable": getattr(target, "unsendable", 0)})
+
+
+# ------------------------------------------------------------------------------------------
+# Row 2: malformed HINA frames
+# ------------------------------------------------------------------------------------------
+ROW2_INPUT = ("fuzzed HINA header/payload (scapy fuzz() + 15 mutations) from admitted and "
+              "non-admitted senders, interleaved with a live aggregation")
+ROW2_HOLD = ("no crash; every RESULT bit-exact; every fuzzed frame with a whole 16-byte HINA "
+             "header counted by a drop reason (or admitted as the fuzz job's own worker)")
+#: Frames to the HINA port that end inside the HINA header: the parser never validates the
+#: header, so the program drops them as non-HINA traffic, uncounted (hina.p4 counts reasons only
+#: for a valid HINA header).
+SHORT = "uncounted: HINA header cut"
+
+
+def _fuzz_senders() -> list[Sender]:
+    live, fuzz = frame_jobs()
+    w0 = _sender(live.workers[0])
+    return [w0, _sender(live.workers[1]), _sender(fuzz.workers[0]),
+            Sender(STRANGER_PORT, 0x02000000AA01, 0x0A00AA01, 41000),        # unknown worker
+            Sender(STRANGER_PORT, w0.mac, w0.ip, w0.udp_port)]               # impostor
+
+
+SENDER_NAMES = ("live worker 0", "live worker 1", "fuzz-job worker", "stranger", "impostor")
+
+
+def row_malformed_hina(target, frames: int, per_round: int = 8, seed: int = 2) -> Row:
+    """Fuzzed HINA frames between the contributions of the live job's rounds."""
+    started = time.monotonic()
+    live_job = frame_jobs()[0]
+    fuzzer = HinaFrameFuzzer(seed, WORDS, (live_job.job_id, live_job.generation, N_SLOTS),
+                             jobs=(LIVE_JOB, FUZZ_JOB))
+    senders = _fuzz_senders()
+    live = LiveAggregation(target, seed)
+    reasons_before = target.counters(P.REASON_COUNTER)
+    jobs_before = target.counters(P.JOB_COUNTER)
+    per_frame = isinstance(target, EmbeddedFrames)
+    short = 0
+    outcomes: Counter = Counter()
+    by_sender: Counter = Counter()
+    uncounted_kinds: Counter = Counter()
+    crashed, sent = None, 0
+    try:
+        while sent < frames:
+            between = []
+            for _ in range(min(per_round, frames - sent)):
+                sender = senders[sent % len(senders)]
+                kind, frame = fuzzer.frame(sender)
+                between.append((sender.port, frame, kind, SENDER_NAMES[sent % len(senders)]))
+                short += len(frame) < 42 + P.HEADER_BYTES
+                sent += 1
+            if per_frame:
+                def middle(between=between):
+                    for port, frame, kind, who in between:
+                        outcome = _counted(target, port, frame, live)
+                        outcomes[outcome] += 1
+                        by_sender[who, outcome] += 1
+                        if outcome == "uncounted":
+                            uncounted_kinds[kind] += 1
+                live.round(middle=middle)
+            else:
+                live.round(between=[(p, f) for p, f, _, _ in between])
+    except Exception as exc:  # noqa: BLE001 - a crash is the finding
+        crashed = repr(exc)
+    reasons = Counter({P.DropReason(i).name: a - b for i, (a, b) in
+                       enumerate(zip(target.counters(P.REASON_COUNTER), reasons_before))
+                       if a != b and i in set(P.DropReason)})
+    counted = sum(reasons.values())
+    jobs_after = target.counters(P.JOB_COUNTER)
+    # frames the fuzz job admitted (a frame may be admitted and then dropped with a reason:
+    # STALE_GENERATION, BAD_SLOT)
+    admitted = jobs_after[FUZZ_JOB] - jobs_before[FUZZ_JOB]
+    whole = frames - short
+    all_counted = counted + admitted >= whole
+    if per_frame:
+        all_counted = all_counted and outcomes["uncounted"] == 0
+        accounting = (f"per frame: {', '.join(f'{k} {v}' for k, v in sorted(outcomes.items()))}")
+    else:
+        accounting = (f"reasons +{counted}, admitted {admitted}, for {whole} whole-header frames; "
+                      f"{short} {SHORT}")
+    ok = crashed is None and live.wrong == 0 and live.exact == live.rounds and all_counted
+    held = (f"{'no crash' if crashed is None else 'CRASH ' + crashed}; {live.exact}/{live.rounds}"
+            f" rounds exact, {live.wrong} wrong RESULTs; {accounting}")
+    return Row("malformed HINA", target.name, ROW2_INPUT, frames, ROW2_HOLD, held, ok,
+               time.monotonic() - started,
+               {"reasons": dict(reasons), "outcomes": dict(outcomes),
+                "mutations": dict(fuzzer.counts), "uncounted_kinds": dict(uncounted_kinds),
+                "by_sender": {f"{w}: {o}": c for (w, o), c in sorted(by_sender.items())},
+                "other_outputs": dict(live.other_outputs)})
+
+
+def _counted(target: EmbeddedFrames, port: int, frame: bytes, live: LiveAggregation) -> str:
+    """Send one frame into the embedded switch; which drop reason (or admission) counted it."""
+    dp = target.switch.dataplane
+    with target.switch.lock:
+        reasons = [dp.counter_read(P.REASON_COUNTER, i)[1] for i in range(P.REASONS)]
+        jobs = (dp.counter_read(P.JOB_COUNTER, FUZZ_JOB)[1], dp.counter_read(P.JOB_COUNTER,
+                                                                              LIVE_JOB)[1])
+        outputs = target.switch.receive(port, frame)
+        live.check_outputs(outputs)
+        after = [dp.counter_read(P.REASON_COUNTER, i)[1] for i in range(P.REASONS)]
+        jobs_after = (dp.counter_read(P.JOB_COUNTER, FUZZ_JOB)[1],
+                      dp.counter_read(P.JOB_COUNTER, LIVE_JOB)[1])
+    for i, (a, b) in enumerate(zip(after, reasons)):
+        if a != b:
+            return P.DropReason(i).name if i in set(P.DropReason) else f"reason{i}"
+    if jobs_after[0] != jobs[0]:
+        return "admitted (fuzz job)"
+    if jobs_after[1] != jobs[1]:
+        return "admitted (live job)"
+    return SHORT if len(frame) < 42 + P.HEADER_BYTES else "uncounted"
+
+
+# ------------------------------------------------------------------------------------------
+# Row 3: faults on the worker links during allreduce
+# ------------------------------------------------------------------------------------------
+class TunnelJob:
+    """The embedded switch in process with one loopback UDP port per worker and the live job
+    installed; each worker a :class:`~worker.link.FrameLink` (what tests/worker's LocalJob does)."""
+
+    def __init__(self, n_workers: int, n_slots: int = 8):
+        from softswitch.compiler import compile_file
+        from softswitch.ports import UdpPort
+        from softswitch.switch import Switch
+        from worker.link import Endpoint, FrameLink
+        from worker.transport import JobParams
+        self.switch = Switch()
+        self.switch.load(compile_file(str(HINA_P4), defines={"HINA_WORDS": str(WORDS)}))
+        self.spec = pipeline.JobSpec(job_id=LIVE_JOB, n_slots=n_slots, reg_base=0, words=WORDS,
+                                     workers=tuple(_worker(w) for w in range(n_workers)))
+        for entry in pipeline.job_entries(self.spec):
+            self.switch.dataplane.table_insert(entry)
+        self.switch.dataplane.mcast_group_set(*pipeline.multicast_group(self.spec))
+        switch_end = Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)
+        self.links = []
+        for addr in self.spec.workers:
+            link = FrameLink(Endpoint(addr.mac, addr.ip, addr.udp_port), switch_end,
+                             ("127.0.0.1", 0), ("127.0.0.1", 0))
+            port = UdpPort(addr.port, ("127.0.0.1", 0), peer=link.sock.getsockname())
+            link.tunnel_switch = port.local_address
+            self.switch.add_port(port)
+            self.links.append(link)
+        self.params = JobParams(job_id=LIVE_JOB, n_workers=n_workers, n_slots=n_slots,
+                                words=WORDS)
+
+    def close(self):
+        for link in self.links:
+            link.close()
+        self.switch.close()
+
+
+def run_threads(fn, n: int, timeout: float = 300.0) -> tuple[list, list]:
+    """fn(w) on one thread per worker; (results, errors)."""
+    results, errors = [None] * n, [None] * n
+
+    def body(w):
+        try:
+            results[w] = fn(w)
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller
+            errors[w] = exc
+
+    threads = [threading.Thread(target=body, args=(w,), daemon=True) for w in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return results, errors
+
+
+LINK_FAULTS = {
+    "drop 5%": LinkFaults(drop=0.05),
+    "duplicate 5%": LinkFaults(duplicate=0.05),
+    "reorder 10%, window 4": LinkFaults(reorder=0.10, window=4),
+    "corrupt 5%, caught by FCS (dropped)": LinkFaults(fcs_corrupt=0.05),
+    "corrupt 1%, header bit flip reaching the switch": LinkFaults(header_corrupt=0.01),
+}
+ROW3_HOLD = "every worker's sum bit-exact; faults cost retransmissions only"
+ROW3_HOLD_HEADER = ("no crash, no hang; a flip the switch or worker cannot tell from a valid "
+                    "header may give a wrong sum (HINA has no header or payload checksum)")
+
+
+def row_link_faults(fault: str, elements: int, n_workers: int = 3, steps: int = 2,
+                    seed: int = 3) -> Row:
+    """``steps`` SUM allreduces of ``elements`` int32 per worker with ``fault`` on every worker's
+    link, both directions (header corruption: worker to switch)."""
+    import dataclasses
+    from worker.transport import Transport
+    started = time.monotonic()
+    faults = LINK_FAULTS[fault]
+    header = faults.header_corrupt > 0
+    job = TunnelJob(n_workers)
+    rng = np.random.default_rng(seed)
+    data = [[rng.integers(-(1 << 20), 1 << 20, size=elements, dtype=np.int64).astype(np.int32)
+             for _ in range(n_workers)] for _ in range(steps)]
+    want = [np.sum(np.stack(d).astype(np.int64), axis=0).astype(np.int32) for d in data]
+    links = [FaultyLink(link, dataclasses.replace(faults, seed=seed * 100 + w))
+             for w, link in enumerate(job.links)]
+    transports = [Transport(link, job.params, min_rto=0.05, give_up_s=20.0) for link in links]
+    try:
+        results, errors = run_threads(
+            lambda w: [transports[w].reduce(P.Op.SUM, data[s][w]) for s in range(steps)],
+            n_workers)
+        reasons = Counter({P.DropReason(i).name: job.switch.dataplane.counter_read(
+            P.REASON_COUNTER, i)[1] for i in range(1, P.REASONS) if i in set(P.DropReason)})
+    finally:
+        job.close()
+    exact = sum(1 for w in range(n_workers) for s in range(steps)
+                if errors[w] is None and np.array_equal(results[w][s], want[s]))
+    wrong = sum(1 for w in range(n_workers) for s in range(steps)
+                if errors[w] is None and not np.array_equal(results[w][s], want[s]))
+    failed = [repr(e) for e in errors if e is not None]
+    retrans = sum(t.total.retransmissions for t in transports)
+    frames = sum(link.stats["up"].get("frames", 0) + link.stats["down"].get("frames", 0)
+                 for link in links)
+    injected = Counter()
+    for link in links:
+        for direction in ("up", "down"):
+            for k, v in link.stats[direction].items():
+                if k != "frames":
+                    injected[k] += v
+    total = n_workers * steps
+    if header:
+        ok = True if not failed or all("Transport" in f for f in failed) else False
+        must = ROW3_HOLD_HEADER
+    else:
+        ok = exact == total and not failed and (retrans > 0 or fault.startswith("duplicate"))
+        must = ROW3_HOLD
+    held = (f"{exact}/{total} sums exact, {wrong} wrong, {len(failed)} failed; "
+            f"injected {dict(injected)}; {retrans} retransmissions; switch reasons "
+            f"{ {k: v for k, v in reasons.items() if v} }")
+    return Row(f"link faults: {fault}", "embedded", f"{fault} on every worker link, "
+               f"{n_workers} workers x {steps} allreduces of {elements} int32", frames, must, held,
+               ok, time.monotonic() - started,
+               {"exact": exact, "wrong": wrong, "failed": failed, "retransmissions": retrans,
+                "injected": dict(injected), "reasons": dict(reasons)})
+
+
+# ------------------------------------------------------------------------------------------
+# Row 6: malformed P4Runtime requests
+# ------------------------------------------------------------------------------------------
+ROW6_INPUT = ("hypothesis-generated Write/Read/SetForwardingPipelineConfig: random ids, match "
+              "and param bytes (wrong widths, oversize), indices, election ids, device ids, "
+              "random bytes as device config")
+ROW6_HOLD = "every request answered with a gRPC status (no hang, no INTERNAL); server serves after"
+
+
+def _free_tcp_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _hypothesis_run(strategy, n: int, body, seed: int) -> None:
+    """Call ``body(example)`` for ``n`` examples of ``strategy`` drawn with a fixed seed."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+    run = hypothesis_seed(seed)(settings(max_examples=n, deadline=None, database=None,
+                                         phases=[Phase.generate],
+                                         suppress_health_check=list(HealthCheck))(
+        given(strategy)(body)))
+    run()
+
+
+def row_p4runtime_fuzz(requests: int, rpc_timeout_s: float = 60.0, seed: int = 6) -> Row:
+    """Malformed requests against the embedded target's P4Runtime server (real gRPC)."""
+    import grpc
+    from hypothesis import strategies as st
+    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+    from controller.p4runtime_client import SwitchConnection
+    from softswitch.compiler import compile_file
+    from softswitch.p4info import build_p4info
+    from softswitch.p4runtime_server import make_device_config, serve
+    from softswitch.switch import Switch
+    started = time.monotonic()
+    program = compile_file(str(HINA_P4), defines={"HINA_WORDS": str(WORDS)})
+    p4info = build_p4info(program.info)
+    known = sorted({o.preamble.id for kind in ("tables", "actions", "counters", "registers")
+                    for o in getattr(p4info, kind)})
+    address = f"127.0.0.1:{_free_tcp_port()}"
+    switch = Switch()
+    server = serve(switch, address)
+    with SwitchConnection(address, election_id=1) as conn:
+        conn.set_pipeline(p4info, make_device_config(program))
+    channel = grpc.insecure_channel(address)
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+    ids = st.one_of(st.sampled_from(known), st.integers(0, 2**32 - 1))
+    blob = st.binary(max_size=24)
+    small = st.integers(0, 3)
+
+    @st.composite
+    def entity(draw):
+        e = p4runtime_pb2.Entity()
+        kind = draw(st.sampled_from(("table", "register", "counter")))
+        if kind == "table":
+            t = e.table_entry
+            t.table_id = draw(ids)
+            for _ in range(draw(small)):
+                m = t.match.add(field_id=draw(st.integers(0, 6)))
+                which = draw(st.sampled_from(("exact", "ternary", "lpm", "range")))
+                if which == "exact":
+                    m.exact.value = draw(blob)
+                elif which == "ternary":
+                    m.ternary.value, m.ternary.mask = draw(blob), draw(blob)
+                elif which == "lpm":
+                    m.lpm.value, m.lpm.prefix_len = draw(blob), draw(st.integers(-5, 80))
+                else:
+                    m.range.low, m.range.high = draw(blob), draw(blob)
+            if draw(st.booleans()):
+                t.action.action.action_id = draw(ids)
+                for _ in range(draw(small)):
+                    t.action.action.params.add(param_id=draw(st.integers(0, 12)),
+                                               value=draw(blob))
+            t.priority = draw(st.integers(-2, 2**31 - 1))
+        elif kind == "register":
+            r = e.register_entry
+            r.register_id = draw(ids)
+            if draw(st.booleans()):
+                r.index.index = draw(st.integers(-(2**63), 2**63 - 1))
+            r.data.bitstring = draw(blob)
+        else:
+            c = e.counter_entry
+            c.counter_id = draw(ids)
+            if draw(st.booleans()):
+                c.index.index = draw(st.integers(-(2**63), 2**63 - 1))
+            c.data.packet_count = draw(st.integers(-(2**63), 2**63 - 1))
+        return e
+
+    @st.composite
+    def request(draw):
+        kind = draw(st.sampled_from(("Write", "Read", "SetForwardingPipelineConfig")))
+        device = draw(st.sampled_from((0, 0, 0, 1, 2**64 - 1)))
+        election = draw(st.sampled_from((0, 0, 1, 2, 2**64 - 1)))
+        if kind == "Write":
+            req = p4runtime_pb2.WriteRequest(device_id=device)
+            req.election_id.low = election
+            req.atomicity = draw(st.integers(0, 3))
+            for _ in range(draw(st.integers(0, 4))):
+                req.updates.add(type=draw(st.integers(0, 4))).entity.CopyFrom(draw(entity()))
+        elif kind == "Read":
+            req = p4runtime_pb2.ReadRequest(device_id=device)
+            for _ in range(draw(st.integers(0, 3))):
+                req.entities.add().CopyFrom(draw(entity()))
+        else:
+            req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=device)
+            req.election_id.low = election
+            req.action = draw(st.integers(0, 6))
+            if draw(st.booleans()):
+                req.config.p4info.CopyFrom(p4info)
+            req.config.p4_device_config = draw(st.binary(max_size=2048))
+            req.config.cookie.cookie = draw(st.integers(0, 2**64 - 1))
+        return kind, req
+
+    codes: Counter = Counter()
+    hung = internal = 0
+    examples, bad, slow = [], [], []
+
+    def body(kr):
+        nonlocal hung, internal
+        kind, req = kr
+        batch = False
+        t0 = time.monotonic()
+        try:
+            if kind == "Read":
+                for _ in stub.Read(req, timeout=rpc_timeout_s):
+                    pass
+            else:
+                getattr(stub, kind)(req, timeout=rpc_timeout_s)
+            code = "OK"
+        except grpc.RpcError as exc:
+            code = exc.code().name
+            batch = "updates failed" in (exc.details() or "")
+            if code in ("INTERNAL", "UNKNOWN") and len(bad) < 5:
+                bad.append(f"{kind}: {exc.details()}"[:300])
+        codes[code] += 1
+        slow.append((round(time.monotonic() - t0, 1), kind, code))
+        examples.append(kind)
+        hung += code == "DEADLINE_EXCEEDED"
+        # UNKNOWN is the spec's code of a batch with failed updates (details per update)
+        internal += code == "INTERNAL" or (code == "UNKNOWN" and not batch)
+
+    try:
+        _hypothesis_run(request(), requests, body, seed)
+        # still serving: a wildcard read and the pipeline as pushed
+        entries = list(stub.Read(p4runtime_pb2.ReadRequest(
+            device_id=0, entities=[p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]),
+            timeout=rpc_timeout_s))
+        got = stub.GetForwardingPipelineConfig(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0), timeout=rpc_timeout_s)
+        serving = bool(entries) and len(got.config.p4info.tables) == len(p4info.tables)
+    except Exception as exc:  # noqa: BLE001 - the finding
+        serving = False
+        codes[f"harness error {exc!r}"[:80]] += 1
+    finally:
+        channel.close()
+        server.stop(grace=None).wait(5)
+        server.servicer.close()
+        switch.close()
+    total = sum(codes.values())
+    ok = total == requests and hung == 0 and internal == 0 and serving
+    kinds = Counter(examples)
+    held = (f"{total}/{requests} answered ({', '.join(f'{k} {v}' for k, v in codes.most_common())}); "
+            f"{hung} hung, {internal} INTERNAL (UNKNOWN only for failed batches, as the spec says); "
+            f"{'still serving' if serving else 'NOT serving'}; slowest answer "
+            f"{max(slow)[0] if slow else 0} s")
+    return Row("P4Runtime fuzz", "embedded", ROW6_INPUT, requests, ROW6_HOLD, held, ok,
+               time.monotonic() - started, {"codes": dict(codes), "kinds": dict(kinds), "internal_examples": bad,
+                "slowest": sorted(slow, reverse=True)[:5]})
+
+
+# ------------------------------------------------------------------------------------------
+# Row 7: malformed job-service requests
+# ------------------------------------------------------------------------------------------
+ROW7_INPUT = ("hypothesis-generated Join/Barrier/Heartbeat/Leave: random job ids, sessions, "
+              "barrier names and timeouts (NaN, inf, negative), garbage tokens and metadata")
+ROW7_HOLD = "every request answered with a gRPC status (no hang, no INTERNAL); service serves after"
+JOB_TOKEN = "fault-suite-token"
+
+
+def row_jobservice_fuzz(requests: int, rpc_timeout_s: float = 20.0, seed: int = 7) -> Row:
+    """Malformed requests against the job service (``controller.jobservice.serve``, real gRPC)."""
+    import grpc
+    from hypothesis import strategies as st
+    from controller.config import JobConfig, WorkerConfig
+    from controller.jobservice import serve
+    from hina.generated import jobservice_pb2 as pb
+    from hina.generated import jobservice_pb2_grpc as pb_grpc
+    started = time.monotonic()
+    workers = tuple(WorkerConfig(ip=f"10.0.1.{w}", udp_port=40000 + w, port=w + 1,
+                                 mac=f"02:00:00:00:01:{w:02x}") for w in range(2))
+    jobs = {1: JobConfig(job_id=1, codec="fixedpoint", workers=workers, n_slots=4, words=WORDS)}
+    address = f"127.0.0.1:{_free_tcp_port()}"
+    server = serve(lambda: jobs, address, lease_s=5.0, tokens=lambda: dict.fromkeys(jobs, JOB_TOKEN))
+    channel = grpc.insecure_channel(address)
+    stub = pb_grpc.JobServiceStub(channel)
+    job_ids = st.one_of(st.just(1), st.integers(0, 2**32 - 1))
+    text = st.text(max_size=40)
+    tokens = st.one_of(st.just(f"Bearer {JOB_TOKEN}"), st.just(JOB_TOKEN), st.just("Bearer "),
+                       st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126),
+                               max_size=60))
+    timeouts = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                         st.floats(-1.0, 0.3))
+
+    @st.composite
+    def request(draw):
+        kind = draw(st.sampled_from(("Join", "Barrier", "Heartbeat", "Leave")))
+        job_id = draw(job_ids)
+        session = draw(st.one_of(text, st.just("")))
+        if kind == "Join":
+            req = pb.JoinRequest(job_id=job_id, ip=draw(text), udp_port=draw(st.integers(0, 2**32 - 1)),
+                                 name=draw(text))
+        elif kind == "Barrier":
+            req = pb.BarrierRequest(job_id=job_id, session=session, name=draw(text),
+                                    timeout_s=draw(timeouts))
+        elif kind == "Heartbeat":
+            req = pb.HeartbeatRequest(job_id=job_id, session=session)
+        else:
+            req = pb.LeaveRequest(job_id=job_id, session=session)
+        metadata = []
+        if draw(st.booleans()):
+            metadata.append(("authorization", draw(tokens)))
+        if draw(st.booleans()):
+            metadata.append(("x-garbage-bin", draw(st.binary(max_size=32))))
+        return kind, req, tuple(metadata)
+
+    codes: Counter = Counter()
+    hung = internal = 0
+    bad = []
+
+    def body(krm):
+        nonlocal hung, internal
+        kind, req, metadata = krm
+        try:
+            getattr(stub, kind)(req, timeout=rpc_timeout_s, metadata=metadata)
+            code = "OK"
+        except grpc.RpcError as exc:
+            code = exc.code().name
+            if code in ("INTERNAL", "UNKNOWN") and len(bad) < 5:
+                bad.append(f"{kind}: {exc.details()}"[:300])
+        codes[code] += 1
+        hung += code == "DEADLINE_EXCEEDED"
+        internal += code in ("INTERNAL", "UNKNOWN")
+
+    try:
+        _hypothesis_run(request(), requests, body, seed)
+        # still serving: a real worker joins with the token and leaves
+        meta = (("authorization", f"Bearer {JOB_TOKEN}"),)
+        reply = None
+        try:
+            reply = stub.Join(pb.JoinRequest(job_id=1, ip="10.0.1.1", udp_port=40001),
+                              timeout=rpc_timeout_s, metadata=meta)
+        except grpc.RpcError as exc:   # the seat may be held by a fuzzed Join: that is serving
+            serving = exc.code() in (grpc.StatusCode.ALREADY_EXISTS,
+                                     grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                     grpc.StatusCode.FAILED_PRECONDITION)
+        else:
+            stub.Leave(pb.LeaveRequest(job_id=1, session=reply.session), timeout=rpc_timeout_s,
+                       metadata=meta)
+            serving = reply.job_id == 1
+    finally:
+        channel.close()
+        server.stop(grace=None).wait(5)
+    total = sum(codes.values())
+    ok = total == requests and hung == 0 and internal == 0 and serving
+    held = (f"{total}/{requests} answered ({', '.join(f'{k} {v}' for k, v in codes.most_common())}); "
+            f"{hung} hung, {internal} INTERNAL/UNKNOWN; "
+            f"{'still serving' if serving else 'NOT serving'}")
+    return Row("job service fuzz", "embedded", ROW7_INPUT, requests, ROW7_HOLD, held, ok,
+               time.monotonic() - started, {"codes": dict(codes), "internal_examples": bad})
+
+
+# ------------------------------------------------------------------------------------------
+# The whole suite
+# ------------------------------------------------------------------------------------------
+#: Counts per mode: frames of rows 1-2, int32 elements per allreduce of row 3, requests of
+#: rows 6-7.
+COUNTS = {"full": {"random": 5000, "hina": 5000, "elements": WORDS * 400, "rpc": 2000},
+          "quick": {"random": 300, "hina": 300, "elements": WORDS * 60, "rpc": 150}}
+
+
+def frame_rows(target, counts: dict) -> list[Row]:
+    """Rows 1 and 2 on one frame target (the same seeded frames on every target)."""
+    return [row_random_bytes(target, counts["random"]),
+            row_malformed_hina(target, counts["hina"])]
+
+
+def run_suite(mode: str = "full", bmv2: bool = True,
+              progress: Callable[[Row], None] = lambda row: None) -> list[Row]:
+    """Every row in ``mode`` (``full`` or ``quick``); BMv2 frame rows where BMv2 runs."""
+    counts = COUNTS[mode]
+    rows: list[Row] = []
+
+    def add(row):
+        rows.append(row)
+        progress(row)
+
+    target = EmbeddedFrames()
+    try:
+        for row in frame_rows(target, counts):
+            add(row)
+    finally:
+        target.close()
+    why = bmv2_missing() if bmv2 else "not asked for (--no-bmv2)"
+    if why is None:
+        target = Bmv2Frames()
+        try:
+            for row in frame_rows(target, counts):
+                add(row)
+        finally:
+            target.close()
+    else:
+        add(skipped("random bytes", "bmv2", ROW1_INPUT, ROW1_HOLD, f"BMv2 not installed ({why})"
+                    if bmv2 else why))
+        add(skipped("malformed HINA", "bmv2", ROW2_INPUT, ROW2_HOLD,
+                    f"BMv2 not installed ({why})" if bmv2 else why))
+    for fault in LINK_FAULTS:
+        add(row_link_faults(fault, counts["elements"]))
+    add(row_p4runtime_fuzz(counts["rpc"]))
+    add(row_jobservice_fuzz(counts["rpc"]))
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    """The results table as Markdown."""
+    lines = ["| fault or input | target | how many | what must hold | what held | ok | s |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r.inputs if r.name in r.inputs else f"{r.name}: {r.inputs}", r.target,
+                 f"{r.count:,}", r.must_hold, r.held,
+                 "yes" if r.ok else "**NO**", f"{r.seconds:.1f}"]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
