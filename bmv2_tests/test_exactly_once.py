@@ -8,7 +8,7 @@ import pytest
 
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import contribution, install, make_job, send
+from bmv2_tests.jobs import contribution, install, make_job, reason_count, send
 
 
 class SimWorker:
@@ -69,3 +69,38 @@ def test_random_loss_duplication_reordering(target, seed, loss):
     for w in workers:
         for seq in range(chunks):
             np.testing.assert_array_equal(w.results[seq], expected[seq])
+
+
+@pytest.mark.parametrize("flags", [0, P.Flag.RETRANSMIT])
+def test_late_copy_after_the_worker_moved_on_is_stale(target, flags):
+    """A worker's copy of chunk u reordered behind its contribution to chunk u + n_slots (the
+    other copy of the slot) is an old duplicate, also while another worker has not moved on
+    yet: not a second contribution to u (which would count the worker twice and clear its bit in
+    u + n_slots, so that the retransmissions of u + n_slots are then dropped as stale)."""
+    job = make_job(1, 2, n_slots=1)
+    install(target, job)
+    v = np.arange(2 * 3 * TEST_WORDS).reshape(2, 3, TEST_WORDS)       # [seq][worker][word]
+
+    def chunk(w, seq, extra=0):
+        slot, pool = P.slot_and_pool(seq, job.n_slots)
+        return contribution(job, w, P.Op.SUM, v[seq, w], slot=slot, pool=pool, seq=seq,
+                            flags=extra)
+
+    late = chunk(0, 0, flags)
+    assert send(target, job, 0, chunk(0, 0)) == []
+    done = send(target, job, 1, chunk(1, 0), expected=2)               # chunk 0 complete
+    assert sorted(r.port for r in done) == [1, 2]
+    assert send(target, job, 0, chunk(0, 1)) == []                     # worker 0 moves on
+    stale_before = reason_count(target, P.DropReason.STALE_POOL)
+    assert send(target, job, 0, late) == []                            # the late copy of 0
+    assert reason_count(target, P.DropReason.STALE_POOL) == stale_before + 1
+    # Worker 1 completes chunk 1: one contribution each, exact; worker 0 retransmitting chunk 1
+    # then gets the stored result (its bit in chunk 1's copy is still set).
+    out = send(target, job, 1, chunk(1, 1), expected=2)
+    assert sorted(r.port for r in out) == [1, 2]
+    for r in out:
+        assert r.seq == 1 and r.count == 2
+        np.testing.assert_array_equal(r.words(), v[1, 0] + v[1, 1])
+    again = send(target, job, 0, chunk(0, 1, P.Flag.RETRANSMIT), expected=1)
+    assert [(r.port, r.seq, r.count) for r in again] == [(1, 1, 2)]
+    np.testing.assert_array_equal(again[0].words(), v[1, 0] + v[1, 1])

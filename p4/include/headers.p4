@@ -120,6 +120,8 @@ struct metadata_t {
     reg_index_t slot_index;      // reg_base + slot: index of per-slot registers
     reg_index_t reg_index;       // slot_index * 2 + pool: index of per-copy registers
     bit<1>      reclaim;         // the copy (or PAIRS stream) was last used by another generation
+    bit<1>      other_current;   // the slot's other copy is of the job's current generation
+    bit<1>      other_newer;     // ... and its current use is newer than this packet's chunk
     bit<1>      new_round;       // first packet of a new use of this slot copy
     bit<1>      stale;           // packet of an older use of this slot copy
     bit<1>      contribute;      // new contribution: aggregate it

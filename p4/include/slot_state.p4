@@ -33,25 +33,37 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
     register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_count;
 
     // Claim the copy for the packet's generation (the job's current one); reclaim = it was
-    // another generation's. Tofino: a RegisterAction on slot_generation that writes the
-    // generation and returns (old != generation), in the stage before slot_seq's.
+    // another generation's. Also note whether the slot's other copy is of the current
+    // generation (its seq and bitmap mean something to this packet only then). Tofino: the
+    // two copies' generations are one Register<pair> cell per slot; a RegisterAction writes
+    // this copy's half and returns both comparisons, in the stage before slot_seq's.
     action claim_copy() {
         bit<16> stored;
+        bit<16> other;
         slot_generation.read(stored, meta.reg_index);
+        slot_generation.read(other, meta.reg_index ^ 1);
         meta.reclaim = (stored != meta.generation) ? 1w1 : 1w0;
+        meta.other_current = (other == meta.generation) ? 1w1 : 1w0;
         slot_generation.write(meta.reg_index, meta.generation);
     }
 
     // Serial-number comparison (RFC 1982) of the packet's seq with the copy's current use; a
-    // reclaimed copy starts a new use whatever its stored seq. Tofino: a RegisterAction on
-    // slot_seq with the reclaim bit as input (one condition on it, one on the difference).
+    // reclaimed copy starts a new use whatever its stored seq. Also whether the other copy's
+    // current use is newer than this packet's chunk (chunk + n_slots: the slot's next use).
+    // Tofino: the two copies' seqs are one Register<pair> cell per slot; a RegisterAction with
+    // the reclaim bit as input updates this copy's half and returns the comparisons.
     action check_round() {
         bit<32> stored;
+        bit<32> other;
         slot_seq.read(stored, meta.reg_index);
+        slot_seq.read(other, meta.reg_index ^ 1);
         bit<32> seq1 = hdr.hina.seq + 1;
         bit<32> diff = seq1 - stored;
+        bit<32> ahead = other - seq1;
         meta.new_round = (meta.reclaim == 1 || (diff != 0 && diff[31:31] == 0)) ? 1w1 : 1w0;
         meta.stale = (meta.reclaim == 0 && diff[31:31] == 1) ? 1w1 : 1w0;
+        meta.other_newer = (meta.other_current == 1 && ahead != 0 && ahead[31:31] == 0)
+                           ? 1w1 : 1w0;
         slot_seq.write(meta.reg_index, (meta.new_round == 1) ? seq1 : stored);
     }
 
@@ -65,11 +77,18 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
         bool seen = (cur & meta.worker_bit) != 0;
         bool drained = cur == 0;
         bool fresh = meta.new_round == 1;
-        bool add = fresh || (!seen && !drained);
+        // This worker already contributes to the slot's next use (the other copy, newer and
+        // of this generation): it had this chunk's result, so this is a late copy of its
+        // contribution, reordered behind the next one. Its bit here was cleared when it moved
+        // on; without this check the copy would take it a second time while another worker
+        // has not moved on yet, and clear the worker's bit in the next use.
+        bool moved_on = meta.other_newer == 1 && (other & meta.worker_bit) != 0;
+        bool add = fresh || (!seen && !drained && !moved_on);
         meta.contribute = add ? 1w1 : 1w0;
         meta.retransmit = (!fresh && seen) ? 1w1 : 1w0;
-        // Same use, but every worker has moved on to the other copy: an old duplicate.
-        meta.stale = (!fresh && drained) ? 1w1 : 1w0;
+        // Same use, but every worker (or this one) has moved on to the other copy: an old
+        // duplicate.
+        meta.stale = (!fresh && (drained || moved_on)) ? 1w1 : 1w0;
         bit<32> cur_next = fresh ? meta.worker_bit : (add ? (cur | meta.worker_bit) : cur);
         bit<32> other_next = add ? (other & ~meta.worker_bit) : other;
         slot_bitmap.write(meta.reg_index, cur_next);

@@ -50,13 +50,7 @@ def test_frame_rows_on_bmv2():
         target.close()
 
 
-@pytest.mark.parametrize("fault", [
-    f if not f.startswith("reorder") else pytest.param(f, marks=pytest.mark.xfail(
-        strict=False, reason="found by this suite: worker-to-switch reordering within 4 frames "
-        "stalls the job in some runs (timing decides which frames are held back; every "
-        "retransmission of one chunk is then dropped as STALE_POOL); see "
-        "docs/reliability.md, 'Fault and fuzz results'"))
-    for f in F.LINK_FAULTS])
+@pytest.mark.parametrize("fault", F.LINK_FAULTS)
 def test_link_faults(fault):
     _check(F.row_link_faults(fault, QUICK["elements"]))
 
