@@ -3,7 +3,7 @@ results").
 
 Every row runs one kind of fault or fuzzed input (random bytes, malformed HINA frames, link
 faults, malformed P4Runtime and job-service requests) and counts what held; the rows are in
-:mod:`hina.faultsuite`, the fuzzers and the fault-injecting link in :mod:`hina.faults`. Seeds
+:mod:`controller.faultsuite`, the fuzzers and the fault-injecting link in :mod:`hina.faults`. Seeds
 are fixed: the same mode gives the same inputs on every run (times vary). The frame rows run on
 the embedded target and, where it is installed (root, ``simple_switch_grpc``, ``p4c-bm2-ss``), on
 real BMv2 too.
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hina import faultsuite  # noqa: E402
+from controller import faultsuite  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,4 @@
-"""The fault and fuzz suite (hina.faultsuite) in quick mode: every row's "what must hold".
+"""The fault and fuzz suite (controller.faultsuite) in quick mode: every row's "what must hold".
 
 The full run with its table is ``python bench/bench_faults.py`` (docs/reliability.md, "Fault and
 fuzz results"). Seeds are fixed; time bounds are generous (nothing here asserts a time).
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hina import faultsuite as F
+from controller import faultsuite as F
 from hina.faults import MUTATIONS
 
 QUICK = F.COUNTS["quick"]

@@ -10,10 +10,12 @@ Rows:
 1. :func:`row_random_bytes`: random bytes to every switch port.
 2. :func:`row_malformed_hina`: fuzzed HINA frames interleaved with a live aggregation.
 3. :func:`row_link_faults`: drops, duplicates, reordering and corruption on worker links.
-4. :func:`row_worker_kill`: SIGKILL of a worker process mid-allreduce.
-5. :func:`row_switch_kill`: SIGKILL of the embedded switch process, restart, job re-pushed.
-6. :func:`row_p4runtime_fuzz`: malformed P4Runtime requests.
-7. :func:`row_jobservice_fuzz`: malformed job-service requests.
+4. :func:`row_p4runtime_fuzz`: malformed P4Runtime requests.
+5. :func:`row_jobservice_fuzz`: malformed job-service requests.
+
+Not rows yet: SIGKILL of a worker process mid-allreduce (tested by
+``tests/worker/test_allreduce_e2e.py``) and of the switch process with a restart and re-push
+(tested, in process, by ``tests/controller/test_restarts.py``).
 """
 from __future__ import annotations
 
@@ -33,9 +35,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from . import pipeline
-from . import protocol as P
-from .faults import (FaultyLink, HinaFrameFuzzer, LinkFaults, Sender, random_frames)
+from hina import pipeline
+from hina import protocol as P
+from hina.faults import (FaultyLink, HinaFrameFuzzer, LinkFaults, Sender, random_frames)
 
 ROOT = Path(__file__).resolve().parent.parent
 HINA_P4 = ROOT / "p4" / "hina.p4"
@@ -190,7 +192,7 @@ def _sender(addr: pipeline.WorkerAddress) -> Sender:
 
 
 def _contribution(job: pipeline.JobSpec, worker: int, seq: int, values: np.ndarray) -> tuple:
-    from .faults import build_frame
+    from hina.faults import build_frame
     slot, pool = seq % job.n_slots, (seq // job.n_slots) % 2
     header = struct.pack("!BBBBHHIHH", (P.VERSION << 4) | P.MsgType.AGGREGATE, P.Op.SUM, 0, 0,
                          job.job_id, (pool << 15) | slot, seq, job.generation, 0)
