@@ -661,7 +661,7 @@ def row_p4runtime_fuzz(requests: int, rpc_timeout_s: float = 60.0, seed: int = 6
 
     codes: Counter = Counter()
     hung = internal = 0
-    examples, bad, slow = [], [], []
+    examples, bad, slow, hung_examples = [], [], [], []
 
     def body(kr):
         nonlocal hung, internal
@@ -684,6 +684,8 @@ def row_p4runtime_fuzz(requests: int, rpc_timeout_s: float = 60.0, seed: int = 6
         slow.append((round(time.monotonic() - t0, 1), kind, code))
         examples.append(kind)
         hung += code == "DEADLINE_EXCEEDED"
+        if code == "DEADLINE_EXCEEDED" and len(hung_examples) < 3:
+            hung_examples.append(f"{kind}: {str(req)[:2000]}")
         # UNKNOWN is the spec's code of a batch with failed updates (details per update)
         internal += code == "INTERNAL" or (code == "UNKNOWN" and not batch)
 
@@ -713,7 +715,7 @@ def row_p4runtime_fuzz(requests: int, rpc_timeout_s: float = 60.0, seed: int = 6
             f"{max(slow)[0] if slow else 0} s")
     return Row("P4Runtime fuzz", "embedded", ROW6_INPUT, requests, ROW6_HOLD, held, ok,
                time.monotonic() - started, {"codes": dict(codes), "kinds": dict(kinds), "internal_examples": bad,
-                "slowest": sorted(slow, reverse=True)[:5]})
+                "slowest": sorted(slow, reverse=True)[:5], "hung_examples": hung_examples})
 
 
 # ------------------------------------------------------------------------------------------
@@ -787,6 +789,8 @@ def row_jobservice_fuzz(requests: int, rpc_timeout_s: float = 20.0, seed: int = 
                 bad.append(f"{kind}: {exc.details()}"[:300])
         codes[code] += 1
         hung += code == "DEADLINE_EXCEEDED"
+        if code == "DEADLINE_EXCEEDED" and len(hung_examples) < 3:
+            hung_examples.append(f"{kind}: {str(req)[:2000]}")
         internal += code in ("INTERNAL", "UNKNOWN")
 
     try:
