@@ -122,20 +122,13 @@ class Reply:
         return np.frombuffer(self.payload, dtype=dtype)
 
 
-def _ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack("!10H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return (~total) & 0xFFFF
-
-
 def parse(port: int, data: bytes) -> Reply:
     """Dissect a switch output (Ethernet/IPv4/UDP/HINA) without scapy, for speed."""
     eth, ip, udp = data[:14], data[14:34], data[34:42]
     hina = data[42:42 + P.HEADER_BYTES]
     total_len = struct.unpack("!H", ip[2:4])[0]
     ip_ok = (total_len == len(data) - P.ETHERNET_BYTES
-             and _ipv4_checksum(ip[:10] + b"\0\0" + ip[12:]) == struct.unpack("!H", ip[10:12])[0]
+             and P.ipv4_checksum(ip[:10] + b"\0\0" + ip[12:]) == struct.unpack("!H", ip[10:12])[0]
              and struct.unpack("!H", udp[4:6])[0] == len(data) - P.ETHERNET_BYTES - P.IPV4_BYTES)
     vt, op, flags, count, job_id, ps, seq, generation, reserved = struct.unpack("!BBBBHHIHH", hina)
     return Reply(port=port, dst_mac=int.from_bytes(eth[:6], "big"),

@@ -14,6 +14,7 @@ import struct
 
 from hypothesis import strategies as st
 
+from hina.protocol import ipv4_checksum
 from softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
                             Ternary)
 
@@ -86,13 +87,6 @@ def table_contents(info: ProgramInfo, max_size: int = 12):
     return st.lists(table_entry(info, tables), max_size=max_size)
 
 
-def _ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return (~total) & 0xFFFF
-
-
 @st.composite
 def structured_frame(draw) -> bytes:
     """Ethernet / IPv4 / UDP or TCP from the pool (right lengths and checksum, or not)."""
@@ -106,7 +100,7 @@ def structured_frame(draw) -> bytes:
     ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 1, 0, draw(st.sampled_from(
         [64, 1, 0, 255])), proto, 0, draw(value(32)).to_bytes(4, "big"),
         draw(value(32)).to_bytes(4, "big")))
-    ip[10:12] = _ipv4_checksum(bytes(ip)).to_bytes(2, "big")
+    ip[10:12] = ipv4_checksum(bytes(ip)).to_bytes(2, "big")
     ethertype = draw(st.sampled_from([0x0800, 0x0800, 0x0800, 0x86DD, 0x0806, draw(value(16))]))
     eth = draw(value(48)).to_bytes(6, "big") + draw(value(48)).to_bytes(6, "big") + \
         ethertype.to_bytes(2, "big")

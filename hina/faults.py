@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import protocol as P
+from .protocol import ipv4_checksum
 
 __all__ = ["MAX_RANDOM_FRAME", "random_frames", "Sender", "HinaFrameFuzzer", "MUTATIONS",
            "LinkFaults", "FaultyLink", "build_frame", "ipv4_checksum"]
@@ -37,14 +38,6 @@ __all__ = ["MAX_RANDOM_FRAME", "random_frames", "Sender", "HinaFrameFuzzer", "MU
 MAX_RANDOM_FRAME = 1600
 _HEADERS = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
 _ETH_IPV4 = 0x0800
-
-
-def ipv4_checksum(header: bytes) -> int:
-    """The Internet checksum (RFC 1071) of an IPv4 header whose checksum field is zero."""
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ Payloads by message type and lane operation:
 from __future__ import annotations
 
 import enum
+import struct
 
 # --------------------------------------------------------------------------------------------
 # Addressing
@@ -130,6 +131,14 @@ def payload_bytes(msg_type: "MsgType", op: "Op" = None, words: int = WORDS,
     if msg_type is MsgType.NOTICE:
         return 0
     raise ValueError(f"payload_bytes: unknown message type {msg_type!r}")
+
+
+def ipv4_checksum(header: bytes) -> int:
+    """The Internet checksum (RFC 1071) of an IPv4 header whose checksum field is zero."""
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
 
 
 def slot_and_pool(seq: int, n_slots: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from hina import protocol as P
+from hina.protocol import ipv4_checksum
 
 __all__ = ["Endpoint", "UdpLink", "FrameLink", "ipv4_checksum"]
 
@@ -45,14 +46,6 @@ def _mac_int(address: Union[str, int]) -> int:
     if len(parts) != 6:
         raise ValueError(f"MAC address {address!r}: expected six hex bytes separated by ':'")
     return int("".join(parts), 16)
-
-
-def ipv4_checksum(header: bytes) -> int:
-    """The Internet checksum (RFC 1071) of an IPv4 header whose checksum field is zero."""
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 @dataclass(frozen=True)

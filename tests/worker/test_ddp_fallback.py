@@ -12,6 +12,19 @@ WORLD = 2
 STEPS = 4
 
 
+def _collect_warnings() -> list:
+    """The messages of warnings the worker logs from now on, in a list that fills as they come."""
+    warnings = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                warnings.append(record.getMessage())
+
+    logging.getLogger("hina.worker").addHandler(Collect())
+    return warnings
+
+
 def _dead_udp_address() -> tuple[str, int]:
     """A loopback UDP port nobody listens on (bound, then closed)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -35,14 +48,7 @@ def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -
     from worker.transport import JobParams, Transport
 
     torch.set_num_threads(1)
-    warnings = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.WARNING:
-                warnings.append(record.getMessage())
-
-    logging.getLogger("hina.worker").addHandler(Collect())
+    warnings = _collect_warnings()
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     try:
         torch.manual_seed(0)
@@ -136,14 +142,7 @@ def _train_stale(rank: int, init: str, out) -> None:
     from worker.transport import JobParams, Transport
 
     torch.set_num_threads(1)
-    warnings = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.WARNING:
-                warnings.append(record.getMessage())
-
-    logging.getLogger("hina.worker").addHandler(Collect())
+    warnings = _collect_warnings()
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     try:
         model = DDP(torch.nn.Linear(8, 2))
