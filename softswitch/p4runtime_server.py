@@ -27,7 +27,11 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   MulticastGroupEntry, CloneSessionEntry, CounterEntry, DirectCounterEntry, RegisterEntry,
   MeterEntry, DigestEntry. Failed updates are reported as PI does: overall status UNKNOWN with
   one ``p4.v1.Error`` per update in ``grpc-status-details-bin``.
-* **Read** with wildcards for the same entities, streamed in batches.
+* **Read** with wildcards for the same entities, streamed in batches. An answer is one
+  snapshot, copied under the switch lock and encoded after the lock is released. One request
+  returns at most :data:`MAX_READ_ENTITIES` entities: a request whose answer would hold more
+  (say, a wildcard over every cell of every register of a large program) is refused with
+  RESOURCE_EXHAUSTED, so read such state one register (or index) per entity.
 * **Values**: bytestrings are accepted padded or canonical; a value wider than its field is
   OUT_OF_RANGE, an empty one INVALID_ARGUMENT. Reads answer in canonical form (no leading zero
   bytes). Writes to tables with ``const entries`` and to const default actions are
@@ -57,7 +61,7 @@ import os
 import queue
 import threading
 from concurrent import futures
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Sequence, Union
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -80,6 +84,16 @@ DEVICE_CONFIG_FIELDS = ("format", "version", "name", "source", "files")   # noth
 # limit, so that an oversize config gets this target's message (with room for the P4Info).
 MAX_DEVICE_CONFIG_BYTES = 3 << 20
 READ_BATCH_SIZE = 100            # entities per ReadResponse
+# Entities one Read request may return. A wildcard RegisterEntry of p4/hina.p4 (every cell of
+# every register) is 269,312 entities at 64 words: about a minute of pure-Python protobuf
+# encoding and decoding, which no client deadline waits for. Every single register of hina.p4
+# (at most 65,536 cells, a sketch row) still reads in one request.
+MAX_READ_ENTITIES = 1 << 16
+# Requested entities, tables, table entries and cells one Read request may look at, as a
+# multiple of its answer's limit: a read by match scans its table, a wildcard every table, and
+# a request of many such entities would otherwise hold the switch lock as long as its size
+# allows.
+READ_SCAN_FACTOR = 16
 DEFAULT_MAX_WORKERS = 16         # each open StreamChannel holds one worker thread
 COMPILED_PROGRAM_CACHE_SIZE = 4  # compiled device configs kept for re-pushes
 
@@ -624,11 +638,15 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         switch: the device served; its ``device_id`` is the P4Runtime device id.
         compile_source: ``(source, filename) -> CompiledProgram``; defaults to
             ``softswitch.compiler.compile_source``.
+        max_read_entities: the most entities one Read request may return; a request whose
+            answer would hold more is refused with RESOURCE_EXHAUSTED.
     """
 
     def __init__(self, switch: Switch,
-                 compile_source: Optional[Callable[[str, str], CompiledProgram]] = None):
+                 compile_source: Optional[Callable[[str, str], CompiledProgram]] = None,
+                 max_read_entities: int = MAX_READ_ENTITIES):
         self.switch = switch
+        self.max_read_entities = max_read_entities
         self.arbiter = Arbiter(switch.device_id)
         self._compile_source = compile_source
         # Lock order: self._lock (pipeline changes), then switch.lock (the dataplane and
@@ -834,19 +852,25 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # -- Read ----------------------------------------------------------------------------------
     def Read(self, request, context):
+        # The switch lock is held only while the answer is copied (bounded by
+        # max_read_entities); it is encoded batch by batch after the lock is released, and not
+        # at all once the client has gone (deadline passed, cancelled).
         try:
             self._check_device(request.device_id)
             self._check_role(request.role)
-            entities = []
             with self.switch.lock:
-                reader = _Reader(self, self._require_pipeline(), self.switch.require_dataplane())
+                reader = _Reader(self, self._require_pipeline(), self.switch.require_dataplane(),
+                                 self.max_read_entities)
                 for entity in request.entities:
-                    entities.extend(reader.read(entity))
+                    reader.snapshot(entity)
+            for sent, response in enumerate(reader.responses()):
+                if not context.is_active():
+                    log.debug("Read abandoned after %d of %d entities: the client is gone",
+                              sent * READ_BATCH_SIZE, len(reader))
+                    return
+                yield response
         except Exception as exc:
             _abort(context, exc, "Read")
-            return
-        for start in range(0, max(len(entities), 1), READ_BATCH_SIZE):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + READ_BATCH_SIZE])
 
     # -- StreamChannel -------------------------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
@@ -1151,22 +1175,20 @@ class _Codec:
             action = ActionCall("")          # identity only: (table, matches, priority)
         return api.TableEntry(table.info.name, matches, action, msg.priority)
 
-    def encode_entry(self, table: _Table, entry: api.TableEntry,
-                     with_counter: bool) -> p4runtime_pb2.Entity:
-        entity = p4runtime_pb2.Entity()
-        msg = entity.table_entry
+    def fill_entry(self, msg, table: _Table, entry: api.TableEntry,
+                   counter: Optional[tuple[int, int]] = None) -> None:
+        """Fill the TableEntry message ``msg`` with ``entry`` (and its direct counter's
+        ``(bytes, packets)`` when given)."""
         msg.table_id = table.id
         msg.match.extend(self.encode_matches(table, entry.matches))
         msg.action.CopyFrom(self.encode_action(entry.action))
         msg.priority = entry.priority
         msg.is_const = entry.is_const
-        if with_counter and table.info.direct_counter:
-            byte_count, packet_count = self.dp.direct_counter_read(table.info.name, entry)
-            msg.counter_data.byte_count, msg.counter_data.packet_count = byte_count, packet_count
-        return entity
+        if counter is not None:
+            msg.counter_data.byte_count, msg.counter_data.packet_count = counter
 
     @staticmethod
-    def _indices(msg, size: int, what: str) -> Iterable[int]:
+    def _indices(msg, size: int, what: str) -> Sequence[int]:
         if not msg.HasField("index"):
             return range(size)
         index = msg.index.index
@@ -1415,143 +1437,232 @@ def _check_existence(kind: int, exists: bool, what: str) -> None:
 
 
 class _Reader(_Codec):
-    """Expands one (possibly wildcard) read Entity into the matching entities."""
+    """Answers one Read request in two steps, so that its cost is bounded and the dataplane
+    waits only for a copy.
 
-    def read(self, entity) -> list:
+    :meth:`snapshot` runs under the switch lock: it expands each (possibly wildcard) entity,
+    checks it, and copies the values the answer needs as plain Python values (no protobuf:
+    building messages in Python costs tens of microseconds each). The work is bounded: once
+    the answer would hold more than ``limit`` entities, or the request would look at more than
+    ``limit * READ_SCAN_FACTOR`` entities, tables, table entries and cells, it is refused with
+    RESOURCE_EXHAUSTED before anything more is copied. :meth:`responses` then encodes the copy
+    into ReadResponses of :data:`READ_BATCH_SIZE` entities, one batch at a time, outside the
+    lock (the caller stops iterating when the client is gone). The answer is still one
+    consistent snapshot.
+    """
+
+    def __init__(self, server: P4RuntimeServicer, pipeline: Pipeline, dp: api.Dataplane,
+                 limit: int):
+        super().__init__(server, pipeline, dp)
+        self.limit = limit
+        self._items: list[tuple] = []      # (fill, *args): fill(Entity message, *args)
+        self._scanned = 0                  # entities, table entries and cells looked at
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def snapshot(self, entity) -> None:
+        """Check one requested entity and copy what answers it."""
+        self._scan(1, "the requested entities")
         kind = entity.WhichOneof("entity")
         handler = getattr(self, f"_read_{kind}", None)
         if handler is None:
             raise _unimplemented(f"reading {kind or 'an empty entity'} is not supported")
-        return handler(getattr(entity, kind))
+        handler(getattr(entity, kind))
 
+    def responses(self) -> Iterable[p4runtime_pb2.ReadResponse]:
+        """The ReadResponses of the snapshot (one, empty, when nothing matched)."""
+        items = self._items
+        for start in range(0, max(len(items), 1), READ_BATCH_SIZE):
+            response = p4runtime_pb2.ReadResponse()
+            add = response.entities.add
+            for fill, *args in items[start:start + READ_BATCH_SIZE]:
+                fill(add(), *args)
+            yield response
+
+    def _reserve(self, count: int, what: str) -> None:
+        """Make room for ``count`` more entities of the answer, or refuse the request."""
+        total = len(self._items) + count
+        if total > self.limit:
+            raise P4RuntimeError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Read: the answer would hold at least {total} entities ({what}: {count}); "
+                f"this target answers at most {self.limit} per Read request: ask for fewer "
+                "in each request (one register, counter or table per entity, or an index)")
+
+    def _scan(self, count: int, what: str) -> None:
+        """Count ``count`` more things looked at (requested entities, tables, resources, table
+        entries, cells), or refuse the request."""
+        self._scanned += count
+        budget = self.limit * READ_SCAN_FACTOR
+        if self._scanned > budget:
+            raise P4RuntimeError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Read: the request looks at more than {budget} entities, tables, table entries "
+                f"and cells (at {what}); this target looks at most {budget} per Read request: "
+                "split it into smaller requests")
+
+    # -- table entries ---------------------------------------------------------------------
     def _tables(self, table_id: int) -> list[_Table]:
         if table_id == 0:
+            self._scan(len(self.pipeline.tables), "the tables")
             return list(self.pipeline.tables.values())
         return [self.pipeline.table(table_id)]
 
-    def _read_table_entry(self, msg) -> list:
-        out = []
+    def _read_table_entry(self, msg) -> None:
         for table in self._tables(msg.table_id):
+            name = table.info.name
             if msg.is_default_action:
-                entity = p4runtime_pb2.Entity()
-                entity.table_entry.table_id = table.id
-                entity.table_entry.is_default_action = True
-                call = self.dp.table_get_default(table.info.name)
-                entity.table_entry.action.CopyFrom(self.encode_action(call))
-                out.append(entity)
+                self._reserve(1, f"default entry of table {name!r}")
+                self._items.append((self._fill_default, table, self.dp.table_get_default(name)))
                 continue
             wanted = None
             if msg.match:
                 wanted = (self.matches(table, msg.match), msg.priority)
-            for entry in self.dp.table_entries(table.info.name):
-                if wanted is not None and (entry.matches, entry.priority) != wanted:
-                    continue
-                if msg.priority and entry.priority != msg.priority:
-                    continue
-                out.append(self.encode_entry(table, entry, msg.HasField("counter_data")))
-        return out
+            entries = self.dp.table_entries(name)
+            self._scan(len(entries), f"entries of table {name!r}")
+            entries = [entry for entry in entries
+                       if (wanted is None or (entry.matches, entry.priority) == wanted)
+                       and (not msg.priority or entry.priority == msg.priority)]
+            self._reserve(len(entries), f"entries of table {name!r}")
+            with_counter = msg.HasField("counter_data") and table.info.direct_counter
+            for entry in entries:
+                counter = self.dp.direct_counter_read(name, entry) if with_counter else None
+                self._items.append((self._fill_table_entry, table, entry, counter))
 
-    def _read_packet_replication_engine_entry(self, msg) -> list:
-        out = []
+    def _fill_default(self, entity, table: _Table, call: ActionCall) -> None:
+        entity.table_entry.table_id = table.id
+        entity.table_entry.is_default_action = True
+        entity.table_entry.action.CopyFrom(self.encode_action(call))
+
+    def _fill_table_entry(self, entity, table: _Table, entry: api.TableEntry,
+                          counter: Optional[tuple[int, int]]) -> None:
+        self.fill_entry(entity.table_entry, table, entry, counter)
+
+    # -- packet replication engine -----------------------------------------------------------
+    def _read_packet_replication_engine_entry(self, msg) -> None:
         which = msg.WhichOneof("type")
         if which == "multicast_group_entry":
             wanted = msg.multicast_group_entry.multicast_group_id
-            for group_id, replicas in sorted(self.dp.mcast_groups().items()):
-                if wanted in (0, group_id):
-                    entity = p4runtime_pb2.Entity()
-                    group = entity.packet_replication_engine_entry.multicast_group_entry
-                    group.multicast_group_id = group_id
-                    self.encode_replicas(group.replicas, replicas)
-                    out.append(entity)
+            every = self.dp.mcast_groups()
+            self._scan(len(every), "multicast groups")
+            groups = [(group_id, replicas) for group_id, replicas in sorted(every.items())
+                      if wanted in (0, group_id)]
+            self._reserve(len(groups), "multicast groups")
+            self._items.extend((self._fill_group, group_id, replicas)
+                               for group_id, replicas in groups)
         elif which == "clone_session_entry":
             wanted = msg.clone_session_entry.session_id
-            for session_id, session in sorted(self.dp.clone_sessions().items()):
-                if wanted in (0, session_id):
-                    entity = p4runtime_pb2.Entity()
-                    clone = entity.packet_replication_engine_entry.clone_session_entry
-                    clone.session_id = session_id
-                    self.encode_replicas(clone.replicas, session.replicas)
-                    clone.class_of_service = session.class_of_service
-                    clone.packet_length_bytes = session.packet_length_bytes
-                    out.append(entity)
+            every = self.dp.clone_sessions()
+            self._scan(len(every), "clone sessions")
+            sessions = [session for session_id, session in sorted(every.items())
+                        if wanted in (0, session_id)]
+            self._reserve(len(sessions), "clone sessions")
+            self._items.extend((self._fill_clone_session, session) for session in sessions)
         else:
             raise _invalid("PacketReplicationEngineEntry has neither a multicast group "
                            "nor a clone session")
-        return out
 
+    def _fill_group(self, entity, group_id: int, replicas) -> None:
+        group = entity.packet_replication_engine_entry.multicast_group_entry
+        group.multicast_group_id = group_id
+        self.encode_replicas(group.replicas, replicas)
+
+    def _fill_clone_session(self, entity, session: api.CloneSession) -> None:
+        clone = entity.packet_replication_engine_entry.clone_session_entry
+        clone.session_id = session.session_id
+        self.encode_replicas(clone.replicas, session.replicas)
+        clone.class_of_service = session.class_of_service
+        clone.packet_length_bytes = session.packet_length_bytes
+
+    # -- indexed externs ---------------------------------------------------------------------
     def _resources(self, kind: str, resource_id: int) -> list[_Resource]:
         if resource_id == 0:
-            return list(getattr(self.pipeline, kind.replace(" ", "_") + "s").values())
+            every = getattr(self.pipeline, kind.replace(" ", "_") + "s")
+            self._scan(len(every), f"the {kind}s")
+            return list(every.values())
         return [self.pipeline.resource(kind, resource_id)]
 
-    def _read_counter_entry(self, msg) -> list:
-        out = []
-        for counter in self._resources("counter", msg.counter_id):
-            for index in self._indices(msg, counter.info.size, f"counter {counter.name!r}"):
-                byte_count, packet_count = self.dp.counter_read(counter.name, index)
-                entity = p4runtime_pb2.Entity()
-                entry = entity.counter_entry
-                entry.counter_id, entry.index.index = counter.id, index
-                entry.data.byte_count, entry.data.packet_count = byte_count, packet_count
-                out.append(entity)
-        return out
+    def _cells(self, msg, resource: _Resource, kind: str) -> Sequence[int]:
+        """The indices a (wildcard) entity names in ``resource``, with room reserved for them."""
+        what = f"{kind} {resource.name!r}"
+        indices = self._indices(msg, resource.info.size, what)
+        self._scan(len(indices), f"cells of {what}")
+        self._reserve(len(indices), f"cells of {what}")
+        return indices
 
-    def _read_direct_counter_entry(self, msg) -> list:
-        out = []
+    def _read_counter_entry(self, msg) -> None:
+        for counter in self._resources("counter", msg.counter_id):
+            read = self.dp.counter_read
+            self._items.extend((_fill_counter, counter.id, index, *read(counter.name, index))
+                               for index in self._cells(msg, counter, "counter"))
+
+    def _read_direct_counter_entry(self, msg) -> None:
         request = msg.table_entry
         for table in self._tables(request.table_id):
+            name = table.info.name
             if not table.info.direct_counter:
                 if request.table_id:
-                    raise _invalid(f"table {table.info.name!r} has no direct counter")
+                    raise _invalid(f"table {name!r} has no direct counter")
                 continue
             wanted = self.matches(table, request.match) if request.match else None
-            for entry in self.dp.table_entries(table.info.name):
-                if wanted is not None and (entry.matches != wanted
-                                           or entry.priority != request.priority):
-                    continue
-                byte_count, packet_count = self.dp.direct_counter_read(table.info.name, entry)
-                entity = p4runtime_pb2.Entity()
-                entity.direct_counter_entry.table_entry.CopyFrom(
-                    self.encode_entry(table, entry, False).table_entry)
-                entity.direct_counter_entry.data.byte_count = byte_count
-                entity.direct_counter_entry.data.packet_count = packet_count
-                out.append(entity)
-        return out
+            entries = self.dp.table_entries(name)
+            self._scan(len(entries), f"entries of table {name!r}")
+            entries = [entry for entry in entries
+                       if wanted is None or (entry.matches == wanted
+                                             and entry.priority == request.priority)]
+            self._reserve(len(entries), f"direct counter cells of table {name!r}")
+            self._items.extend((self._fill_direct_counter, table, entry,
+                                self.dp.direct_counter_read(name, entry)) for entry in entries)
 
-    def _read_register_entry(self, msg) -> list:
-        out = []
+    def _fill_direct_counter(self, entity, table: _Table, entry: api.TableEntry,
+                             counter: tuple[int, int]) -> None:
+        self.fill_entry(entity.direct_counter_entry.table_entry, table, entry)
+        data = entity.direct_counter_entry.data
+        data.byte_count, data.packet_count = counter
+
+    def _read_register_entry(self, msg) -> None:
         for register in self._resources("register", msg.register_id):
-            for index in self._indices(msg, register.info.size, f"register {register.name!r}"):
-                entity = p4runtime_pb2.Entity()
-                entry = entity.register_entry
-                entry.register_id, entry.index.index = register.id, index
-                entry.data.bitstring = encode_bytes(self.dp.register_read(register.name, index))
-                out.append(entity)
-        return out
+            read = self.dp.register_read
+            self._items.extend((_fill_register, register.id, index, read(register.name, index))
+                               for index in self._cells(msg, register, "register"))
 
-    def _read_meter_entry(self, msg) -> list:
-        out = []
+    def _read_meter_entry(self, msg) -> None:
         for meter in self._resources("meter", msg.meter_id):
-            for index in self._indices(msg, meter.info.size, f"meter {meter.name!r}"):
-                entity = p4runtime_pb2.Entity()
-                entry = entity.meter_entry
-                entry.meter_id, entry.index.index = meter.id, index
-                config = self.dp.meter_get(meter.name, index)
-                if config is not None:
-                    entry.config.cir, entry.config.cburst, entry.config.pir, \
-                        entry.config.pburst = config
-                out.append(entity)
-        return out
+            get = self.dp.meter_get
+            self._items.extend((_fill_meter, meter.id, index, get(meter.name, index))
+                               for index in self._cells(msg, meter, "meter"))
 
-    def _read_digest_entry(self, msg) -> list:
-        out = []
-        for digest in self._resources("digest", msg.digest_id):
-            if digest.id in self.server._digest_enabled:
-                entity = p4runtime_pb2.Entity()
-                entity.digest_entry.digest_id = digest.id
-                entity.digest_entry.config.SetInParent()
-                out.append(entity)
-        return out
+    def _read_digest_entry(self, msg) -> None:
+        digests = [digest for digest in self._resources("digest", msg.digest_id)
+                   if digest.id in self.server._digest_enabled]
+        self._reserve(len(digests), "digests")
+        self._items.extend((_fill_digest, digest.id) for digest in digests)
+
+
+def _fill_counter(entity, counter_id: int, index: int, byte_count: int, packet_count: int):
+    entry = entity.counter_entry
+    entry.counter_id, entry.index.index = counter_id, index
+    entry.data.byte_count, entry.data.packet_count = byte_count, packet_count
+
+
+def _fill_register(entity, register_id: int, index: int, value: int) -> None:
+    entry = entity.register_entry
+    entry.register_id, entry.index.index = register_id, index
+    entry.data.bitstring = encode_bytes(value)
+
+
+def _fill_meter(entity, meter_id: int, index: int,
+                config: Optional[tuple[int, int, int, int]]) -> None:
+    entry = entity.meter_entry
+    entry.meter_id, entry.index.index = meter_id, index
+    if config is not None:
+        entry.config.cir, entry.config.cburst, entry.config.pir, entry.config.pburst = config
+
+
+def _fill_digest(entity, digest_id: int) -> None:
+    entity.digest_entry.digest_id = digest_id
+    entity.digest_entry.config.SetInParent()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1591,7 +1702,8 @@ def server_credentials(cert: str, key: str,
 
 def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
           max_workers: int = DEFAULT_MAX_WORKERS,
-          credentials: Optional[grpc.ServerCredentials] = None) -> grpc.Server:
+          credentials: Optional[grpc.ServerCredentials] = None,
+          max_read_entities: int = MAX_READ_ENTITIES) -> grpc.Server:
     """Start a P4Runtime server for ``switch`` on ``address`` (plaintext, like BMv2's, unless
     ``credentials`` are given).
 
@@ -1603,6 +1715,8 @@ def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
             TLS: a client without a certificate that CA signed is refused). A switch reachable
             from a shared network must use them: any client that reaches a plaintext server can
             arbitrate with a higher election id and rewrite the tables.
+        max_read_entities: the most entities one Read request may return (larger answers
+            are refused with RESOURCE_EXHAUSTED).
 
     Returns:
         the started ``grpc.Server``, with its :class:`P4RuntimeServicer` as ``server.servicer``
@@ -1618,7 +1732,7 @@ def serve(switch: Switch, address: str = DEFAULT_ADDRESS,
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"))
-    servicer = P4RuntimeServicer(switch)
+    servicer = P4RuntimeServicer(switch, max_read_entities=max_read_entities)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
     try:
         port = (server.add_secure_port(address, credentials) if credentials is not None
