@@ -7,9 +7,12 @@ dataplane tests, the benches, the Mininet launcher):
   version) and keeps the JSON and the text P4Info in an on-disk cache, so a test session, a
   ``hina-ctl resync`` or a second Mininet run does not compile ``hina.p4`` again (12 s at 64
   words, about a minute at 128).
-* :class:`Bmv2Process` starts ``simple_switch_grpc`` on ports it picks, waits until its
-  P4Runtime and Thrift servers answer, and stops it; the switch dies with the process that
-  started it (``PR_SET_PDEATHSIG``), so a crashed test run leaves no switch behind.
+* :class:`Bmv2Process` starts ``simple_switch_grpc`` on ports it picks (or is given), waits
+  until its P4Runtime and Thrift servers answer, and stops it; the switch dies with the process
+  that started it (``PR_SET_PDEATHSIG``), so a crashed test run leaves no switch behind. With
+  ``tls=`` (:class:`hina.tls.ServerTls`) its P4Runtime server speaks TLS, and with a client CA
+  mutual TLS (BMv2's ``--grpc-server-ssl`` flags). :meth:`Bmv2Process.kill` and
+  :meth:`Bmv2Process.restart` crash it and start it again on the same ports and interfaces.
 * :class:`Bmv2Thrift` is BMv2's Thrift runtime in process (the ``bm_runtime`` modules that ship
   with ``simple_switch_CLI``): registers as whole arrays per call, counters, no CLI process per
   request. BMv2's P4Runtime server does not implement ``RegisterEntry``, so this is how
@@ -39,9 +42,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from .config import ConfigError
+
+if TYPE_CHECKING:
+    from hina.tls import ServerTls
 
 __all__ = ["P4C_BM2_SS", "SIMPLE_SWITCH_GRPC", "SIMPLE_SWITCH_CLI", "BINARIES", "missing",
            "P4cBuild", "compile_p4c", "cache_dir", "Bmv2Process", "Bmv2Thrift", "Bmv2Error",
@@ -228,6 +234,12 @@ class Bmv2Process:
         device_id: the P4Runtime device id.
         log_console: BMv2's per-packet log to ``log_path`` (slow: tens of times fewer packets/s).
         extra_args: more ``simple_switch_grpc`` options before ``--``.
+        tls: serve P4Runtime over TLS with this certificate and key (BMv2's
+            ``--grpc-server-ssl --grpc-server-cert --grpc-server-key``); with its ``client_ca``,
+            mutual TLS: a client without a certificate that CA signed is refused before any RPC
+            (``--grpc-server-cacert --grpc-server-with-client-auth``). ``None``: plaintext.
+        grpc_port, thrift_port: the ports to listen on (127.0.0.1); picked free when not given
+            (then a clash is retried with new ports; given ports are not changed).
 
     Attributes:
         address: ``127.0.0.1:PORT`` of the P4Runtime server.
@@ -237,11 +249,14 @@ class Bmv2Process:
 
     def __init__(self, interfaces: Mapping[int, str] = {}, *, device_id: int = 0,
                  log_console: bool = False, extra_args: Sequence[str] = (),
-                 workdir: Optional[Path] = None):
+                 workdir: Optional[Path] = None, tls: Optional["ServerTls"] = None,
+                 grpc_port: Optional[int] = None, thrift_port: Optional[int] = None):
         if shutil.which(SIMPLE_SWITCH_GRPC) is None:
             raise Bmv2Error(missing() or f"{SIMPLE_SWITCH_GRPC} is not on PATH")
         self.interfaces = dict(interfaces)
         self.device_id = device_id
+        self.tls = tls
+        self._log_console, self._extra_args = log_console, tuple(extra_args)
         self._own_workdir = workdir is None
         # Named after this process, so that a run killed before stop() has its folder removed
         # by the next run (controller.bmv2_dataplane.sweep_stale).
@@ -251,9 +266,12 @@ class Bmv2Process:
         self.proc: Optional[subprocess.Popen] = None
         self.thrift_port = self.grpc_port = 0
         last = ""
-        for _ in range(3):
-            self.grpc_port, self.thrift_port = free_tcp_port(), free_tcp_port()
+        fixed = grpc_port is not None or thrift_port is not None
+        for _ in range(1 if fixed else 3):
+            self.grpc_port = grpc_port or free_tcp_port()
+            self.thrift_port = thrift_port or free_tcp_port()
             if self.grpc_port == self.thrift_port:
+                last = f"gRPC and Thrift port are both {self.grpc_port}"
                 continue
             last = self._start(log_console, extra_args)
             if not last:
@@ -265,6 +283,17 @@ class Bmv2Process:
     def address(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
+    def _tls_args(self) -> list[str]:
+        """BMv2's target options for :attr:`tls` (after ``--``)."""
+        if self.tls is None:
+            return []
+        args = ["--grpc-server-ssl", "--grpc-server-cert", str(Path(self.tls.cert).resolve()),
+                "--grpc-server-key", str(Path(self.tls.key).resolve())]
+        if self.tls.client_ca:
+            args += ["--grpc-server-cacert", str(Path(self.tls.client_ca).resolve()),
+                     "--grpc-server-with-client-auth"]
+        return args
+
     def _start(self, log_console: bool, extra_args: Sequence[str]) -> str:
         ifaces = [a for port, iface in sorted(self.interfaces.items())
                   for a in ("-i", f"{port}@{iface}")]
@@ -273,7 +302,7 @@ class Bmv2Process:
                # Without a log sink BMv2 still formats every trace message unless the level is
                # off: 2.5x fewer packets/s on hina.p4 (bench/bench_bmv2_vs_embedded.py).
                *(["--log-console"] if log_console else ["--log-level", "off"]),
-               *extra_args, "--", "--grpc-server-addr", self.address]
+               *extra_args, "--", "--grpc-server-addr", self.address, *self._tls_args()]
         log.info("starting %s", " ".join(cmd))
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
@@ -297,6 +326,49 @@ class Bmv2Process:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The switch's process id while it runs."""
+        return self.proc.pid if self.alive() else None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Crash the switch: ``sig`` (SIGKILL: no clean-up of any kind) to its process group,
+        and wait until it is gone. Its ports, interfaces and work folder stay for
+        :meth:`restart`."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:     # a signal it survives: make sure it is gone
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def restart(self, timeout: float = 15.0) -> None:
+        """Start the switch again (after :meth:`kill`, or killing a running one first) on the
+        same gRPC and Thrift ports, interfaces, device id and TLS: a fresh device without a
+        pipeline, as after a crash. A port still held (by the dying process, or by a stranger
+        that took it meanwhile) is retried for ``timeout`` seconds.
+
+        Raises:
+            Bmv2Error: it did not start.
+        """
+        self.kill()
+        deadline = time.monotonic() + timeout
+        while True:
+            last = self._start(self._log_console, self._extra_args)
+            if not last:
+                return
+            if time.monotonic() > deadline:
+                raise Bmv2Error(f"{SIMPLE_SWITCH_GRPC} did not start again on ports "
+                                f"{self.grpc_port}/{self.thrift_port}: {last}")
+            time.sleep(0.2)
 
     def _kill(self) -> None:
         if self.proc is None:

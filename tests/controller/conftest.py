@@ -7,6 +7,9 @@ is the same on both. BMv2 cases skip with the reason (:func:`controller.bmv2.mis
 root) where they cannot run. Every fixture stops its switch and deletes its interfaces when the
 test ends, whatever its outcome.
 
+TLS: ``pki`` is a throwaway PKI (:mod:`pkiutil`: a CA, a server certificate for 127.0.0.1 and
+localhost, a client certificate, and a stranger's CA and certificate), made once per session.
+
 Pipelines are compiled once and cached on disk (``$HINA_CACHE_DIR``, default
 ``~/.cache/hina/pipelines``): the embedded target's P4Info by :class:`PipelineConfig`, BMv2's JSON
 by :func:`controller.bmv2.compile_p4c`; ``hina-ctl`` subprocesses find them there too.
@@ -19,6 +22,7 @@ import pytest
 
 from controller.target import PipelineConfig
 from ctlutil import TEST_DEFINES, Bmv2PortSwitch, EmbeddedSwitch, bmv2_ports_missing
+from pkiutil import Pki, make_pki
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +91,9 @@ def traffic_switch(request):
                                  else "bmv2_port_switch")
     sw.pipeline = pipeline
     return sw
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> Pki:
+    """The throwaway PKI of the TLS tests (:func:`pkiutil.make_pki`)."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -6,7 +6,7 @@
   requests get a status, never crash the server, which serves on afterwards. ``hina-ctl`` issues,
   prints, rotates and deletes tokens (files 0600); ``hina-worker`` takes ``--token-file``,
   ``--token`` and ``$HINA_JOB_TOKEN``.
-* TLS: a throwaway CA (made here with ``cryptography``) signs certificates for 127.0.0.1 and
+* TLS: a throwaway CA (``pkiutil.py``) signs certificates for 127.0.0.1 and
   localhost. Job service and the embedded P4Runtime server: TLS works; a plaintext client, a TLS
   client at a plaintext server and a client trusting another CA fail with one clear line; with a
   client CA, a client without a certificate or with one another CA signed is refused, one with a
@@ -17,8 +17,6 @@
 """
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import math
 import os
 import signal
@@ -26,7 +24,6 @@ import stat
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -54,74 +51,6 @@ REFUSALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.NOT_FOUND,
             grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
             grpc.StatusCode.INTERNAL, grpc.StatusCode.ALREADY_EXISTS,
             grpc.StatusCode.RESOURCE_EXHAUSTED}
-
-
-# ------------------------------------------------------------------------------------------------
-# A throwaway PKI
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Pki:
-    ca: str                 # the CA of the servers' and the clients' certificates
-    server_cert: str        # 127.0.0.1 and localhost
-    server_key: str
-    client_cert: str        # signed by ca
-    client_key: str
-    other_ca: str           # a CA nobody here trusts
-    stranger_cert: str      # a client certificate other_ca signed
-    stranger_key: str
-
-
-def _make_pki(folder: Path) -> Pki:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-
-    def cert(name, key, issuer_name, issuer_key, ca=False, server=False):
-        b = (x509.CertificateBuilder()
-             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
-             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5))
-             .not_valid_after(now + datetime.timedelta(days=1))
-             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-        if not ca:
-            b = b.add_extension(x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]),
-                critical=False)
-        if server:
-            b = b.add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-        return b.sign(issuer_key, hashes.SHA256())
-
-    def write(name, key, crt):
-        (folder / f"{name}.key").write_bytes(key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption()))
-        (folder / f"{name}.crt").write_bytes(crt.public_bytes(serialization.Encoding.PEM))
-        return str(folder / f"{name}.crt"), str(folder / f"{name}.key")
-
-    keys = {n: ec.generate_private_key(ec.SECP256R1())
-            for n in ("ca", "other", "server", "client", "stranger")}
-    ca, _ = write("ca", keys["ca"], cert("hina test CA", keys["ca"], "hina test CA", keys["ca"],
-                                         ca=True))
-    other, _ = write("other", keys["other"], cert("other CA", keys["other"], "other CA",
-                                                  keys["other"], ca=True))
-    server = write("server", keys["server"], cert("switch", keys["server"], "hina test CA",
-                                                  keys["ca"], server=True))
-    client = write("client", keys["client"], cert("worker", keys["client"], "hina test CA",
-                                                  keys["ca"]))
-    stranger = write("stranger", keys["stranger"], cert("stranger", keys["stranger"],
-                                                        "other CA", keys["other"]))
-    return Pki(ca, *server, *client, other, *stranger)
-
-
-@pytest.fixture(scope="session")
-def pki(tmp_path_factory) -> Pki:
-    return _make_pki(tmp_path_factory.mktemp("pki"))
 
 
 # ------------------------------------------------------------------------------------------------
