@@ -4,7 +4,10 @@ Workers join a job and get what they need to reach the switch: their worker inde
 as the switch admits it, the switch's address, the link (UDP socket or loopback tunnel), slots,
 words and the codec's parameters (THC table and RHT seed, sketch shape and seed, sketched_sgd's
 k and field widths). A named barrier
-releases every worker once all of the job's seats are taken and every worker has reached it.
+releases every worker once all of the job's seats are taken and every worker has reached it, or
+passed it already: each seat's holder counts its passes of each barrier name, so a worker that
+took the seat of a running job (it restarted) passes at once a barrier every other worker passed
+(``hina-worker run``'s ``start``), while a whole job run again (every holder new) meets there.
 
 Seats are leased: any request renews the lease, and a worker silent for ``lease_s`` seconds loses
 its seat (as does one that calls Leave). A barrier that was waiting for a worker who leaves is
@@ -16,14 +19,26 @@ so ``hina-ctl job create`` in another process is seen by a running ``hina-ctl se
 holds the primary role on the switch: that command writes beside it with a higher
 ``--election-id``).
 
-Restarts (docs/reliability.md, "Restarts"): a seat taken by a new session after it was already
-held in the job's current generation (its worker left, or crashed and its lease ran out, or the
-whole job runs again) moves the job to its next generation before the Join is answered, through
-the ``generation_bumper`` that ``hina-ctl serve`` gives (:class:`controller.restarts.
-GenerationBumper`: the switch's admission entries and the state file). One re-run of all N
-workers bumps once (the first seat taken again); Join and Heartbeat replies carry the generation,
-so workers of the old generation re-read it with their session (no bump). Without a bumper (tests
-without a switch) nothing is bumped.
+Restarts (docs/reliability.md, "Restarts"): every Join carries the worker's *incarnation* (a
+random nonce of the worker process, :attr:`worker.jobclient.JobClient.incarnation`). A seat taken
+by another incarnation than the one that already held it in the job's current generation (its
+worker left, or crashed and its lease ran out, or the whole job runs again) moves the job to its
+next generation before the Join is answered, through the ``generation_bumper`` that ``hina-ctl
+serve`` gives (:meth:`controller.restarts.SwitchKeeper.bump`: the switch's admission entries and
+the state file). The same incarnation joining again (the service restarted, or the worker's
+lease ran out while it lived) keeps the generation: it is the same process, with its transport's
+sequence where the others expect it. One re-run of all N workers bumps once (the first seat
+taken again); Join and Heartbeat replies carry the generation, so workers of the old generation
+re-read it with their session (no bump). Without a bumper (tests without a switch) nothing is
+bumped. A Join without an incarnation (an older client) is never the same worker again.
+
+The holders survive a restart of the service: with a ``seat_store`` (:class:`StateFileJobs`
+brings one: the state file's seat records, :class:`controller.state.SeatRecord`) every change of
+a seat's holder is written before the Join is answered, and a restarted service starts with the
+seats that were held: each is kept for its incarnation for one lease from the service's start
+(its worker joins again within a heartbeat interval), then freed as a timed-out seat. So a
+worker that crashed while the service was down and comes back as a new process moves the job to
+a new generation, as it would have with the service up.
 
 Every request must carry its job's token (``controller/tokens.py``) as gRPC metadata
 ``authorization: Bearer TOKEN``: without it, or with another, the answer is UNAUTHENTICATED and
@@ -33,6 +48,7 @@ speaks TLS only, and with a client CA only to clients with a certificate it sign
 """
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 import math
@@ -52,9 +68,10 @@ from hina.generated import jobservice_pb2_grpc as pb_grpc
 from hina.tls import ServerTls
 
 from .config import ConfigError, JobConfig
-from .state import ControllerState
+from .state import ControllerState, SeatHolder, SeatRecord
 
-__all__ = ["JobService", "StateFileJobs", "serve", "DEFAULT_LEASE_S", "AUTH_METADATA_KEY"]
+__all__ = ["JobService", "StateFileJobs", "StateFileSeats", "serve", "DEFAULT_LEASE_S",
+           "AUTH_METADATA_KEY", "INCARNATION_MAX"]
 
 log = logging.getLogger("hina.controller.jobservice")
 
@@ -66,13 +83,39 @@ _SERVER_THREADS = 64           # each waiting Barrier holds one
 AUTH_METADATA_KEY = "authorization"
 _BEARER = "bearer"
 _NAME_MAX = 128               # characters of a worker's free-text name kept for the logs
+#: Longest incarnation (``JoinRequest.incarnation``) accepted, in printable ASCII characters.
+INCARNATION_MAX = 64
 
 
-class StateFileJobs:
-    """Jobs from the controller's state file, re-read whenever the file changes."""
+class StateFileSeats:
+    """Who holds each job's seats, in the controller's state file (``seat_store`` of
+    :class:`JobService`): :attr:`controller.state.ControllerState.seats`."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
+
+    def load(self, job_id: int) -> Optional[SeatRecord]:
+        """The job's record, ``None`` when there is none.
+
+        Raises:
+            ConfigError: the file is unreadable."""
+        return ControllerState.load(self.path).seats.get(job_id)
+
+    def save(self, job_id: int, record: SeatRecord) -> None:
+        """Write the job's record (atomically, the rest of the file kept).
+
+        Raises:
+            ConfigError, OSError: the file cannot be read or written, or lost the job."""
+        ControllerState.save_seats(self.path, job_id, record)
+
+
+class StateFileJobs:
+    """Jobs from the controller's state file, re-read whenever the file changes; its
+    ``seat_store`` keeps the seats' holders in the same file."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.seat_store = StateFileSeats(self.path)
         self._stamp: Optional[tuple[int, int]] = None
         self._jobs: dict[int, JobConfig] = {}
         self._lock = threading.Lock()
@@ -92,32 +135,48 @@ class StateFileJobs:
 
 @dataclass
 class _Seat:
-    session: str
+    session: Optional[str]        # None: restored from the seat record after a restart
     name: str
     last_seen: float
+    incarnation: str = ""
 
 
 @dataclass
 class _Barrier:
-    generation: int = 0
-    arrived: set[int] = field(default_factory=set)
-    outcome: dict[int, Optional[str]] = field(default_factory=dict)   # generation -> broken why
+    # seat -> the release it waits for (how many times this barrier released its holder before)
+    waiting: dict[int, int] = field(default_factory=dict)
+    broken: dict[int, str] = field(default_factory=dict)    # seat -> why its wait was broken
 
 
 @dataclass
 class _JobSeats:
     seats: dict[int, _Seat] = field(default_factory=dict)
     barriers: dict[str, _Barrier] = field(default_factory=dict)
-    generation: Optional[int] = None        # the job's generation the fields below are of
-    held: set[int] = field(default_factory=set)       # seats taken in that generation
-    gone: dict[int, str] = field(default_factory=dict)   # seat -> who held it last and why it
-                                                         # was freed (the cause of a bump)
+    generation: Optional[int] = None        # the job's generation the holders are of
+    # seat -> who took it in that generation (and why it was freed since): the seat record
+    holders: dict[int, SeatHolder] = field(default_factory=dict)
+
+    def record(self) -> SeatRecord:
+        return SeatRecord(self.generation or 0, dict(self.holders))
 
 
 class _Abort(Exception):
     def __init__(self, code: grpc.StatusCode, message: str):
         super().__init__(message)
         self.code, self.message = code, message
+
+
+def _check_incarnation(text: str) -> str:
+    if len(text) > INCARNATION_MAX or any(not 0x21 <= ord(c) <= 0x7E for c in text):
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                     f"incarnation: at most {INCARNATION_MAX} printable ASCII characters without "
+                     "spaces")
+    return text
+
+
+def _same_worker(holder: SeatHolder, incarnation: str) -> bool:
+    """Is ``incarnation`` the worker that took the seat (and did not give it back since)?"""
+    return bool(incarnation) and holder.incarnation == incarnation and not holder.left
 
 
 def _bearer_token(metadata) -> Optional[str]:
@@ -153,16 +212,24 @@ class JobService(pb_grpc.JobServiceServicer):
         generation_bumper: ``bumper(job_id, cause) -> generation``: moves the job to its next
             generation on the switch and in what ``jobs`` returns, all or nothing (raises on
             failure: the Join is refused UNAVAILABLE). ``None``: seats taken again bump nothing.
+        seat_store: keeps each job's seat holders across restarts of the service
+            (``load(job_id) -> SeatRecord | None``, ``save(job_id, record)``; e.g.
+            :class:`StateFileSeats`). Default: ``jobs.seat_store`` when ``jobs`` has one
+            (:class:`StateFileJobs`), else none (the holders live in memory only).
     """
 
     def __init__(self, jobs: Callable[[], dict[int, JobConfig]],
                  tokens: Callable[[], Mapping[int, str]], lease_s: float = DEFAULT_LEASE_S,
                  clock: Callable[[], float] = time.monotonic,
-                 generation_bumper: Optional[Callable[[int, str], int]] = None):
+                 generation_bumper: Optional[Callable[[int, str], int]] = None,
+                 seat_store=None):
         if lease_s <= 0:
             raise ValueError(f"lease_s={lease_s}: must be > 0")
         self.jobs, self.tokens, self.lease_s, self.clock = jobs, tokens, lease_s, clock
         self.generation_bumper = generation_bumper
+        self.seat_store = seat_store if seat_store is not None else getattr(jobs, "seat_store",
+                                                                            None)
+        self._started = clock()
         self._cond = threading.Condition()
         self._state: dict[int, _JobSeats] = {}
 
@@ -173,39 +240,98 @@ class JobService(pb_grpc.JobServiceServicer):
             raise _Abort(grpc.StatusCode.NOT_FOUND, f"job {job_id} does not exist")
         return job
 
+    def _persist(self, job_id: int, state: _JobSeats, strict: bool = False) -> None:
+        """Write the job's seat record (``strict``: raise UNAVAILABLE when it cannot be)."""
+        if self.seat_store is None:
+            return
+        try:
+            self.seat_store.save(job_id, state.record())
+        except (ConfigError, OSError) as exc:
+            log.warning("job %d: cannot record its seats: %s", job_id, exc)
+            if strict:
+                raise _Abort(grpc.StatusCode.UNAVAILABLE,
+                             f"job {job_id}: cannot record the seat: {exc}") from None
+
+    def _restore(self, job: JobConfig) -> _JobSeats:
+        """The job's seats as the seat record left them (the service restarted): each seat
+        still held then is kept for its incarnation, leased from the service's start."""
+        state = _JobSeats(generation=job.generation)
+        record = None
+        if self.seat_store is not None:
+            try:
+                record = self.seat_store.load(job.job_id)
+            except ConfigError as exc:
+                log.warning("job %d: cannot read its seat record: %s", job.job_id, exc)
+        if record is None:
+            return state
+        state.generation, state.holders = record.generation, dict(record.holders)
+        for index, holder in record.holders.items():
+            if not holder.freed and index < len(job.workers):
+                state.seats[index] = _Seat(None, holder.name, self._started, holder.incarnation)
+        if state.seats:
+            log.info("job %d: seats %s held before the job service restarted are kept %gs for "
+                     "their workers (%s)", job.job_id, sorted(state.seats), self.lease_s,
+                     ", ".join(state.seats[i].name for i in sorted(state.seats)))
+        return state
+
+    def _job_state(self, job: JobConfig) -> _JobSeats:
+        """The job's seats, restored at first use, following a generation change made elsewhere
+        (``hina-ctl job bump-generation``: the seats held now are the new generation's)."""
+        state = self._state.get(job.job_id)
+        if state is None:
+            state = self._state[job.job_id] = self._restore(job)
+        if state.generation != job.generation:
+            state.generation = job.generation
+            self._seated_hold(state)
+            self._persist(job.job_id, state)
+        return state
+
+    @staticmethod
+    def _holder(state: _JobSeats, index: int, incarnation: str, name: str) -> SeatHolder:
+        """Seat ``index``'s holder record for this worker: the one it has (with its barrier
+        counts), or a new one."""
+        holder = state.holders.get(index)
+        if holder is not None and _same_worker(holder, incarnation):
+            return dataclasses.replace(holder, name=name, freed="")
+        return SeatHolder(incarnation, name)
+
+    def _seated_hold(self, state: _JobSeats) -> None:
+        """A new generation: the seats held now are its holders (no one else's)."""
+        state.holders = {i: self._holder(state, i, seat.incarnation, seat.name)
+                         for i, seat in state.seats.items()}
+
     def _free_seat(self, job_id: int, index: int, why: str) -> None:
         state = self._state[job_id]
         seat = state.seats.pop(index, None)
         if seat is None:
             return
         log.info("job %d: worker %d (%s) %s", job_id, index, seat.name, why)
-        state.gone[index] = f"{seat.name} {why}"
-        for name, barrier in state.barriers.items():
-            if barrier.arrived:       # someone waits for a worker who is gone: break it
-                barrier.outcome[barrier.generation] = f"worker {index} {why}"
-                barrier.generation += 1
-                barrier.arrived.clear()
+        state.holders[index] = dataclasses.replace(
+            self._holder(state, index, seat.incarnation, seat.name), freed=why,
+            left=why == "left")
+        self._persist(job_id, state)
+        for barrier in state.barriers.values():
+            for waiter in barrier.waiting:   # someone waits for a worker who is gone: break it
+                barrier.broken[waiter] = f"worker {index} {why}"
+            barrier.waiting.clear()
         self._cond.notify_all()
 
     def _expire(self, job_id: int) -> None:
-        state = self._state.setdefault(job_id, _JobSeats())
+        state = self._state[job_id]
         now = self.clock()
         for index, seat in list(state.seats.items()):
             if now - seat.last_seen > self.lease_s:
-                self._free_seat(job_id, index, f"timed out (no request for {self.lease_s:g}s)")
+                self._free_seat(job_id, index,
+                                f"timed out (no request for {self.lease_s:g}s)"
+                                if seat.session is not None else
+                                f"timed out (did not join again within {self.lease_s:g}s of "
+                                "the job service's restart)")
 
-    def _sync_generation(self, job: JobConfig) -> _JobSeats:
-        """Follow a generation change made elsewhere (``hina-ctl job bump-generation``): the
-        seats held now are the new generation's."""
-        state = self._state.setdefault(job.job_id, _JobSeats())
-        if state.generation != job.generation:
-            state.generation, state.held = job.generation, set(state.seats)
-        return state
-
-    def _bump(self, job: JobConfig, index: int, name: str) -> int:
+    def _bump(self, job: JobConfig, state: _JobSeats, index: int, name: str) -> int:
         """Move ``job`` to its next generation because seat ``index`` is taken again."""
-        state = self._state[job.job_id]
-        gone = state.gone.get(index, "its earlier worker is gone")
+        holder = state.holders.get(index)
+        gone = (f"{holder.name} {holder.freed or 'gone'}" if holder is not None
+                else "its earlier worker is gone")
         cause = (f"worker {index} restarted ({name}): its seat was held in generation "
                  f"{job.generation} by {gone}"
                  + ("" if state.seats else "; the whole job runs again"))
@@ -218,15 +344,16 @@ class JobService(pb_grpc.JobServiceServicer):
                          f"to a new generation: {exc}") from None
         log.warning("job %d: generation %d -> %d: %s", job.job_id, job.generation, generation,
                     cause)
-        state.generation, state.held = generation, set(state.seats)
+        state.generation = generation
+        self._seated_hold(state)
         return generation
 
     def _seat(self, job_id: int, session: str) -> tuple[JobConfig, int]:
         job = self._job(job_id)
-        self._sync_generation(job)
+        self._job_state(job)
         self._expire(job_id)
         for index, seat in self._state[job_id].seats.items():
-            if seat.session == session:
+            if seat.session is not None and seat.session == session:
                 seat.last_seen = self.clock()
                 return job, index
         raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
@@ -269,8 +396,16 @@ class JobService(pb_grpc.JobServiceServicer):
     def _join(self, request) -> pb.JoinReply:
         with self._cond:
             job = self._job(request.job_id)
+            incarnation = _check_incarnation(request.incarnation)
+            state = self._job_state(job)
             self._expire(request.job_id)
-            seats = self._state[request.job_id].seats
+            seats = state.seats
+
+            def takes_back(seat: _Seat) -> bool:
+                """A seat restored after a restart of the service, joined by its worker."""
+                return seat.session is None and bool(incarnation) and \
+                    seat.incarnation == incarnation
+
             if request.ip:
                 key = f"{request.ip}:{request.udp_port}"
                 index = next((i for i, w in enumerate(job.workers) if w.key == key), None)
@@ -278,25 +413,44 @@ class JobService(pb_grpc.JobServiceServicer):
                     raise _Abort(grpc.StatusCode.NOT_FOUND,
                                  f"job {job.job_id} has no worker {key} "
                                  f"(workers: {', '.join(w.key for w in job.workers)})")
-                if index in seats:
+                if index in seats and not takes_back(seats[index]):
                     raise _Abort(grpc.StatusCode.ALREADY_EXISTS,
                                  f"job {job.job_id}: worker {index} ({key}) has joined already "
                                  f"({seats[index].name})")
             else:
-                index = next((i for i in range(len(job.workers)) if i not in seats), None)
+                index = next((i for i, seat in seats.items() if takes_back(seat)), None)
+                if index is None:
+                    index = next((i for i in range(len(job.workers)) if i not in seats), None)
                 if index is None:
                     raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                  f"job {job.job_id}: all {len(job.workers)} seats are taken")
             name = request.name[:_NAME_MAX] or "?"
-            state = self._sync_generation(job)
             generation = job.generation
-            if index in state.held and self.generation_bumper is not None:
-                generation = self._bump(job, index, name)
-            state.held.add(index)
+            before = state.holders.get(index)
+            bumped = False
+            if before is not None and not _same_worker(before, incarnation) and \
+                    self.generation_bumper is not None:
+                generation = self._bump(job, state, index, name)
+                bumped = True
             session = secrets.token_hex(8)
-            seats[index] = _Seat(session, name, self.clock())
-            log.info("job %d: worker %d joined (%s), generation %d", job.job_id, index, name,
-                     generation)
+            previous_seat = seats.get(index)
+            seats[index] = _Seat(session, name, self.clock(), incarnation)
+            state.holders[index] = self._holder(state, index, incarnation, name)
+            try:
+                self._persist(job.job_id, state, strict=True)
+            except _Abort:        # not recorded: not taken (a restart must not forget it)
+                if previous_seat is None:
+                    seats.pop(index)
+                else:
+                    seats[index] = previous_seat
+                if before is None or bumped:
+                    state.holders.pop(index, None)
+                else:
+                    state.holders[index] = before
+                raise
+            log.info("job %d: worker %d joined (%s%s), generation %d", job.job_id, index, name,
+                     ", the same worker again" if before is not None and not bumped and
+                     _same_worker(before, incarnation) else "", generation)
             self._cond.notify_all()
             return _join_reply(job, index, session, self.lease_s, generation)
 
@@ -310,40 +464,61 @@ class JobService(pb_grpc.JobServiceServicer):
                          f"barrier {request.name!r}: timeout_s={request.timeout_s}: must be a "
                          "finite number of seconds > 0 (0: the default)")
         deadline = self.clock() + timeout
+        name = request.name
         with self._cond:
             job, me = self._seat(request.job_id, request.session)
             state = self._state[job.job_id]
-            barrier = state.barriers.setdefault(request.name, _Barrier())
-            generation = barrier.generation
-            barrier.arrived.add(me)
+            session = state.seats[me].session
+            barrier = state.barriers.setdefault(name, _Barrier())
+
+            def passed(index: int) -> int:
+                holder = state.holders.get(index)
+                return holder.barriers.get(name, 0) if holder is not None else 0
+
+            def ready(index: int, release: int) -> bool:
+                """Seat ``index`` does not hold up release ``release``: its worker waits for it
+                too, or passed it already (a worker that took a seat of a running job is
+                released at once by a barrier every other worker passed)."""
+                return barrier.waiting.get(index) == release or passed(index) > release
+
+            mine = passed(me)
+            barrier.waiting[me] = mine
+            barrier.broken.pop(me, None)
             while True:
-                if barrier.generation != generation:
-                    broken = barrier.outcome.get(generation)
-                    if broken:
-                        raise _Abort(grpc.StatusCode.ABORTED, f"barrier {request.name!r} of "
-                                                              f"job {job.job_id} broken: {broken}")
-                    return pb.BarrierReply(generation=barrier.generation)
-                if len(barrier.arrived) == len(job.workers) and \
-                        len(state.seats) == len(job.workers):
-                    barrier.outcome[generation] = None
-                    barrier.generation += 1
-                    barrier.arrived.clear()
+                broken = barrier.broken.pop(me, None)
+                if broken:
+                    raise _Abort(grpc.StatusCode.ABORTED,
+                                 f"barrier {name!r} of job {job.job_id} broken: {broken}")
+                seat = state.seats.get(me)
+                if seat is None or seat.session != session:
+                    barrier.waiting.pop(me, None)
+                    raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"job {job.job_id}: this worker's seat was freed")
+                if me not in barrier.waiting and passed(me) > mine:
+                    return pb.BarrierReply(generation=passed(me))     # released by another
+                if len(state.seats) == len(job.workers) and \
+                        all(ready(i, mine) for i in range(len(job.workers))):
+                    for index, release in list(barrier.waiting.items()):
+                        if release == mine:
+                            del barrier.waiting[index]
+                            holder = state.holders[index]
+                            state.holders[index] = dataclasses.replace(
+                                holder, barriers={**holder.barriers, name: mine + 1})
+                    self._persist(job.job_id, state)
                     self._cond.notify_all()
-                    return pb.BarrierReply(generation=barrier.generation)
+                    return pb.BarrierReply(generation=mine + 1)
                 now = self.clock()
                 if now >= deadline or not context.is_active():
-                    barrier.arrived.discard(me)
-                    missing = sorted(set(range(len(job.workers))) - barrier.arrived - {me})
+                    barrier.waiting.pop(me, None)
+                    missing = [i for i in range(len(job.workers))
+                               if i != me and not ready(i, mine)]
                     raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                 f"barrier {request.name!r} of job {job.job_id}: timed out after "
+                                 f"barrier {name!r} of job {job.job_id}: timed out after "
                                  f"{timeout:g}s waiting for workers {missing}")
-                for index in barrier.arrived:          # waiting is being alive
+                for index in barrier.waiting:          # waiting is being alive
                     if index in state.seats:
                         state.seats[index].last_seen = now
                 self._expire(job.job_id)
-                if me not in state.seats:
-                    raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                 f"job {job.job_id}: this worker's seat was freed")
                 self._cond.wait(min(_WAIT_TICK_S, deadline - now))
 
     def Leave(self, request, context):
@@ -358,7 +533,7 @@ class JobService(pb_grpc.JobServiceServicer):
         def beat():
             with self._cond:
                 self._seat(request.job_id, request.session)
-                return pb.HeartbeatReply(generation=self._state[request.job_id].generation)
+                return pb.HeartbeatReply(generation=self._state[request.job_id].generation or 0)
         return self._run(context, request, "heartbeat", beat)
 
 
@@ -389,7 +564,8 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float,
 def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
           lease_s: float = DEFAULT_LEASE_S, *, tokens: Callable[[], Mapping[int, str]],
           tls: Optional[ServerTls] = None,
-          generation_bumper: Optional[Callable[[int, str], int]] = None) -> grpc.Server:
+          generation_bumper: Optional[Callable[[int, str], int]] = None,
+          seat_store=None) -> grpc.Server:
     """Start the job service on ``address`` (``host:port``); returns the started server.
 
     Args:
@@ -398,15 +574,18 @@ def serve(jobs: Callable[[], dict[int, JobConfig]], address: str,
         lease_s: seconds without a request before a worker's seat is freed.
         tokens: each job's token by job id (:class:`controller.tokens.TokenStore`).
         tls: serve TLS only (with its client CA: mutual TLS); ``None``: plaintext.
-        generation_bumper: as :class:`JobService` (``hina-ctl serve``: a
-            :class:`controller.restarts.GenerationBumper`).
+        generation_bumper: as :class:`JobService` (``hina-ctl serve``:
+            :meth:`controller.restarts.SwitchKeeper.bump`).
+        seat_store: as :class:`JobService` (default: ``jobs.seat_store``, the state file's seat
+            records for :class:`StateFileJobs`).
 
     Raises:
         RuntimeError: the address cannot be bound.
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=_SERVER_THREADS,
                                                     thread_name_prefix="jobservice"))
-    servicer = JobService(jobs, tokens, lease_s, generation_bumper=generation_bumper)
+    servicer = JobService(jobs, tokens, lease_s, generation_bumper=generation_bumper,
+                          seat_store=seat_store)
     pb_grpc.add_JobServiceServicer_to_server(servicer, server)
     try:
         port = (server.add_secure_port(address, tls.credentials()) if tls is not None

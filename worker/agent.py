@@ -39,35 +39,47 @@ SEAT_ENV = "HINA_SEAT"
 MAX_GENERATION_CHANGES = 4
 
 
-def follow_generation(client: JobClient, transport, changed) -> int:
+def follow_generation(client: Optional[JobClient], transport, changed) -> int:
     """Move ``transport`` to the job's current generation after ``changed`` (a
-    :class:`~worker.transport.GenerationChanged`): re-read the seat (:meth:`JobClient.refresh`:
-    same session, no bump), else take the generation the switch's NOTICE named; the transport
-    starts again at seq 0. Returns the generation."""
-    try:
-        generation = client.refresh().generation
-    except JobServiceError as exc:
-        log.warning("job %d: cannot re-read the seat (%s); following the switch's generation %d",
-                    changed.job_id, exc, changed.generation)
-        generation = changed.generation
-    if generation == transport.job.generation:       # the service lags the switch: trust it
-        generation = changed.generation
+    :class:`~worker.transport.GenerationChanged`); the transport starts again at seq 0. Returns
+    the generation.
+
+    With a ``client``, the seat is re-read (:meth:`JobClient.refresh`: same session, no bump);
+    without one (a process started by ``hina-worker run``, which has only its seat in
+    ``$HINA_SEAT``: its agent keeps the session), or when the service cannot answer, the
+    generation the switch's NOTICE named is taken: the switch admits exactly one generation
+    per job, so the NOTICE names the current one."""
+    generation = changed.generation
+    if client is not None:
+        try:
+            generation = client.refresh().generation
+        except JobServiceError as exc:
+            log.warning("job %d: cannot re-read the seat (%s); following the switch's "
+                        "generation %d", changed.job_id, exc, changed.generation)
+            generation = changed.generation
+        if generation == transport.job.generation:     # the service lags the switch: trust it
+            generation = changed.generation
     log.warning("job %d: %s; continuing in generation %d", changed.job_id, changed, generation)
     transport.follow(generation)
     return generation
 
 
-def allreduce_following(client: JobClient, tensor, codec, transport, key=0,
+def allreduce_following(client: Optional[JobClient], tensor, codec, transport, key=0,
                         max_changes: int = MAX_GENERATION_CHANGES):
     """:func:`worker.transport.allreduce` that survives a restart of other workers.
 
     When the switch answers that the job moved to another generation (a worker restarted and
-    took its seat again), the call re-reads the seat (:func:`follow_generation`) and retries the
-    same ``tensor`` in the new generation from seq 0, where every worker of that generation
-    starts, so the restarted worker and the survivors meet in the same call (docs/protocol.md,
-    "Who bumps, who follows"). Contributions of the old generation never reach a result of the
-    new one. The retry is exact for codecs without state between calls; with error feedback
-    the retry encodes against the state the failed attempt left.
+    took its seat again), the call follows it (:func:`follow_generation`: the seat re-read with
+    ``client``, or with ``client=None`` the generation of the switch's NOTICE, for a process that
+    has only its seat, e.g. under ``hina-worker run``) and retries the same ``tensor`` in the new
+    generation from seq 0, where every worker of that generation starts, so the restarted worker
+    and the survivors meet in the same call (docs/protocol.md, "Who bumps, who follows").
+    Contributions of the old generation never reach a result of the new one.
+
+    The retry is exact: the codec's state of bucket ``key`` is restored before it
+    (:meth:`~worker.codecs.base.Codec.snapshot` / ``restore``), so error feedback, momentum,
+    step counters and rounding noise are what one clean call would have used. A call that
+    fails (raises) leaves the codec as it was before it, too.
 
     Raises:
         GenerationChanged: more than ``max_changes`` changes in this one call.
@@ -75,14 +87,22 @@ def allreduce_following(client: JobClient, tensor, codec, transport, key=0,
             restarted worker does not come back within the transport's ``give_up_s``).
     """
     from .transport import GenerationChanged, allreduce
-    for attempt in range(max_changes + 1):
-        try:
-            return allreduce(tensor, codec, transport, key=key)
-        except GenerationChanged as exc:
-            if attempt == max_changes:
+    snapshot = codec.snapshot(key)
+    try:
+        for attempt in range(max_changes + 1):
+            try:
+                return allreduce(tensor, codec, transport, key=key)
+            except GenerationChanged as exc:
+                codec.restore(key, snapshot)
+                if attempt == max_changes:
+                    raise
+                follow_generation(client, transport, exc)
+            except BaseException:
+                codec.restore(key, snapshot)
                 raise
-            follow_generation(client, transport, exc)
-    raise AssertionError("unreachable")
+        raise AssertionError("unreachable")
+    finally:
+        codec.release(key, snapshot)
 
 
 def seat_from_env(environ=os.environ) -> Seat:
@@ -105,8 +125,20 @@ def transport_from_env(**kwargs):
 
 def run_command(client: JobClient, seat: Seat, command: Sequence[str],
                 barrier_timeout: float = 60.0) -> int:
-    """Wait at the start barrier, run ``command`` with the seat in its environment; its status."""
+    """Wait at the start barrier, run ``command`` with the seat in its environment; its status.
+
+    The seat handed to the command is re-read after the barrier, so it carries the job's
+    generation at the command's start (another worker may have moved the job on meanwhile);
+    later changes reach the command through the switch's NOTICEs (``allreduce_following`` with
+    ``client=None``, the DDP hook). A restarted worker passes the start barrier at once when the
+    other workers passed it already (they run: it joins them). The command is killed when this
+    agent dies (Linux): the seat dies with the agent."""
     client.barrier("start", timeout=barrier_timeout)
+    try:
+        seat = client.refresh()
+    except JobServiceError as exc:
+        log.warning("cannot re-read the seat after the start barrier (%s); the command starts "
+                    "in generation %d", exc, seat.generation)
     env = dict(os.environ)
     env.update({SEAT_ENV: json.dumps(seat.to_json()), "HINA_JOB_ID": str(seat.job_id),
                 "HINA_WORKER_INDEX": str(seat.worker_index),
@@ -114,9 +146,30 @@ def run_command(client: JobClient, seat: Seat, command: Sequence[str],
     log.info("running %s as worker %d of job %d", " ".join(command), seat.worker_index,
              seat.job_id)
     try:
-        return subprocess.call(list(command), env=env)
+        return subprocess.call(list(command), env=env, preexec_fn=_dies_with_this_process())
     except OSError as exc:
         raise JobServiceError(f"cannot run {command[0]!r}: {exc.strerror}", "NOT_FOUND") from None
+
+
+def _dies_with_this_process() -> Optional[Callable[[], None]]:
+    """A ``preexec_fn`` that makes the command receive SIGKILL when this agent dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``): the seat is the agent's, and a command left running after its
+    agent was killed would go on sending as this worker beside the worker's next process (which
+    takes the seat once the lease runs out). ``None`` where there is no ``prctl``.
+
+    The function is resolved here, before the fork; the child only calls it (no Python imports
+    or locks between fork and exec)."""
+    import ctypes
+    import signal
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigkill = 1, int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+    return preexec
 
 
 @dataclass

@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--udp-port", type=int, default=0)
     join.add_argument("--barrier-timeout", type=float, default=60.0,
                       help="seconds to wait for the other workers (default 60)")
+    join.add_argument("--seat-wait", type=float, default=60.0, metavar="SECONDS",
+                      help="while the seat is taken (a crashed earlier process of this worker "
+                           "keeps it until its lease runs out), try again for this long "
+                           "(default 60; 0: fail at once)")
     token = join.add_mutually_exclusive_group()
     token.add_argument("--token-file", metavar="FILE",
                        help="file holding the job's token (hina-ctl job token J --token-file "
@@ -130,7 +134,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tls = ClientTls.from_args(args.tls_ca, args.tls_client_cert, args.tls_client_key)
         with JobClient(args.controller, token=args.token, token_file=args.token_file,
                        tls=tls) as client:
-            seat = client.join(args.job, args.ip, args.udp_port)
+            seat = client.join(args.job, args.ip, args.udp_port, wait_s=args.seat_wait)
             if args.action == "info":
                 data = seat.to_json()
                 print(json.dumps(data) if args.json else

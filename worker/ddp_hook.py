@@ -22,7 +22,6 @@ import torch.distributed as dist
 from hina import protocol as P
 
 from .codecs.base import Codec
-from .codecs.errors import NonFiniteGradientError
 from .transport import GenerationChanged, Transport, TransportError, allreduce
 
 __all__ = ["HinaState", "hina_hook"]
@@ -112,7 +111,16 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            logged as a warning that names the cause (the reason and generation, when a NOTICE
            said so). Every worker then continues in the newest generation the vote carried,
            from a common sequence number past anything sent, so the next bucket goes through
-           the switch again at once (no give-up wait).
+           the switch again at once (no give-up wait). Following needs no job-service session:
+           a hook built from ``transport_from_env()`` (under ``hina-worker run``) follows the
+           same way.
+        4. A bucket that falls back leaves the codec as it was before the bucket, on every
+           worker, whether its own switch path failed or not (:meth:`~worker.codecs.base.Codec.
+           snapshot` / ``restore``): the fp32 all-reduce sends this step's gradient exactly, so
+           error feedback owes nothing for it, and keeps owing what earlier steps left (it goes
+           with the bucket's next compressed all-reduce). Codecs whose state must be the same on
+           every worker (FetchSGD's sketches) stay the same even when one worker's call completed
+           and another's did not.
 
     Args:
         state: the :class:`HinaState`.
@@ -136,12 +144,16 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
     started = time.monotonic()
     sent_before = state.transport.total.bytes_sent
     result, failure = None, None
+    key = bucket.index()
+    snapshot = state.codec.snapshot(key)
     try:
-        result = allreduce(tensor, state.codec, state.transport, key=bucket.index())
-    except NonFiniteGradientError:
-        raise
+        result = allreduce(tensor, state.codec, state.transport, key=key)
     except TransportError as exc:
         failure = exc
+    except BaseException:        # NonFiniteGradientError (nothing sent), a codec error: raised
+        state.codec.restore(key, snapshot)
+        state.codec.release(key, snapshot)
+        raise
     group = state.process_group or dist.group.WORLD
     # One MIN all-reduce votes on both: ok (0 if any worker failed) and -generation (the newest
     # job generation a NOTICE reported to any worker; 0 when none did). On the bucket's device:
@@ -153,6 +165,8 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
     state.stats["seconds"] += time.monotonic() - started
     state.stats["bytes_sent"] += state.transport.total.bytes_sent - sent_before
     if ok == 0:
+        state.codec.restore(key, snapshot)        # as if the bucket had never been compressed
+        state.codec.release(key, snapshot)
         state.stats["fallback_buckets"] += 1
         state.stats["generation_changes"] += 1 if generation else 0
         log.warning("HINA: bucket %d falls back to fp32 all-reduce (%s)", bucket.index(),
@@ -164,6 +178,7 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
             state.transport.follow(generation, first_seq=state.transport.next_seq)
         _resync_sequence(state, group, tensor.device)
         return _allreduce_mean(state, tensor)
+    state.codec.release(key, snapshot)
     state.stats["hina_buckets"] += 1
     tensor.copy_(result)
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()

@@ -23,8 +23,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import secrets
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -42,6 +44,7 @@ log = logging.getLogger("hina.worker")
 
 _CONNECT_TIMEOUT_S = 10.0
 _RPC_TIMEOUT_S = 10.0
+_SEAT_POLL_S = 0.1          # how often join(wait_s=...) asks again for a taken seat
 #: Environment variable holding the job's token (when neither ``--token`` nor ``--token-file``).
 TOKEN_ENV = "HINA_JOB_TOKEN"
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~+/=")
@@ -233,6 +236,15 @@ class JobClient:
             (:func:`resolve_token`).
         token_file: a file holding the job's token (``hina-ctl job token J --token-file F``).
         tls: connect with TLS (``None``: plaintext, for a service on loopback).
+        incarnation: this worker's incarnation (default: a fresh random nonce). Every Join of
+            this client sends it, so the job service can tell this worker joining again (after
+            a restart of the service, or a lease that ran out while it lived: the job keeps its
+            generation) from a new worker process taking the seat (the job moves to a new
+            generation; docs/protocol.md, "Who bumps, who follows"). One client per worker
+            process; a new client is a new incarnation, as a restarted process is.
+
+    Attributes:
+        incarnation: as above.
 
     Raises:
         JobServiceError: the service cannot be reached (UNAVAILABLE; a TLS mismatch is named).
@@ -241,8 +253,9 @@ class JobClient:
 
     def __init__(self, address: str, timeout: float = _CONNECT_TIMEOUT_S, heartbeat: bool = True,
                  token: Optional[str] = None, token_file: Optional[str] = None,
-                 tls: Optional[ClientTls] = None):
+                 tls: Optional[ClientTls] = None, incarnation: Optional[str] = None):
         self.address, self.timeout = address, timeout
+        self.incarnation = incarnation if incarnation is not None else secrets.token_hex(8)
         self.seat: Optional[Seat] = None
         self._heartbeat = heartbeat
         self._name = ""
@@ -258,15 +271,36 @@ class JobClient:
                                   "UNAVAILABLE")
         self._stub = pb_grpc.JobServiceStub(self._channel)
 
-    def join(self, job_id: int, ip: str = "", udp_port: int = 0, name: str = "") -> Seat:
-        """Take a seat in ``job_id`` (the one of address ``ip:udp_port`` when given)."""
+    def join(self, job_id: int, ip: str = "", udp_port: int = 0, name: str = "",
+             wait_s: float = 0.0) -> Seat:
+        """Take a seat in ``job_id`` (the one of address ``ip:udp_port`` when given).
+
+        Args:
+            wait_s: while the seat is taken (ALREADY_EXISTS; RESOURCE_EXHAUSTED without an
+                address), try again for up to this many seconds: a worker restarted after a
+                crash finds its old seat leased until the lease runs out (``hina-ctl serve
+                --lease``). 0: refuse at once.
+        """
         name = name or f"{socket.gethostname()}:{os.getpid()}"
-        try:
-            reply = self._stub.Join(pb.JoinRequest(job_id=job_id, ip=ip, udp_port=udp_port,
-                                                   name=name), timeout=self.timeout,
-                                     metadata=self._metadata)
-        except grpc.RpcError as exc:
-            raise _wrap(exc, f"join job {job_id}") from None
+        deadline = time.monotonic() + wait_s
+        waiting = False
+        while True:
+            try:
+                reply = self._stub.Join(pb.JoinRequest(job_id=job_id, ip=ip, udp_port=udp_port,
+                                                       name=name, incarnation=self.incarnation),
+                                        timeout=self.timeout, metadata=self._metadata)
+                break
+            except grpc.RpcError as exc:
+                taken = exc.code() in (grpc.StatusCode.ALREADY_EXISTS,
+                                       grpc.StatusCode.RESOURCE_EXHAUSTED)
+                if not taken or time.monotonic() >= deadline:
+                    raise _wrap(exc, f"join job {job_id}") from None
+                if not waiting:
+                    log.warning("job %d: %s; waiting up to %gs for the seat (an earlier process "
+                                "of this worker keeps it until its lease runs out)", job_id,
+                                exc.details(), wait_s)
+                    waiting = True
+                time.sleep(min(_SEAT_POLL_S, max(0.0, deadline - time.monotonic())))
         self.seat = Seat.from_reply(reply)
         self._name = name
         log.info("joined job %d as worker %d of %d (generation %d)", job_id,
@@ -280,8 +314,8 @@ class JobClient:
         """The seat in the job's current generation (after a :class:`worker.transport.
         GenerationChanged`): a Heartbeat with this seat's session answers it (same seat: the job
         is not bumped again). When the service no longer knows the session (it restarted, or the
-        lease ran out) the worker joins again at its own address: the same worker index; a seat
-        whose lease ran out counts as a restart and moves the job to a new generation.
+        lease ran out) the worker joins again at its own address with its incarnation: the same
+        worker index, and the job keeps its generation (it is the same worker).
 
         Raises:
             JobServiceError: not joined, or the service refused or cannot be reached.
@@ -315,7 +349,8 @@ class JobClient:
         """Join ``seat``'s job again at the seat's own address (same worker index)."""
         try:
             reply = self._stub.Join(pb.JoinRequest(job_id=seat.job_id, ip=seat.me[1],
-                                                   udp_port=seat.me[2], name=self._name),
+                                                   udp_port=seat.me[2], name=self._name,
+                                                   incarnation=self.incarnation),
                                     timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _wrap(exc, f"join job {seat.job_id} again") from None
@@ -376,6 +411,10 @@ class JobClient:
                         self._rejoin(seat)
                     except JobServiceError as again:
                         log.warning("%s", again)
+                    except ValueError:      # the channel was closed under us (close()): stop
+                        return
+            except ValueError:              # the same
+                return
             seat = self.seat
 
     def close(self) -> None:

@@ -229,3 +229,172 @@ def test_hina_worker_bench_and_run(service, embedded_switch, embedded_pipeline):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and err.strip() == \
         "hina-worker: error: join job 99: job 99 does not exist"
+
+
+# ------------------------------------------------------------------------------------------------
+# Incarnations: the seat history survives a restart of the service (the state file's records)
+# ------------------------------------------------------------------------------------------------
+class PersistedService:
+    """A job service on the jobs of a state file (whose seat records it keeps), with a bumper
+    that moves the job's generation in the file as ``SwitchKeeper.bump`` does (no switch)."""
+
+    def __init__(self, path, config, lease_s: float):
+        from controller.state import ControllerState
+        self.path, self.lease_s = path, lease_s
+        ControllerState(None, {config.job_id: config}).save(path)
+        self.address = f"127.0.0.1:{free_port()}"
+        self.bumps: list[str] = []
+        self.server = None
+        self.start()
+
+    def bump(self, job_id: int, cause: str) -> int:
+        from controller.state import ControllerState
+        state = ControllerState.load(self.path)
+        job = state.jobs[job_id]
+        state.jobs[job_id] = job.replace(generation=job.generation + 1, generation_cause=cause)
+        state.save(self.path)
+        self.bumps.append(cause)
+        return job.generation + 1
+
+    def start(self) -> None:
+        from controller.jobservice import StateFileJobs
+        self.server = serve(StateFileJobs(self.path), self.address, lease_s=self.lease_s,
+                            tokens=lambda: {1: SERVICE_TOKEN}, generation_bumper=self.bump)
+
+    def restart(self) -> None:
+        self.server.stop(grace=None).wait(5)
+        self.start()
+
+    def generation(self) -> int:
+        from controller.state import ControllerState
+        return ControllerState.load(self.path).jobs[1].generation
+
+    def close(self) -> None:
+        self.server.stop(grace=None).wait(5)
+
+
+@pytest.fixture
+def persisted(tmp_path, embedded_switch, monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, SERVICE_TOKEN)
+    svc = PersistedService(tmp_path / "ctl.json", embedded_switch.job(job_id=1, n_workers=3),
+                           lease_s=SHORT_LEASE_S)
+    clients: list[JobClient] = []
+
+    def client(**kwargs) -> JobClient:
+        kwargs.setdefault("heartbeat", False)
+        c = JobClient(svc.address, **kwargs)
+        clients.append(c)
+        return c
+
+    svc.client = client
+    try:
+        yield svc
+    finally:
+        for c in clients:             # as a killed process: no Leave
+            c._stop.set()
+            c._channel.close()
+        svc.close()
+
+
+def _address(seat) -> dict:
+    return {"ip": seat.me[1], "udp_port": seat.me[2]}
+
+
+def test_a_restarted_service_tells_the_same_worker_from_a_new_process(persisted):
+    """The service restarts while worker 2 is dead. Workers 0 and 1 join again as the same
+    incarnations: same seats, no new generation. Worker 2's seat is kept for its incarnation
+    for one lease (a new process is refused meanwhile), then freed; the new process's Join
+    moves the job to generation 2, and the cause names the worker."""
+    a, b, c = (persisted.client() for _ in range(3))
+    seats = [x.join(1) for x in (a, b, c)]
+    assert [s.worker_index for s in seats] == [0, 1, 2]
+    persisted.restart()
+    started = time.monotonic()
+    assert a.refresh().worker_index == 0 and b.refresh().worker_index == 1
+    assert persisted.bumps == [] and a.seat.generation == b.seat.generation == 1
+    c2 = persisted.client()
+    assert c2.incarnation != c.incarnation
+    with pytest.raises(JobServiceError, match="has joined already") as err:
+        c2.join(1, **_address(seats[2]))
+    assert err.value.code == "ALREADY_EXISTS"
+    seat = c2.join(1, **_address(seats[2]), wait_s=10)
+    waited = time.monotonic() - started
+    assert seat.worker_index == 2 and seat.generation == 2
+    assert SHORT_LEASE_S <= waited < SHORT_LEASE_S + 3, waited
+    assert len(persisted.bumps) == 1 and persisted.generation() == 2
+    assert "worker 2 restarted" in persisted.bumps[0] and \
+        "did not join again within" in persisted.bumps[0], persisted.bumps
+    # the old incarnation of worker 2 is no one's now; the survivors' seats are theirs still
+    assert a.refresh().generation == 2 and b.refresh().generation == 2
+    assert len(persisted.bumps) == 1
+
+
+def test_the_same_worker_after_its_lease_ran_out_keeps_the_generation(persisted):
+    """A worker silent past its lease (alive: its transport where the others expect it) joins
+    again as the same incarnation: no new generation. After a Leave, its next Join is a new
+    start (a new generation), as is any Join of a client without an incarnation."""
+    a, b = persisted.client(), persisted.client()
+    a.join(1)
+    b.join(1)
+    time.sleep(SHORT_LEASE_S + 0.3)
+    assert a.refresh().generation == 1 and persisted.bumps == []      # same worker again
+    assert b.refresh().generation == 1 and persisted.bumps == []
+    b.leave()
+    assert b.join(1).generation == 2 and len(persisted.bumps) == 1    # left: a new start
+    legacy = persisted.client(incarnation="")                          # an older client
+    legacy.join(1)
+    persisted.restart()
+    time.sleep(SHORT_LEASE_S + 0.3)          # its restored seat is freed (nobody can take it)
+    assert legacy.refresh().generation == 3 and len(persisted.bumps) == 2
+    assert "worker 2 restarted" in persisted.bumps[-1]
+
+
+def test_a_restarted_worker_passes_a_barrier_the_others_passed(persisted):
+    """The job's workers passed the start barrier; one is killed and comes back as a new process
+    (after a restart of the service, too): its start barrier releases it at once, the others
+    never calling it again. A job run again by all new processes still waits for all."""
+    first = [persisted.client(heartbeat=i < 2) for i in range(3)]      # worker 2 dies
+    for x in first:
+        x.join(1)
+    with ThreadPoolExecutor(3) as pool:
+        assert set(pool.map(lambda x: x.barrier("start", timeout=10), first)) == {1}
+    persisted.restart()
+    back = persisted.client(heartbeat=True)
+    back.join(1, **_address(first[2].seat), wait_s=10)
+    started = time.monotonic()
+    assert back.barrier("start", timeout=5) == 1
+    assert time.monotonic() - started < 1.0
+    # a barrier not passed by the others yet holds it as before
+    with pytest.raises(JobServiceError, match=r"waiting for workers \[0, 1\]"):
+        back.barrier("other", timeout=0.3)
+    assert len(persisted.bumps) == 1 and "whole job" not in persisted.bumps[0]
+    for x in first[:2] + [back]:
+        x.leave()
+    rerun = [persisted.client(heartbeat=True) for _ in range(3)]
+    for x in rerun:
+        x.join(1)
+    with pytest.raises(JobServiceError, match=r"waiting for workers \[1, 2\]"):
+        rerun[0].barrier("start", timeout=0.3)
+    with ThreadPoolExecutor(3) as pool:
+        assert set(pool.map(lambda x: x.barrier("start", timeout=10), rerun)) == {1}
+
+
+def test_seat_records_survive_other_writers_of_the_state_file(persisted):
+    """A ``hina-ctl`` command that loaded the state file before a Join and saves it after keeps
+    the Join's record; a deleted job's records go with it."""
+    from controller.state import ControllerState
+    loaded = ControllerState.load(persisted.path)
+    a = persisted.client()
+    a.join(1)
+    loaded.save(persisted.path)
+    record = ControllerState.load(persisted.path).seats[1]
+    assert record.generation == 1 and record.holders[0].incarnation == a.incarnation
+    loaded.jobs.clear()
+    loaded.save(persisted.path)
+    assert ControllerState.load(persisted.path).seats == {}
+
+
+def test_bad_incarnation_refused(persisted):
+    with pytest.raises(JobServiceError, match="incarnation") as err:
+        persisted.client(incarnation="not one").join(1)
+    assert err.value.code == "INVALID_ARGUMENT"

@@ -16,6 +16,7 @@ own :class:`worker.jobclient.JobClient`. One test runs a real ``hina-ctl serve``
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -309,3 +310,250 @@ def test_hina_ctl_serve_bumps_a_rerun_job(embedded_switch, embedded_pipeline, tm
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Workers as real processes, killed with SIGKILL (tests/controller/restart_worker.py)
+# ------------------------------------------------------------------------------------------------
+SCRIPT = Path(__file__).resolve().parent / "restart_worker.py"
+PROCESS_STEPS = 4          # steps 0..3; the killed worker dies in step 2
+KILLED = N_WORKERS - 1     # the index of the worker that is killed
+
+
+class WorkerProcess:
+    """A worker process in its own session (a SIGKILL of its group takes ``hina-worker run``'s
+    child with the agent); its stdout's JSON events collected as they come."""
+
+    def __init__(self, argv: list[str], log: Path):
+        self.argv, self.log = argv, log
+        self._err = open(log, "w")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._err, text=True,
+                                     cwd=ROOT, start_new_session=True)
+        self.events: list[dict] = []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                self.events.append(event)
+                self._cond.notify_all()
+
+    def wait_event(self, event: str, timeout: float = 60.0, **fields) -> dict:
+        """The first event named ``event`` with ``fields``; fails after ``timeout`` seconds or
+        when the process ends first."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for e in self.events:
+                    if e.get("event") == event and all(e.get(k) == v for k, v in fields.items()):
+                        return e
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError(f"no {event} {fields} from {' '.join(self.argv[-8:])} "
+                                         f"(exit {self.proc.poll()}): {self.events}; "
+                                         f"stderr: {self.log.read_text()[-3000:]}")
+                self._cond.wait(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group (no Leave, no last packet)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def kill_leader(self) -> None:
+        """SIGKILL to the process started (``hina-worker``'s agent), not to its children."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def finish(self, timeout: float = 90.0) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{' '.join(self.argv[-8:])} did not finish: {self.events}; "
+                                 f"stderr: {self.log.read_text()[-3000:]}") from None
+
+    def close(self) -> None:
+        self.kill()
+        self._err.close()
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """Start worker processes; every one is killed (its group) when the test ends."""
+    started: list[WorkerProcess] = []
+
+    def start(argv: list[str], name: str) -> WorkerProcess:
+        proc = WorkerProcess(argv, tmp_path / f"{name}-{len(started)}.err")
+        started.append(proc)
+        return proc
+
+    try:
+        yield start
+    finally:
+        for proc in started:
+            proc.close()
+
+
+def _worker_argv(controller, token: Path, out: Path, index: int, *extra: str) -> list[str]:
+    """restart_worker.py joining seat ``index`` (by its address) with its own JobClient."""
+    w = controller.switch.worker(index)
+    return [sys.executable, str(SCRIPT), "--controller", controller.address, "--job", str(JOB),
+            "--token-file", str(token), "--ip", w.ip, "--udp-port", str(w.udp_port),
+            "--out", str(out), "--give-up", "30", *extra]
+
+
+def _run_agent_argv(controller, token: Path, out: Path, index: int, *extra: str) -> list[str]:
+    """``hina-worker join ... run -- python restart_worker.py --env ...`` for seat ``index``."""
+    w = controller.switch.worker(index)
+    return [sys.executable, "-m", "worker.cli", "join", "--controller", controller.address,
+            "--job", str(JOB), "--token-file", str(token), "--ip", w.ip, "--udp-port",
+            str(w.udp_port), "run", "--", sys.executable, str(SCRIPT), "--env", "--out", str(out),
+            "--give-up", "30", *extra]
+
+
+def _check_means(out: Path, steps: int = PROCESS_STEPS) -> None:
+    """Every worker's mean of every step is the exact one (never a wrong sum)."""
+    from restart_worker import exact
+    for step in range(steps):
+        for index in range(N_WORKERS):
+            mean = torch.load(out / f"w{index}_s{step}.pt")
+            assert torch.allclose(mean, exact(step), atol=1e-4), (index, step)
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    """Has process ``pid`` ended (gone, or a zombie nobody reaps) within ``timeout``?"""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _kill_mid_step(spawn, argv_of, leader_only: bool = False) \
+        -> tuple[list[WorkerProcess], WorkerProcess]:
+    """Start the job's workers; the last stops in step 2 after part of its main stream and is
+    killed (SIGKILL; its process group, or with ``leader_only`` the process started alone) once
+    the others are in step 2 (which they cannot finish without it)."""
+    workers = [spawn(argv_of(i, "--steps", "0", str(PROCESS_STEPS)), f"worker{i}")
+               for i in range(KILLED)]
+    doomed = spawn(argv_of(KILLED, "--steps", "0", str(PROCESS_STEPS), "--pause-in-step", "2"),
+                   f"worker{KILLED}")
+    doomed.wait_event("paused")
+    for w in workers:
+        w.wait_event("begin", step=2)
+    if leader_only:
+        doomed.kill_leader()
+    else:
+        doomed.kill()
+    return workers, doomed
+
+
+def _job_show(controller) -> dict:
+    shown = subprocess.run([sys.executable, "-m", "controller.cli", "--switch",
+                            controller.switch.address, "--state", str(controller.state_path),
+                            "job", "show", str(JOB), "--json"], capture_output=True, text=True,
+                           cwd=ROOT, timeout=CLI_TIMEOUT_S)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def test_a_sigkilled_worker_process_restarts_and_survivors_follow(controller, spawn, tmp_path):
+    """A worker process is killed with SIGKILL in the middle of step 2, part of its contribution
+    in the switch's slots, and started again (a new process, from step 2): its Join moves the
+    job to generation 2, the survivors follow and retry step 2 with it, it aggregates within
+    2 s of its Join, nobody ever gets a wrong sum, and ``hina-ctl job show`` names the worker
+    and the cause."""
+    token, out = tmp_path / "token", tmp_path / "out"
+    token.write_text(TOKEN)
+    out.mkdir()
+    argv_of = lambda i, *extra: _worker_argv(controller, token, out, i, *extra)  # noqa: E731
+    survivors, _ = _kill_mid_step(spawn, argv_of)
+    restarted = spawn(argv_of(KILLED, "--steps", "2", str(PROCESS_STEPS)), "restarted")
+    joined = restarted.wait_event("joined")
+    assert joined["index"] == KILLED and joined["generation"] == 2, joined
+    first = restarted.wait_event("done", step=2)
+    print(f"SIGKILLed worker: first allreduce {first['since_join']:.2f}s after its Join")
+    assert first["since_join"] < RECOVERY_S, \
+        f"restarted worker aggregated {first['since_join']:.2f}s after its Join"
+    for w in survivors + [restarted]:
+        assert w.finish() == 0, w.log.read_text()[-3000:]
+    for w in survivors:
+        assert w.wait_event("done", step=2)["generation"] == 2
+    _check_means(out)
+    job = _job_show(controller)
+    assert job["generation"] == 2
+    cause = job["generation_cause"]
+    assert f"worker {KILLED} restarted" in cause and "timed out" in cause, cause
+
+
+def test_run_children_follow_notices_and_a_restarted_run_starts_at_once(controller, spawn,
+                                                                        tmp_path):
+    """Workers started by ``hina-worker join ... run -- python ...``: the children have only
+    ``$HINA_SEAT`` and follow the generation the switch's NOTICE names. One worker's agent is
+    killed with SIGKILL mid-step, and its child dies with it; ``hina-worker run`` started again
+    joins (a new generation), passes the start barrier at once (the others passed it), and its
+    child runs with the current generation; every mean is exact."""
+    token, out = tmp_path / "token", tmp_path / "out"
+    token.write_text(TOKEN)
+    out.mkdir()
+    argv_of = lambda i, *extra: _run_agent_argv(controller, token, out, i, *extra)  # noqa: E731
+    survivors, doomed = _kill_mid_step(spawn, argv_of, leader_only=True)
+    child = doomed.wait_event("joined")["pid"]
+    assert _gone(child), f"the killed agent's command (pid {child}) goes on without its seat"
+    started = time.monotonic()
+    restarted = spawn(argv_of(KILLED, "--steps", "2", str(PROCESS_STEPS)), "restarted")
+    joined = restarted.wait_event("joined")
+    assert joined["index"] == KILLED and joined["generation"] == 2, joined
+    restarted.wait_event("done", step=2)
+    print(f"restarted hina-worker run: step 2 done {time.monotonic() - started:.2f}s after "
+          "the agent started (Python start-up of agent and child included)")
+    for w in survivors + [restarted]:
+        assert w.finish() == 0, w.log.read_text()[-3000:]
+    for w in survivors:
+        assert w.wait_event("done", step=2)["generation"] == 2
+    _check_means(out)
+    assert controller.job().generation == 2
+
+
+def test_a_worker_that_died_while_serve_was_down_comes_back_in_a_new_generation(
+        controller, spawn, tmp_path):
+    """A worker is killed (SIGKILL) mid-step, then the job service restarts before the worker
+    comes back. The new service knows who held each seat (the state file's seat records): the
+    survivors join again as the same incarnations (no bump), the dead worker's seat is kept
+    for it for one lease and then freed, and its new process's Join moves the job to
+    generation 2. Every mean is exact."""
+    token, out = tmp_path / "token", tmp_path / "out"
+    token.write_text(TOKEN)
+    out.mkdir()
+    argv_of = lambda i, *extra: _worker_argv(controller, token, out, i, *extra)  # noqa: E731
+    survivors, _ = _kill_mid_step(spawn, argv_of)
+    controller.restart_service()              # while the killed worker is down
+    restarted = spawn(argv_of(KILLED, "--steps", "2", str(PROCESS_STEPS)), "restarted")
+    joined = restarted.wait_event("joined")
+    assert joined["index"] == KILLED and joined["generation"] == 2, \
+        f"the restarted worker joined in generation {joined['generation']}: no new generation"
+    first = restarted.wait_event("done", step=2)
+    print(f"worker back after a serve restart: first allreduce {first['since_join']:.2f}s "
+          "after its Join")
+    assert first["since_join"] < RECOVERY_S
+    for w in survivors + [restarted]:
+        assert w.finish() == 0, w.log.read_text()[-3000:]
+    _check_means(out)
+    job = _job_show(controller)
+    assert job["generation"] == 2
+    cause = job["generation_cause"]
+    assert f"worker {KILLED} restarted" in cause, cause
+    seats = ControllerState.load(controller.state_path).seats[JOB]
+    assert seats.generation == 2 and sorted(seats.holders) == list(range(N_WORKERS))

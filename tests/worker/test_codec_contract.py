@@ -1,9 +1,11 @@
-"""Every codec honours the same contract: wire dtypes, empty/odd sizes, bad input refused."""
+"""Every codec honours the same contract: wire dtypes, empty/odd sizes, bad input refused, and a
+failed all-reduce undone by snapshot/restore leaves no trace (a retry is a clean call)."""
 import pytest
 import torch
 
 from worker.codecs import (CodecError, FixedPointCodec, LaneOp, LosslessSketchCodec, NonFiniteGradientError,
-                           SketchCodec, ThcCodec, reference_aggregate, reference_agree)
+                           SketchCodec, SketchedSgdCodec, ThcCodec, reference_aggregate, reference_agree,
+                           reference_allreduce)
 
 WIRE = {LaneOp.SUM: torch.int32, LaneOp.LUTSUM: torch.uint8, LaneOp.MAX: torch.uint32, LaneOp.OR: torch.uint32}
 FACTORIES = {
@@ -55,3 +57,101 @@ def test_wrong_streams_refused(name):
 def test_non_tensor_refused():
     with pytest.raises(ValueError, match="floating-point"):
         ThcCodec(1).agreement(torch.arange(4))
+
+
+# ------------------------------------------------------------------------------------------------
+# snapshot / restore: a retried (or abandoned) all-reduce leaves no trace in the codec
+# ------------------------------------------------------------------------------------------------
+STATEFUL = {
+    "thc": lambda n, r: ThcCodec(n, rank=r, seed=3),
+    "fixed_stochastic": lambda n, r: FixedPointCodec(n, block=8, stochastic=True, rank=r),
+    "sketch": lambda n, r: SketchCodec(n, rows=3, columns=64, k=4),
+    "sketched_sgd": lambda n, r: SketchedSgdCodec(n, rows=3, columns=64, k=8, momentum=0.5,
+                                                  rotate=3),
+    "lossless": lambda n, r: LosslessSketchCodec(n, columns=64),
+}
+STAGES = ["agreement", "encode", "followup", "decode"]
+
+
+def _grads(step: int, n: int, numel: int = 300) -> list:
+    gen = torch.Generator().manual_seed(1000 + step)
+    return [torch.randn(numel, generator=gen) for _ in range(n)]
+
+
+def _abandoned(codecs, grads, key, stage: str) -> None:
+    """An all-reduce that stops after ``stage`` (the transport failed there); ``decode``: it
+    completed on this worker, but the result is thrown away (the DDP hook's fp32 fallback when
+    another worker failed)."""
+    if stage == "decode":
+        reference_allreduce(codecs, grads, key)
+        return
+    agreed = reference_agree([c.agreement(g, key) for c, g in zip(codecs, grads)])
+    if stage == "agreement":
+        return
+    lanes = [c.encode(g, agreed, key) for c, g in zip(codecs, grads)]
+    if stage == "encode":
+        return
+    aggregated = reference_aggregate(lanes)
+    for c, lane in zip(codecs, lanes):
+        c.followup(aggregated, agreed, key, lane.meta)
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", STATEFUL)
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("fail_at", [0, 1])
+def test_restored_retry_equals_a_clean_call(name, stage, fail_at):
+    """Call ``fail_at`` of a bucket fails twice at ``stage`` and is restored each time; its
+    retry, and the next call, give bit for bit what codecs that never failed give."""
+    n, key = 2, 5
+    clean = [STATEFUL[name](n, r) for r in range(n)]
+    retried = [STATEFUL[name](n, r) for r in range(n)]
+    for step in range(fail_at):
+        assert _same(reference_allreduce(clean, _grads(step, n), key),
+                     reference_allreduce(retried, _grads(step, n), key))
+    grads = _grads(fail_at, n)
+    snaps = [c.snapshot(key) for c in retried]
+    for _ in range(2):                   # the same snapshot restores any number of times
+        _abandoned(retried, grads, key, stage)
+        for c, snap in zip(retried, snaps):
+            c.restore(key, snap)
+    out = reference_allreduce(retried, grads, key)
+    for c, snap in zip(retried, snaps):
+        c.release(key, snap)
+    assert _same(out, reference_allreduce(clean, grads, key))
+    for step in (fail_at + 1, fail_at + 2):          # what carries over is the clean state too
+        assert _same(reference_allreduce(retried, _grads(step, n), key),
+                     reference_allreduce(clean, _grads(step, n), key))
+
+
+@pytest.mark.parametrize("name,stage", [("thc", "encode"), ("fixed_stochastic", "encode"),
+                                        ("sketched_sgd", "agreement"), ("sketch", "decode")])
+def test_without_restore_a_retry_differs(name, stage):
+    """The state restore puts back is real: without it, the retry is not the clean call."""
+    n, key = 2, 0
+    clean = [STATEFUL[name](n, r) for r in range(n)]
+    retried = [STATEFUL[name](n, r) for r in range(n)]
+    for codecs in (clean, retried):
+        reference_allreduce(codecs, _grads(0, n), key)
+    _abandoned(retried, _grads(1, n), key, stage)
+    assert not _same(reference_allreduce(retried, _grads(1, n), key),
+                     reference_allreduce(clean, _grads(1, n), key))
+
+
+def test_thc_snapshot_pins_the_residual_and_release_recycles_it():
+    """A THC snapshot keeps the residual by reference: the codec never writes it while the
+    snapshot lives (no copy needed), and reuses it as a buffer once released."""
+    codec = ThcCodec(1)
+    reference_allreduce([codec], [torch.randn(256)])
+    before = codec.states[0].residual
+    kept = before.clone()
+    snap = codec.snapshot(0)
+    for step in range(3):               # calls that would have recycled it as their buffer
+        reference_allreduce([codec], [torch.randn(256)])
+    assert torch.equal(before, kept)
+    codec.release(0, snap)
+    reference_allreduce([codec], [torch.randn(256)])
+    assert codec.states[0].pinned is None

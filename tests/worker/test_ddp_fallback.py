@@ -6,6 +6,7 @@ import logging
 import multiprocessing as mp
 import socket
 
+import pytest
 import torch
 
 WORLD = 2
@@ -180,3 +181,118 @@ def test_fallback_after_a_restart_names_the_generation_on_every_worker():
                                  for w in fallbacks), warnings
     assert all("this worker sends generation 1" in w for w in results[0][1] if "falls back" in w)
     assert all("no result" in w for w in results[1][1] if "falls back" in w)
+
+
+# ------------------------------------------------------------------------------------------------
+# A bucket that falls back leaves every worker's codec as it was
+# ------------------------------------------------------------------------------------------------
+class _DeafToResults:
+    """A worker link that loses every result after the agreement round (results of another op
+    than MAX): this worker sends all its contributions, so the other worker's call completes,
+    while this one times out."""
+
+    def __init__(self, link):
+        self.link = link
+
+    def send(self, message):
+        self.link.send(message)
+
+    def recv(self, timeout):
+        import time
+
+        from hina import protocol as P
+        from worker.packetizer import parse_header
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.link.recv(max(0.0, deadline - time.monotonic()))
+            if message is None:
+                return None
+            header = parse_header(message)
+            if header["ver_type"] & 0xF == P.MsgType.RESULT and header["op"] != P.Op.MAX:
+                continue
+            return message
+
+    def close(self):
+        self.link.close()
+
+
+def _codec(name: str, rank: int):
+    from worker.codecs import SketchCodec, ThcCodec
+    return ThcCodec(WORLD, rank=rank) if name == "thc" else \
+        SketchCodec(WORLD, rows=3, columns=64, k=16)
+
+
+def _train_one_deaf(rank: int, init: str, link_args, params, codec_name: str, out) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from worker.ddp_hook import HinaState, hina_hook
+    from worker.link import FrameLink
+    from worker.transport import Transport
+
+    torch.set_num_threads(1)
+    warnings = _collect_warnings()
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        torch.manual_seed(0)
+        model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                        torch.nn.Linear(32, 4)))
+        link = FrameLink(*link_args)
+        transport = Transport(link if rank == 0 else _DeafToResults(link), params,
+                              min_rto=0.05, max_rto=0.1, give_up_s=0.5)
+        state = HinaState(transport, _codec(codec_name, rank), start_iter=1)
+        model.register_comm_hook(state, hina_hook)
+        gen = torch.Generator().manual_seed(rank)
+        for _ in range(STEPS):
+            x, y = torch.randn(8, 16, generator=gen), torch.randint(0, 4, (8,), generator=gen)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+        out.put((rank, dict(state.stats), sorted(state.codec.states),
+                 transport.total.results, warnings))
+        transport.close()
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("codec_name", ["thc", "sketch"])
+def test_a_fallen_back_bucket_leaves_the_codec_as_it_was_on_every_worker(program, codec_name):
+    """Through the embedded switch: worker 0's call of every hooked bucket completes (decode
+    ran, error feedback moved on), worker 1 loses its results and times out, so the vote makes
+    both fall back to fp32. Both codecs must then hold what they held before each bucket:
+    nothing, here (the buckets never went through the switch as far as training is concerned);
+    FetchSGD's sketches, which every worker must hold alike, stay alike."""
+    from switchjob import LocalJob
+    job = LocalJob(program, WORLD, n_slots=16)    # a window that holds a bucket's whole stream
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = []
+    try:
+        links = []
+        for link in job.links:                 # the workers' tunnel sockets: in the children
+            links.append((link.me, link.switch, link.sock.getsockname(), link.tunnel_switch))
+            link.close()
+        init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+        procs = [ctx.Process(target=_train_one_deaf,
+                             args=(r, init, links[r], job.params, codec_name, out))
+                 for r in range(WORLD)]
+        for p in procs:
+            p.start()
+        results = {}
+        for _ in range(WORLD):
+            rank, stats, keys, n_results, warnings = out.get(timeout=120)
+            results[rank] = (stats, keys, n_results, warnings)
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+        job.close()
+    hooked = STEPS - 1
+    for rank, (stats, keys, _, warnings) in results.items():
+        assert stats["hina_buckets"] == 0 and stats["fallback_buckets"] == hooked, stats
+        assert any("falls back to fp32 all-reduce" in w for w in warnings), warnings
+        assert keys == [], f"worker {rank}'s codec kept state of fallen-back buckets: {keys}"
+    # worker 0 really completed its calls (agreement and main streams), worker 1 only agreed
+    assert results[0][2] > results[1][2] > 0, (results[0][2], results[1][2])

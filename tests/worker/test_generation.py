@@ -195,3 +195,108 @@ def test_job_params_generation_range():
     for bad in (0, P.MAX_GENERATION + 1):
         with pytest.raises(ValueError, match="generation"):
             JobParams(job_id=1, n_workers=1, n_slots=1, generation=bad)
+
+
+# ------------------------------------------------------------------------------------------------
+# allreduce_following: the retry in the new generation is the clean call, codec state included
+# ------------------------------------------------------------------------------------------------
+class _Crashed(Exception):
+    pass
+
+
+class _CrashesAfterAgreeing:
+    """A worker's link that dies (raises) at its first message after the agreement round: the
+    worker contributed to the agreement, so the others encode (and move their error feedback
+    on) and then wait for its main stream, which never comes."""
+
+    def __init__(self, link):
+        self.link, self.crashed = link, threading.Event()
+
+    def send(self, message):
+        from worker.packetizer import parse_header
+        if parse_header(message)["op"] != P.Op.MAX:
+            self.crashed.set()
+            raise _Crashed("killed")
+        self.link.send(message)
+
+    def recv(self, timeout):
+        return self.link.recv(timeout)
+
+    def close(self):
+        pass
+
+
+def _stateful_codec(name: str, n: int, rank: int):
+    from worker.codecs import SketchedSgdCodec, ThcCodec
+    if name == "thc":
+        return ThcCodec(n, rank=rank, seed=11)
+    return SketchedSgdCodec(n, rows=3, columns=64, k=16, momentum=0.5, rotate=2)
+
+
+def _step_grads(step: int, n: int, numel: int = 700):
+    import torch
+    gen = torch.Generator().manual_seed(500 + step)
+    return [torch.randn(numel, generator=gen) for _ in range(n)]
+
+
+@pytest.mark.parametrize("codec_name", ["thc", "sketched_sgd"])
+def test_retry_after_a_restart_is_the_clean_call(program, codec_name):
+    """Worker 0 crashes in step 1 after the agreement round; the others have encoded (their
+    error feedback moved on) and wait. The job moves to generation 2 and worker 0 starts again
+    from its checkpoint. The survivors follow the switch's NOTICE without a job-service session
+    (``allreduce_following(client=None)``, as under ``hina-worker run``) and retry: every
+    worker's step 1 and step 2 equal, bit for bit, what the codecs give when nothing failed."""
+    import torch
+
+    from worker.agent import allreduce_following
+    from worker.codecs import reference_allreduce
+    n = 3
+    grads = [_step_grads(s, n) for s in range(3)]
+    clean = [_stateful_codec(codec_name, n, r) for r in range(n)]        # never fails
+    expected = [reference_allreduce(clean, grads[s]) for s in range(3)]
+    checkpoint = [_stateful_codec(codec_name, n, r) for r in range(n)]   # after step 0
+    reference_allreduce(checkpoint, grads[0])
+    codecs = [_stateful_codec(codec_name, n, r) for r in range(n)]
+    job = LocalJob(program, n, n_slots=16)
+    try:
+        transports = job.transports()
+        results, errors = run_workers(
+            lambda w, t: allreduce_following(None, grads[0][w], codecs[w], t), transports)
+        assert errors == [None] * n
+        assert all(torch.equal(r, e) for r, e in zip(results, expected[0]))
+        dying = _CrashesAfterAgreeing(job.links[0])
+        transports[0].link = dying            # worker 0 goes on where it is, and dies there
+        step1 = [None] * n
+        errors = [None] * n
+
+        def run(w):
+            try:
+                step1[w] = allreduce_following(None, grads[1][w], codecs[w], transports[w])
+            except BaseException as exc:     # surfaced below
+                errors[w] = exc
+
+        threads = [threading.Thread(target=run, args=(w,)) for w in range(n)]
+        for t in threads:
+            t.start()
+        assert dying.crashed.wait(30), "worker 0 never got past the agreement round"
+        threads[0].join(30)
+        assert isinstance(errors[0], _Crashed), errors[0]
+        time.sleep(0.3)                       # the survivors send their main streams and wait
+        job.set_generation(2)                 # worker 0's Join moves the job on
+        codecs[0] = checkpoint[0]             # it restarts from its checkpoint of step 0
+        transports[0] = Transport(job.links[0], job.params)
+        errors[0] = None
+        threads[0] = threading.Thread(target=run, args=(0,))
+        threads[0].start()
+        for t in threads:
+            t.join(60)
+        assert errors == [None] * n, errors
+        assert all(t.job.generation == 2 for t in transports)
+        assert all(torch.equal(r, e) for r, e in zip(step1, expected[1])), \
+            "the retried step differs from the clean one"
+        results, errors = run_workers(
+            lambda w, t: allreduce_following(None, grads[2][w], codecs[w], t), transports)
+        assert errors == [None] * n
+        assert all(torch.equal(r, e) for r, e in zip(results, expected[2]))
+    finally:
+        job.close()

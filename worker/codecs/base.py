@@ -32,7 +32,12 @@ op            worker sends                          switch returns (what ``decod
 
 Codecs keep per-bucket state (error feedback, momentum, the work between ``agreement`` and
 ``encode``) in ``codec.states[key]``; ``key`` is the bucket index (as in torch's PowerSGD hook) or
-any hashable tensor id. Everything stays on the gradient's device; the only host transfers are
+any hashable tensor id. An all-reduce that fails part-way (the transport gave up, or the job
+moved to a new generation) may already have changed it; :meth:`Codec.snapshot` before the call
+and :meth:`Codec.restore` after the failure put back exactly what a call changes (residuals,
+momentum, step counters, rounding RNGs), so a retry encodes as a single clean call would
+(``worker.agent.allreduce_following``), and a bucket that falls back to fp32 leaves the codec as
+it was (``worker.ddp_hook``). Everything stays on the gradient's device; the only host transfers are
 the agreement values (a few words) and whatever the packetizer copies.
 
 :func:`reference_aggregate` is the switch, in torch, for tests and loopback runs;
@@ -41,6 +46,7 @@ the agreement values (a few words) and whatever the packetizer copies.
 from __future__ import annotations
 
 import abc
+import copy
 import enum
 import logging
 import math
@@ -357,6 +363,37 @@ class Codec(abc.ABC):
             meta: the previous round's ``meta``.
         """
         return None
+
+    def snapshot(self, key: Hashable = 0) -> Any:
+        """What an all-reduce of bucket ``key`` may change in this codec, for :meth:`restore`.
+
+        Take it before the call (agreement); after a call that failed part-way (or whose result
+        is thrown away), :meth:`restore` puts the codec back as it was, so the next call of the
+        bucket encodes exactly what it would have without the failed one: same residuals and
+        momentum, same step counters, same rounding noise. Until :meth:`release`, the codec
+        changes nothing the snapshot refers to (codecs avoid copies that way: THC keeps its old
+        residual instead of recycling it as a buffer). The snapshot can be restored any number of
+        times. It covers bucket ``key`` and the codec-wide state the call draws from (e.g. a
+        rounding RNG shared by the buckets): take and restore it around one call at a time.
+
+        The default deep-copies ``states[key]``; codecs with state elsewhere, or with large
+        state they can keep by reference, override it (with :meth:`restore` and
+        :meth:`release`).
+        """
+        return copy.deepcopy(self.states.get(key))
+
+    def restore(self, key: Hashable, snapshot: Any) -> None:
+        """Put bucket ``key``'s state back as :meth:`snapshot` took it (the snapshot stays
+        valid)."""
+        if snapshot is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = copy.deepcopy(snapshot)
+
+    def release(self, key: Hashable, snapshot: Any) -> None:
+        """Done with ``snapshot`` (the call succeeded, or was restored for the last time): the
+        codec may reuse what it refers to. Optional; a snapshot never released only costs
+        memory until the next one."""
 
     def reset(self, key: Optional[Hashable] = None) -> None:
         """Forget the state of bucket ``key`` (all buckets when None)."""

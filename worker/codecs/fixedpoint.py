@@ -151,6 +151,20 @@ class FixedPointCodec(Codec):
             self._generators[device] = torch.Generator(device=device).manual_seed(self.rank)
         return self._generators[device]
 
+    def snapshot(self, key: Hashable = 0) -> Dict[torch.device, torch.Tensor]:
+        """The rounding RNGs' states (stochastic rounding; shared by the buckets): the codec has
+        no other state between calls (see :meth:`Codec.snapshot`)."""
+        return {device: gen.get_state() for device, gen in self._generators.items()}
+
+    def restore(self, key: Hashable, snapshot: Dict[torch.device, torch.Tensor]) -> None:
+        """The rounding RNGs as :meth:`snapshot` found them (one made since is dropped: it is
+        made again from its seed)."""
+        for device in list(self._generators):
+            if device in snapshot:
+                self._generators[device].set_state(snapshot[device])
+            else:
+                del self._generators[device]
+
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
         """Block exponent codes of ``grad`` (uint32, one per block)."""
         return agreement_codes(check_gradient(grad), self.block, key)

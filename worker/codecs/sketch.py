@@ -257,6 +257,20 @@ class SketchCodec(Codec):
     def _state(self, key: Hashable) -> FetchSgdState:
         return self.states.setdefault(key, FetchSgdState())
 
+    def snapshot(self, key: Hashable = 0) -> Optional[Tuple[Optional[torch.Tensor], Optional[torch.Tensor], int]]:
+        """Bucket ``key``'s momentum and error sketches (by reference: :meth:`step` replaces
+        them, never writes them in place) and step count (see :meth:`Codec.snapshot`)."""
+        state = self.states.get(key)
+        return None if state is None else (state.momentum, state.error, state.steps)
+
+    def restore(self, key: Hashable, snapshot) -> None:
+        """Bucket ``key`` as :meth:`snapshot` found it (nothing pending)."""
+        if snapshot is None:
+            self.states.pop(key, None)
+            return
+        state = self.states[key] = FetchSgdState()
+        state.momentum, state.error, state.steps = snapshot
+
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
         """Sketch ``grad``; return the exponent codes of the table (one per row)."""
         x = check_gradient(grad)
@@ -298,9 +312,10 @@ class SketchCodec(Codec):
         if state.momentum is None or state.momentum.device != mean_sketch.device:
             state.momentum = torch.zeros_like(mean_sketch)
             state.error = torch.zeros_like(mean_sketch)
-        state.momentum.mul_(self.momentum).add_(mean_sketch)
+        # new tensors, not in place: a snapshot (retry, fp32 fallback) keeps the old ones
+        state.momentum = state.momentum.mul(self.momentum).add_(mean_sketch)
         if self.error_feedback:
-            state.error.add_(state.momentum)
+            state.error = state.error.add(state.momentum)
             source = state.error
         else:
             source = state.momentum
@@ -601,7 +616,9 @@ class SketchedSgdCodec(Codec):
         rotate: cycle through this many hash seeds, one per step (step t uses seed
             ``seed + (t mod rotate) * rows``), so two heavy coordinates that cancel in one cell do
             not stay hidden step after step. Steps are counted at ``agreement``, which every
-            worker calls once per all-reduce of the bucket, failed or not.
+            worker calls once per all-reduce of the bucket, failed or not, unless the failed
+            call is undone with :meth:`restore` (as ``allreduce_following`` and the DDP hook's
+            fallback do on every worker).
 
     Wire per bucket and step: ``rows + value_blocks`` MAX lanes, then
     ``lanes_for(rows * columns, sketch_bits)`` and ``lanes_for(k, value_bits)`` int32 SUM lanes.
@@ -649,6 +666,21 @@ class SketchedSgdCodec(Codec):
 
     def _state(self, key: Hashable) -> SketchedSgdState:
         return self.states.setdefault(key, SketchedSgdState())
+
+    def snapshot(self, key: Hashable = 0):
+        """Bucket ``key``'s error accumulator and velocity (by reference: a step makes new ones
+        and commits them at ``decode``) and its counters (see :meth:`Codec.snapshot`): restored,
+        a failed step is not counted, so the retry uses the same hash seed as a clean call."""
+        state = self.states.get(key)
+        return None if state is None else (state.error, state.velocity, state.started, state.steps)
+
+    def restore(self, key: Hashable, snapshot) -> None:
+        """Bucket ``key`` as :meth:`snapshot` found it (nothing pending)."""
+        if snapshot is None:
+            self.states.pop(key, None)
+            return
+        state = self.states[key] = SketchedSgdState()
+        state.error, state.velocity, state.started, state.steps = snapshot
 
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
         """Accumulate ``grad`` (pending) and sketch ``e``; codes: per-row exponents, per-block ones."""

@@ -85,9 +85,12 @@ class ThcState:
         generator: this worker's quantisation RNG (independent across workers).
         spare: a free buffer of the padded length, reused for the next ``pending`` (saves the
             allocation and its page faults, which cost more than the arithmetic on CPU).
+        pinned: the residual a :meth:`ThcCodec.snapshot` refers to: never recycled as ``spare``
+            until the snapshot is released.
     """
 
-    __slots__ = ("residual", "signs", "sign_bits", "rotation_seed", "pending", "meta", "generator", "spare")
+    __slots__ = ("residual", "signs", "sign_bits", "rotation_seed", "pending", "meta", "generator", "spare",
+                 "pinned")
 
     def __init__(self, rotation_seed: int) -> None:
         self.residual: Optional[torch.Tensor] = None
@@ -98,6 +101,21 @@ class ThcState:
         self.meta: Dict[str, Any] = {}
         self.generator: Optional[torch.Generator] = None
         self.spare: Optional[torch.Tensor] = None
+        self.pinned: Optional[torch.Tensor] = None
+
+
+class _ThcSnapshot:
+    """What :meth:`ThcCodec.snapshot` keeps: the residual (by reference: pinned, never written
+    while the snapshot lives) and the rounding RNG's state."""
+
+    __slots__ = ("existed", "residual", "generator_device", "generator_state")
+
+    def __init__(self, state: Optional[ThcState]) -> None:
+        self.existed = state is not None
+        self.residual = state.residual if state is not None else None
+        gen = state.generator if state is not None else None
+        self.generator_device = gen.device if gen is not None else None
+        self.generator_state = gen.get_state() if gen is not None else None
 
 
 def _mix(*values: int) -> int:
@@ -367,7 +385,9 @@ class ThcCodec(Codec):
         packed = torch.empty((padded + 1) // 2, dtype=torch.uint8, device=device)
         self.last_kernels["encode"] = self._quantise_into(y, packed, state, scale, meta["block"])
         if self.error_feedback:
-            state.spare, state.residual = state.residual, y
+            old, state.residual = state.residual, y
+            # the old residual is the next pending buffer, unless a snapshot still refers to it
+            state.spare = old if old is not state.pinned else None
         else:
             state.spare = y
         stream = LaneStream(LaneOp.LUTSUM, packed, count=padded,
@@ -491,6 +511,41 @@ class ThcCodec(Codec):
                 z.view(-1, block)[:, 0] -= (g / 2.0) * step * math.sqrt(block)
             torch.mul(z[:numel], signs[:numel], out=out)
         return out.view(meta["shape"]).to(meta["dtype"])
+
+    # ----------------------------------------------------------------- snapshots
+    def snapshot(self, key: Hashable = 0) -> _ThcSnapshot:
+        """Bucket ``key``'s residual (kept by reference, no copy: it is pinned) and rounding RNG,
+        for :meth:`restore` (see :meth:`Codec.snapshot`)."""
+        state = self.states.get(key)
+        if state is not None:
+            state.pinned = state.residual
+        return _ThcSnapshot(state)
+
+    def restore(self, key: Hashable, snapshot: _ThcSnapshot) -> None:
+        """Bucket ``key`` as :meth:`snapshot` found it: residual, RNG, nothing pending."""
+        if not snapshot.existed:
+            self.states.pop(key, None)
+            return
+        state = self._state(key)
+        state.residual = state.pinned = snapshot.residual
+        state.pending = None
+        if snapshot.generator_state is None:
+            state.generator = None           # drawn again from its seed, as it first was
+        else:
+            gen = state.generator
+            if gen is None or gen.device != snapshot.generator_device:
+                gen = state.generator = torch.Generator(device=snapshot.generator_device)
+            gen.set_state(snapshot.generator_state)
+
+    def release(self, key: Hashable, snapshot: _ThcSnapshot) -> None:
+        """Unpin the snapshot's residual; it becomes the next pending buffer when it is free."""
+        state = self.states.get(key)
+        if state is None or state.pinned is not snapshot.residual:
+            return
+        state.pinned = None
+        old = snapshot.residual
+        if old is not None and old is not state.residual and state.spare is None:
+            state.spare = old
 
     # ----------------------------------------------------------------- quantiser
     def _generator(self, state: ThcState, device: torch.device) -> torch.Generator:
