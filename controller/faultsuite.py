@@ -12,10 +12,9 @@ Rows:
 3. :func:`row_link_faults`: drops, duplicates, reordering and corruption on worker links.
 4. :func:`row_p4runtime_fuzz`: malformed P4Runtime requests.
 5. :func:`row_jobservice_fuzz`: malformed job-service requests.
-
-Not rows yet: SIGKILL of a worker process mid-allreduce (tested by
-``tests/worker/test_allreduce_e2e.py``) and of the switch process with a restart and re-push
-(tested, in process, by ``tests/controller/test_restarts.py``).
+6. kill -9 rows, in :mod:`controller.faultsuite_kills`: SIGKILL of a worker process
+   mid-allreduce, of the switch process mid-job (embedded target and BMv2; restarted, re-pushed
+   by ``hina-ctl serve``) and of ``hina-ctl serve`` mid-job, several kills per row.
 """
 from __future__ import annotations
 
@@ -869,6 +868,8 @@ def run_suite(mode: str = "full", bmv2: bool = True,
         add(row_link_faults(fault, counts["elements"]))
     add(row_p4runtime_fuzz(counts["rpc"]))
     add(row_jobservice_fuzz(counts["rpc"]))
+    from .faultsuite_kills import kill_rows      # it imports this module
+    kill_rows(mode, bmv2=bmv2, progress=add)
     return rows
 
 
