@@ -17,6 +17,7 @@ from scapy.packet import Raw
 
 from hina import pipeline
 from hina import protocol as P
+from hina.framing import parse_frame
 from hina.layers import HINA, pack_nibbles
 from hina.pipeline import JobSpec, WorkerAddress
 
@@ -115,7 +116,9 @@ class Reply:
     generation: int
     reserved: int
     payload: bytes
-    ip_ok: bool          # IPv4 total length and checksum are right
+    ip_ok: bool          # IPv4 total length and checksum, UDP length are right
+    checksum_ok: bool    # the UDP checksum is present and right
+    udp_checksum: int    # the UDP checksum field
     length: int          # bytes of the whole frame
 
     def words(self, dtype=">i4") -> np.ndarray:
@@ -124,21 +127,19 @@ class Reply:
 
 def parse(port: int, data: bytes) -> Reply:
     """Dissect a switch output (Ethernet/IPv4/UDP/HINA) without scapy, for speed."""
-    eth, ip, udp = data[:14], data[14:34], data[34:42]
-    hina = data[42:42 + P.HEADER_BYTES]
-    total_len = struct.unpack("!H", ip[2:4])[0]
-    ip_ok = (total_len == len(data) - P.ETHERNET_BYTES
-             and P.ipv4_checksum(ip[:10] + b"\0\0" + ip[12:]) == struct.unpack("!H", ip[10:12])[0]
-             and struct.unpack("!H", udp[4:6])[0] == len(data) - P.ETHERNET_BYTES - P.IPV4_BYTES)
-    vt, op, flags, count, job_id, ps, seq, generation, reserved = struct.unpack("!BBBBHHIHH", hina)
-    return Reply(port=port, dst_mac=int.from_bytes(eth[:6], "big"),
-                 dst_ip=int.from_bytes(ip[16:20], "big"),
-                 dst_port=struct.unpack("!H", udp[2:4])[0], src_port=struct.unpack("!H", udp[:2])[0],
-                 src_mac=int.from_bytes(eth[6:12], "big"), src_ip=int.from_bytes(ip[12:16], "big"),
-                 msg_type=vt & 0xF, op=op, flags=flags, count=count, job_id=job_id,
-                 pool=ps >> 15, slot=ps & 0x7FFF, seq=seq, generation=generation,
-                 reserved=reserved, payload=data[42 + P.HEADER_BYTES:], ip_ok=ip_ok,
-                 length=len(data))
+    f = parse_frame(data)
+    if f is None or len(f.message) < P.HEADER_BYTES:
+        raise AssertionError(f"port {port}: the switch sent a frame that is not HINA: {data.hex()}")
+    total_len = struct.unpack_from("!H", data, P.ETHERNET_BYTES + 2)[0]
+    h = P.unpack_header(f.message)
+    return Reply(port=port, dst_mac=f.dst.mac, dst_ip=f.dst.ip, dst_port=f.dst.udp_port,
+                 src_port=f.src.udp_port, src_mac=f.src.mac, src_ip=f.src.ip,
+                 msg_type=h["msg_type"], op=h["op"], flags=h["flags"], count=h["count"],
+                 job_id=h["job_id"], pool=h["pool"], slot=h["slot"], seq=h["seq"],
+                 generation=h["generation"], reserved=h["reserved"],
+                 payload=f.message[P.HEADER_BYTES:],
+                 ip_ok=f.ip_ok and f.udp_length_ok and total_len == len(data) - P.ETHERNET_BYTES,
+                 checksum_ok=f.checksum_ok, udp_checksum=f.checksum, length=len(data))
 
 
 def send(target, job: JobSpec, worker: int, data: bytes,
@@ -146,7 +147,10 @@ def send(target, job: JobSpec, worker: int, data: bytes,
     """Send a worker's frame into its port; return the switch's replies, dissected.
     ``expected``: how many replies the caller expects (a real switch then stops waiting as soon
     as they are in, and waits for them however loaded the machine is)."""
-    return [parse(p, f) for p, f in target.send(job.workers[worker].port, data, expected)]
+    replies = [parse(p, f) for p, f in target.send(job.workers[worker].port, data, expected)]
+    # every frame the switch sends carries a right UDP checksum (protocol v3)
+    assert all(r.checksum_ok for r in replies), [r for r in replies if not r.checksum_ok]
+    return replies
 
 
 def reason_count(target, reason: P.DropReason) -> int:

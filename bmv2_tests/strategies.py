@@ -14,6 +14,8 @@ import struct
 
 from hypothesis import strategies as st
 
+from hina.framing import (FRAME_HEADER_BYTES, checksum_of, ones_sum, parse_frame,
+                          udp_header_residue)
 from hina.protocol import ipv4_checksum
 from softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
                             Ternary)
@@ -107,24 +109,46 @@ def structured_frame(draw) -> bytes:
     return eth + bytes(ip) + l4 + payload
 
 
-def _mutate(frame: bytes, how: str, where: int, data: bytes) -> bytes:
+def _mutate(frame: bytes, how: str, where: int, data: bytes, refit: bool) -> bytes:
+    if how == "as is":
+        return frame
     if how == "truncate":
-        return frame[:where % (len(frame) + 1)]
-    if how == "flip":
+        out = frame[:where % (len(frame) + 1)]
+    elif how == "flip":
         out = bytearray(frame)
         out[where % len(out)] ^= data[0] if data and data[0] else 0xFF
-        return bytes(out)
-    if how == "patch":
+        out = bytes(out)
+    elif how == "patch":
         at = where % len(frame)
-        return frame[:at] + data + frame[at + len(data):]
-    return frame + data          # "tail"
+        out = frame[:at] + data + frame[at + len(data):]
+    else:
+        out = frame + data          # "tail"
+    return _refit_udp_checksum(out) if refit else out
+
+
+def _refit_udp_checksum(frame: bytes) -> bytes:
+    """``frame`` with the UDP checksum its (possibly mutated) fields and payload call for, when
+    it is IPv4/UDP at all: a mutation that the sender made (not the wire), so that it gets past
+    the switch's checksum check to the checks behind it."""
+    parsed = parse_frame(frame)
+    if parsed is None or not parsed.udp_length_ok:
+        return frame
+    at = FRAME_HEADER_BYTES - 2
+    blank = frame[:at] + b"\0\0" + frame[at + 2:]
+    udp_len = int.from_bytes(frame[at - 2:at], "big")
+    residue = udp_header_residue(parsed.src, parsed.dst, udp_len) + ones_sum(
+        blank[FRAME_HEADER_BYTES:FRAME_HEADER_BYTES + udp_len - 8])
+    return frame[:at] + checksum_of(residue).to_bytes(2, "big") + frame[at + 2:]
 
 
 def mutated(frames: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
-    """``frames`` as they are, or truncated, bit-flipped, patched or with a tail added."""
+    """``frames`` as they are, or truncated, bit-flipped, patched or with a tail added; a
+    mutated frame's UDP checksum is refitted half of the time (a sender's mistake rather than
+    corruption on the wire)."""
     return st.builds(_mutate, frames,
                      st.sampled_from(["as is", "as is", "truncate", "flip", "patch", "tail"]),
-                     st.integers(0, 1 << 16), st.binary(min_size=1, max_size=4))
+                     st.integers(0, 1 << 16), st.binary(min_size=1, max_size=4),
+                     st.booleans())
 
 
 def padded(frame: bytes) -> bytes:

@@ -68,13 +68,49 @@ def test_p4_hina_header_is_header_bytes_long():
 def test_header_golden_bytes_and_dissection():
     h = HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.LUT_SUM, flags=P.Flag.RETRANSMIT, count=0,
              job_id=0x0102, pool=1, slot=0x0304, seq=0xA0B0C0D0, generation=0x0506)
-    assert raw(h) == bytes.fromhex("21 02 02 00 0102 8304 A0B0C0D0 0506 0000")
+    assert raw(h) == bytes.fromhex("31 02 02 00 0102 8304 A0B0C0D0 0506 0000")
     pkt = Ether(raw(Ether() / IP() / UDP(sport=40000, dport=P.UDP_PORT_BASE + 3) / h
                     / HINAThc.from_indices([1, 2, 15, 0])))
     assert pkt[HINA].slot == 0x304 and pkt[HINA].pool == 1 and pkt[HINA].job_id == 0x102
     assert list(pkt[HINAThc].indices()) == [1, 2, 15, 0]
     assert "LUT_SUM" in pkt[HINA].mysummary() and "job=258" in pkt[HINA].mysummary()
     assert pkt[HINA].generation == 0x506 and "gen=1286" in pkt[HINA].mysummary()
+
+
+def test_header_fields_are_one_definition_in_p4_scapy_and_python():
+    """hina.protocol.HEADER_FIELDS (names and widths, in wire order) is what headers.p4's hina_t
+    and the scapy layer declare."""
+    text = (INCLUDE / "headers.p4").read_text()
+    body = re.search(r"header hina_t \{(.*?)\}", text, re.S).group(1)
+    p4 = [(name, int(bits)) for bits, name in re.findall(r"bit<(\d+)>\s+(\w+);", body)]
+    assert p4 == list(P.HEADER_FIELDS)
+    scapy = [(f.name, f.size if hasattr(f, "size") else 8 * f.sz) for f in HINA.fields_desc]
+    assert scapy == list(P.HEADER_FIELDS)
+
+
+_FIELD_VALUES = st.fixed_dictionaries(
+    {name: st.integers(0, (1 << bits) - 1) for name, bits in P.HEADER_FIELDS})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FIELD_VALUES)
+def test_pack_header_agrees_with_scapy_and_the_packetizer_dtype(fields):
+    packed = P.pack_header(**fields)
+    assert packed == raw(HINA(**fields))
+    assert P.unpack_header(packed) == fields
+    rec = np.frombuffer(packed, dtype=P.HEADER_DTYPE)[0]
+    assert (rec["ver_type"], rec["pool_slot"], rec["seq"]) == (
+        (fields["version"] << 4) | fields["msg_type"], (fields["pool"] << 15) | fields["slot"],
+        fields["seq"])
+
+
+def test_pack_header_refuses_values_that_do_not_fit_unless_told_to_wrap():
+    with pytest.raises(ValueError, match="slot=32768: must fit 15 bits"):
+        P.pack_header(P.MsgType.AGGREGATE, P.Op.SUM, slot=1 << 15)
+    assert P.unpack_header(P.pack_header(1, 256 + 3, slot=(1 << 15) + 5, wrap=True))[
+        "slot"] == 5
+    with pytest.raises(ValueError, match="shorter than the 16-byte"):
+        P.unpack_header(b"\x31" * 15)
 
 
 def test_notice_layer_names_the_reason():

@@ -5,9 +5,12 @@
 * :class:`HinaFrameFuzzer`: valid Ethernet/IPv4/UDP frames to the HINA port from a given sender,
   with a fuzzed HINA header and payload: scapy's ``fuzz()`` of the :class:`~hina.layers.HINA`
   layer plus targeted mutations (truncation, wrong IPv4/UDP lengths, wrong version, reserved bits,
-  unknown types and ops, switch-only types, bad slots, bad jobs, other generations).
+  unknown types and ops, switch-only types, bad slots, bad jobs, other generations, missing or
+  wrong UDP checksums). Frames carry a right UDP checksum unless that is the mutation, so that
+  the fuzzed HINA fields reach the checks behind it.
 * :class:`FaultyLink`: a seeded fault-injecting wrapper around a :class:`worker.link.FrameLink`:
-  drops, duplicates, reorders (bounded window) and corrupts frames in both directions.
+  drops, duplicates, reorders (bounded window) and corrupts frames in both directions (corruption
+  caught by the FCS, or bit flips after it that only the UDP checksum can catch).
 
 Everything takes a seed: the same seed gives the same frames and the same faults.
 ``bench/bench_faults.py`` and ``tests/faults/`` use them (``docs/reliability.md``, "Fault and
@@ -28,11 +31,11 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import framing
 from . import protocol as P
-from .protocol import ipv4_checksum
 
 __all__ = ["MAX_RANDOM_FRAME", "random_frames", "Sender", "HinaFrameFuzzer", "MUTATIONS",
-           "LinkFaults", "FaultyLink", "build_frame", "ipv4_checksum"]
+           "LinkFaults", "FaultyLink", "build_frame", "flip_bit"]
 
 #: Longest random frame (a standard Ethernet frame is at most 1514 bytes without FCS).
 MAX_RANDOM_FRAME = 1600
@@ -53,16 +56,13 @@ SWITCH_MAC, SWITCH_IP = 0x0200000000FE, 0x0A0000FE
 
 
 def build_frame(sender: Sender, message: bytes, *, ip_len: Optional[int] = None,
-                udp_len: Optional[int] = None, dport: int = P.UDP_PORT_BASE) -> bytes:
-    """Ethernet/IPv4/UDP around ``message`` (right lengths and IPv4 checksum unless given)."""
-    ip_len = P.IPV4_BYTES + P.UDP_BYTES + len(message) if ip_len is None else ip_len
-    udp_len = P.UDP_BYTES + len(message) if udp_len is None else udp_len
-    eth = SWITCH_MAC.to_bytes(6, "big") + sender.mac.to_bytes(6, "big") + b"\x08\x00"
-    ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, ip_len & 0xFFFF, 0, 0x4000, 64, 17, 0,
-                               sender.ip, SWITCH_IP))
-    struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
-    udp = struct.pack("!HHHH", sender.udp_port, dport, udp_len & 0xFFFF, 0)
-    return eth + bytes(ip) + udp + message
+                udp_len: Optional[int] = None, dport: int = P.UDP_PORT_BASE,
+                checksum: Optional[int] = None) -> bytes:
+    """Ethernet/IPv4/UDP around ``message`` from ``sender`` to the switch (:func:`hina.framing.
+    build_frame`: right lengths and checksums unless given)."""
+    return framing.build_frame(framing.Endpoint(sender.mac, sender.ip, sender.udp_port),
+                               framing.Endpoint(SWITCH_MAC, SWITCH_IP, dport), message,
+                               ip_len=ip_len, udp_len=udp_len, checksum=checksum)
 
 
 def random_frames(rng: random.Random, n: int, max_len: int = MAX_RANDOM_FRAME) -> list[bytes]:
@@ -85,18 +85,15 @@ def random_frames(rng: random.Random, n: int, max_len: int = MAX_RANDOM_FRAME) -
     return out
 
 
-def _header(version=P.VERSION, msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, flags=0, count=0,
-            job_id=0, pool=0, slot=0, seq=0, generation=P.FIRST_GENERATION, reserved=0) -> bytes:
-    return struct.pack("!BBBBHHIHH", ((version & 0xF) << 4) | (msg_type & 0xF), op & 0xFF,
-                       flags & 0xFF, count & 0xFF, job_id & 0xFFFF,
-                       ((pool & 1) << 15) | (slot & 0x7FFF), seq & 0xFFFFFFFF,
-                       generation & 0xFFFF, reserved & 0xFFFF)
+def _header(msg_type=P.MsgType.AGGREGATE, op=P.Op.SUM, **fields) -> bytes:
+    """A HINA header with any values, each cut to its field's width."""
+    return P.pack_header(msg_type, op, wrap=True, **fields)
 
 
 #: The mutations :class:`HinaFrameFuzzer` draws from, in order.
 MUTATIONS = ("scapy_fuzz", "truncate", "extend", "udp_length", "ip_length", "version",
              "reserved", "unknown_type", "switch_only_type", "unknown_op", "bad_slot", "bad_job",
-             "other_generation", "lut_without_table", "pairs", "harvest")
+             "other_generation", "lut_without_table", "pairs", "harvest", "bad_checksum")
 
 
 class HinaFrameFuzzer:
@@ -158,13 +155,12 @@ class HinaFrameFuzzer:
         generation with the exact length): such frames are never produced."""
         if len(message) < P.HEADER_BYTES:
             return False
-        vt, op, _flags, _count, job_id, _ps, _seq, generation, reserved = struct.unpack_from(
-            "!BBBBHHIHH", message)
-        if vt >> 4 != P.VERSION or vt & 0xF != P.MsgType.AGGREGATE or reserved:
+        h = P.unpack_header(message)
+        if h["version"] != P.VERSION or h["msg_type"] != P.MsgType.AGGREGATE or h["reserved"]:
             return False
-        if (job_id, generation) != self.live_job[:2] or op not in set(P.Op):
+        if (h["job_id"], h["generation"]) != self.live_job[:2] or h["op"] not in set(P.Op):
             return False
-        return len(message) == P.HEADER_BYTES + P.payload_bytes(P.MsgType.AGGREGATE, op,
+        return len(message) == P.HEADER_BYTES + P.payload_bytes(P.MsgType.AGGREGATE, h["op"],
                                                                   words=self.words)
 
     def frame(self, sender: Sender) -> tuple[str, bytes]:
@@ -178,7 +174,7 @@ class HinaFrameFuzzer:
     def _draw(self, sender: Sender) -> tuple[str, bytes, bytes]:
         rng = self.rng
         kind = rng.choice(MUTATIONS)
-        ip_len = udp_len = None
+        ip_len = udp_len = checksum = None
         if kind == "scapy_fuzz":
             message = self._scapy_fuzz()
         else:
@@ -224,7 +220,13 @@ class HinaFrameFuzzer:
             elif kind == "ip_length":
                 ip_len = rng.choice([v for v in (0, 20, 28, rng.randrange(1 << 16))
                                      if v != P.IPV4_BYTES + P.UDP_BYTES + len(message)] or [0])
-        return kind, build_frame(sender, message, ip_len=ip_len, udp_len=udp_len), message
+            elif kind == "bad_checksum":
+                right = build_frame(sender, message)[framing.FRAME_HEADER_BYTES - 2:
+                                                     framing.FRAME_HEADER_BYTES]
+                checksum = rng.choice([c for c in (P.UDP_NO_CHECKSUM, rng.randrange(1 << 16))
+                                       if c != int.from_bytes(right, "big")] or [0])
+        frame = build_frame(sender, message, ip_len=ip_len, udp_len=udp_len, checksum=checksum)
+        return kind, frame, message
 
 
 # ------------------------------------------------------------------------------------------
@@ -241,8 +243,9 @@ class LinkFaults:
         reorder: the frame is held back and delivered after up to ``window`` later frames.
         fcs_corrupt: bits of the frame flip and Ethernet's FCS catches it: the frame is dropped
             by the receiving NIC (so it is a drop, counted apart).
-        header_corrupt: (up only) one bit of the Ethernet/IPv4/UDP/HINA headers flips and the
-            frame reaches the switch (corruption FCS did not see: in a NIC or host memory).
+        corrupt: one bit of the frame (any: headers or payload) flips and the frame reaches the
+            receiver: corruption the FCS did not see (in a NIC or host memory), which only the
+            UDP checksum can catch.
         window: bound on reordering, in frames.
         seed: seed of the link's generator.
     """
@@ -250,12 +253,12 @@ class LinkFaults:
     duplicate: float = 0.0
     reorder: float = 0.0
     fcs_corrupt: float = 0.0
-    header_corrupt: float = 0.0
+    corrupt: float = 0.0
     window: int = 4
     seed: int = 0
 
     def __post_init__(self):
-        for name in ("drop", "duplicate", "reorder", "fcs_corrupt", "header_corrupt"):
+        for name in ("drop", "duplicate", "reorder", "fcs_corrupt", "corrupt"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name}={value!r}: must be a probability in [0, 1]")
@@ -266,8 +269,8 @@ class LinkFaults:
 class _Direction:
     """The faults of one direction: turns each frame into the frames that get through."""
 
-    def __init__(self, faults: LinkFaults, rng: random.Random, corrupt_headers: bool):
-        self.f, self.rng, self.corrupt_headers = faults, rng, corrupt_headers
+    def __init__(self, faults: LinkFaults, rng: random.Random):
+        self.f, self.rng = faults, rng
         self.held: deque = deque()             # (frames still to pass, frame)
         self.stats: Counter = Counter()
 
@@ -287,9 +290,9 @@ class _Direction:
         elif rng.random() < f.fcs_corrupt:
             self.stats["fcs_dropped"] += 1
         else:
-            if self.corrupt_headers and rng.random() < f.header_corrupt:
-                frame = flip_header_bit(frame, rng)
-                self.stats["header_corrupted"] += 1
+            if rng.random() < f.corrupt:
+                frame = flip_bit(frame, rng)
+                self.stats["corrupted"] += 1
             copies = 2 if rng.random() < f.duplicate else 1
             self.stats["duplicated"] += copies - 1
             if rng.random() < f.reorder:
@@ -305,14 +308,12 @@ class _Direction:
         return frames
 
 
-def flip_header_bit(frame: bytes, rng: random.Random) -> bytes:
-    """``frame`` with one random bit of its first 58 bytes (Ethernet, IPv4, UDP and HINA
-    headers) flipped; the payload is left alone."""
-    limit = min(len(frame), _HEADERS + P.HEADER_BYTES)
-    if not limit:
+def flip_bit(frame: bytes, rng: random.Random) -> bytes:
+    """``frame`` with one random bit flipped (headers or payload alike)."""
+    if not frame:
         return frame
     b = bytearray(frame)
-    bit = rng.randrange(8 * limit)
+    bit = rng.randrange(8 * len(frame))
     b[bit // 8] ^= 0x80 >> (bit % 8)
     return bytes(b)
 
@@ -320,10 +321,9 @@ def flip_header_bit(frame: bytes, rng: random.Random) -> bytes:
 class FaultyLink:
     """A :class:`worker.link.FrameLink` whose frames meet seeded faults in both directions.
 
-    Up (worker to switch) every fault of :class:`LinkFaults`; down, drops, duplicates,
-    reordering and FCS-caught corruption (results are whole messages here: header corruption
-    of results is not modelled). Frames held back for reordering are released by later frames
-    and by :meth:`recv` when nothing else arrives.
+    Every fault of :class:`LinkFaults` in both directions, on whole frames: a result whose bits
+    flip reaches the worker's link, which must drop it (its UDP checksum). Frames held back for
+    reordering are released by later frames and by :meth:`recv` when nothing else arrives.
 
     Args:
         link: the worker's FrameLink (its tunnel to the switch port).
@@ -334,14 +334,13 @@ class FaultyLink:
     def __init__(self, link, faults: LinkFaults, seed: Optional[int] = None):
         self.link, self.faults = link, faults
         seed = faults.seed if seed is None else seed
-        self.up = _Direction(faults, random.Random(seed * 2 + 1), corrupt_headers=True)
-        self.down = _Direction(faults, random.Random(seed * 2 + 2), corrupt_headers=False)
+        self.up = _Direction(faults, random.Random(seed * 2 + 1))
+        self.down = _Direction(faults, random.Random(seed * 2 + 2))
         self._inbox: deque = deque()
 
     @property
     def stats(self) -> dict:
-        """Counts per direction: frames, dropped, fcs_dropped, duplicated, reordered,
-        header_corrupted."""
+        """Counts per direction: frames, dropped, fcs_dropped, duplicated, reordered, corrupted."""
         return {"up": dict(self.up.stats), "down": dict(self.down.stats)}
 
     def send(self, message: bytes) -> None:
@@ -349,17 +348,17 @@ class FaultyLink:
             self.link.send_frame(frame)
 
     def recv(self, timeout: float) -> Optional[bytes]:
-        if self._inbox:
-            return self._inbox.popleft()
-        message = self.link.recv(timeout)
-        if message is None:
-            self._inbox.extend(self.down.flush())
-            if not self._inbox:
-                for frame in self.up.flush():        # held-back requests go out at last
-                    self.link.send_frame(frame)
-                return None
-            return self._inbox.popleft()
-        self._inbox.extend(self.down(message))
+        if not self._inbox:
+            frame = self.link.recv_frame(timeout)
+            if frame is None:
+                frames = self.down.flush()
+                if not frames:
+                    for held in self.up.flush():        # held-back requests go out at last
+                        self.link.send_frame(held)
+            else:
+                frames = self.down(frame)
+            # what the worker's link keeps of them: corrupted or foreign frames are dropped
+            self._inbox.extend(m for m in map(self.link.unwrap, frames) if m is not None)
         return self._inbox.popleft() if self._inbox else None
 
     def close(self) -> None:

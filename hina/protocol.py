@@ -27,6 +27,8 @@ from __future__ import annotations
 import enum
 import struct
 
+import numpy as np
+
 # --------------------------------------------------------------------------------------------
 # Addressing
 # --------------------------------------------------------------------------------------------
@@ -37,8 +39,11 @@ UDP_PORT_COUNT = 16
 #: Mask the parser applies to the UDP destination port (``dport & mask == base``).
 UDP_PORT_MASK = 0xFFFF & ~(UDP_PORT_COUNT - 1)
 #: Protocol version carried in the header; anything else is MALFORMED. Version 2 added the
-#: ``generation`` field and the NOTICE message (docs/protocol.md, "Changelog").
-VERSION = 2
+#: ``generation`` field and the NOTICE message; version 3 made the UDP checksum mandatory
+#: (docs/protocol.md, "Changelog").
+VERSION = 3
+#: A UDP checksum field of 0: the sender computed none (refused since version 3: BAD_CHECKSUM).
+UDP_NO_CHECKSUM = 0
 
 # --------------------------------------------------------------------------------------------
 # Generations (docs/protocol.md, "Generations")
@@ -131,6 +136,76 @@ def payload_bytes(msg_type: "MsgType", op: "Op" = None, words: int = WORDS,
     if msg_type is MsgType.NOTICE:
         return 0
     raise ValueError(f"payload_bytes: unknown message type {msg_type!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# The header itself (docs/protocol.md, "HINA header"): field widths in wire order, a struct and
+# a numpy dtype of the same 16 bytes. hina.layers' scapy HINA layer is checked against them.
+# --------------------------------------------------------------------------------------------
+#: (field, bits) of the HINA header, most significant first.
+HEADER_FIELDS = (("version", 4), ("msg_type", 4), ("op", 8), ("flags", 8), ("count", 8),
+                 ("job_id", 16), ("pool", 1), ("slot", 15), ("seq", 32), ("generation", 16),
+                 ("reserved", 16))
+_HEADER_STRUCT = struct.Struct("!BBBBHHIHH")
+#: The header as a numpy structured dtype (big endian, no padding): packed fields side by side.
+HEADER_DTYPE = np.dtype([
+    ("ver_type", "u1"),       # version << 4 | msg_type
+    ("op", "u1"),             # lane op; NOTICE: the drop reason
+    ("flags", "u1"),
+    ("count", "u1"),
+    ("job_id", ">u2"),
+    ("pool_slot", ">u2"),     # pool << 15 | slot
+    ("seq", ">u4"),
+    ("generation", ">u2"),    # the sender's job generation; replies: the one they belong to
+    ("reserved", ">u2"),      # 0
+])
+assert sum(bits for _, bits in HEADER_FIELDS) == 8 * _HEADER_STRUCT.size == 8 * HEADER_DTYPE.itemsize
+
+
+def pack_header(msg_type: int, op: int = 0, *, flags: int = 0, count: int = 0, job_id: int = 0,
+                pool: int = 0, slot: int = 0, seq: int = 0, generation: int = FIRST_GENERATION,
+                reserved: int = 0, version: int = VERSION, wrap: bool = False) -> bytes:
+    """The 16-byte HINA header with these fields.
+
+    Args:
+        wrap: cut every value to its field's width (fuzzers); otherwise a value that does not
+            fit is a ValueError naming the field.
+
+    Example::
+        >>> pack_header(MsgType.AGGREGATE, Op.SUM, job_id=3, slot=1, pool=1, seq=5).hex()
+        '31010000000380010000000500010000'
+    """
+    values = dict(version=version, msg_type=msg_type, op=op, flags=flags, count=count,
+                  job_id=job_id, pool=pool, slot=slot, seq=seq, generation=generation,
+                  reserved=reserved)
+    for name, bits in HEADER_FIELDS:
+        v = int(values[name])
+        if wrap:
+            values[name] = v & ((1 << bits) - 1)
+        elif not 0 <= v < 1 << bits:
+            raise ValueError(f"HINA header {name}={v!r}: must fit {bits} bits")
+        else:
+            values[name] = v
+    return _HEADER_STRUCT.pack((values["version"] << 4) | values["msg_type"], values["op"],
+                               values["flags"], values["count"], values["job_id"],
+                               (values["pool"] << 15) | values["slot"], values["seq"],
+                               values["generation"], values["reserved"])
+
+
+def unpack_header(message: bytes) -> dict:
+    """The fields of the HINA header at the start of ``message`` (names as HEADER_FIELDS).
+
+    Raises:
+        ValueError: ``message`` is shorter than a header.
+    """
+    if len(message) < HEADER_BYTES:
+        raise ValueError(f"message of {len(message)} bytes is shorter than the "
+                         f"{HEADER_BYTES}-byte HINA header")
+    vt, op, flags, count, job_id, ps, seq, generation, reserved = _HEADER_STRUCT.unpack_from(
+        message)
+    return dict(version=vt >> 4, msg_type=vt & 0xF, op=op, flags=flags, count=count,
+                job_id=job_id, pool=ps >> 15, slot=ps & 0x7FFF, seq=seq, generation=generation,
+                reserved=reserved)
 
 
 def ipv4_checksum(header: bytes) -> int:
@@ -230,6 +305,8 @@ class DropReason(enum.IntEnum):
     WRONG_PORT = 9       # a worker's (source IPv4, source port) on another switch port or with
                          # another source MAC than installed: a forged (or miswired) frame
     STALE_GENERATION = 10  # admitted sender, but not the job's current generation (NOTICE sent)
+    BAD_CHECKSUM = 11    # UDP checksum missing (0) or wrong: the frame was corrupted after the
+                         # FCS (a NIC, host memory), or its sender computed none
 
 
 #: Size of the reason counter array (P4 ``HINA_REASONS``): reasons are 1..REASONS-1.

@@ -5,9 +5,9 @@
  * plus OR bitmaps -- and the in-switch count sketch (PAIRS, HARVEST, RESET).
  *
  * Pipeline (one control per stage, p4/include/):
- *   parser -> Validate -> Admission -> [AGGREGATE: ThcLut (LUT_SUM only) -> SlotState ->
- *   LaneAlu -> SlotFlags | PAIRS, HARVEST, RESET: SketchUpdate] -> Reply
- *   egress: ReplicaRewrite for multicast replicas.
+ *   parser -> Validate -> VerifyUdpChecksum -> Admission -> [AGGREGATE: ThcLut (LUT_SUM
+ *   only) -> SlotState -> LaneAlu -> SlotFlags | PAIRS, HARVEST, RESET: SketchUpdate] -> Reply
+ *   egress: ReplicaRewrite for multicast replicas, UpdateUdpChecksum for every reply.
  * Design and register layout: docs/dataplane.md; wire format: docs/protocol.md.
  */
 #define V1MODEL_VERSION 20200408
@@ -19,6 +19,7 @@
 #include "include/headers.p4"
 #include "include/parser.p4"
 #include "include/admission.p4"
+#include "include/udp_checksum.p4"
 #include "include/lut.p4"
 #include "include/slot_state.p4"
 #include "include/lane_alu.p4"
@@ -37,6 +38,7 @@ control HinaIngress(inout headers_t hdr,
     counter<bit<32>>(HINA_MAX_JOBS, CounterType.packets_and_bytes) job_counter;
 
     Validate() validate;
+    VerifyUdpChecksum() verify_udp_checksum;
     Admission() admission;
     ThcLut() thc_lut;
     SlotState() slot_state;
@@ -54,6 +56,9 @@ control HinaIngress(inout headers_t hdr,
     apply {
         if (hdr.hina.isValid()) {
             validate.apply(hdr, meta, standard_metadata);
+            if (meta.reason == REASON_NONE) {
+                verify_udp_checksum.apply(hdr, meta);
+            }
             if (meta.reason == REASON_NONE) {
                 admission.apply(hdr, meta, standard_metadata);
             }
@@ -111,6 +116,11 @@ control HinaIngress(inout headers_t hdr,
             if (meta.reason != REASON_NONE) {
                 reason_counter.count((bit<32>)meta.reason);
             }
+        } else if (hdr.udp.isValid()
+                   && (hdr.udp.dst_port & HINA_UDP_PORT_MASK) == HINA_UDP_PORT_BASE) {
+            // To a HINA port but no whole HINA header: the frame ended inside it (the parser
+            // stopped with PacketTooShort). Counted, so that no malformed frame goes unseen.
+            reason_counter.count((bit<32>)REASON_MALFORMED);
         }
         // Anything that is not HINA is dropped: this switch only aggregates.
         reply.apply(hdr, meta, standard_metadata);
@@ -122,11 +132,14 @@ control HinaEgress(inout headers_t hdr,
                    inout standard_metadata_t standard_metadata) {
 
     ReplicaRewrite() replica_rewrite;
+    UpdateUdpChecksum() update_udp_checksum;
 
     apply {
         if (standard_metadata.egress_rid != 0) {
             replica_rewrite.apply(hdr, meta, standard_metadata);
         }
+        // Only replies reach egress (ingress drops everything else).
+        update_udp_checksum.apply(hdr);
     }
 }
 

@@ -14,56 +14,17 @@ from __future__ import annotations
 
 import socket
 import struct
-from dataclasses import dataclass
 from typing import Optional, Union
 
 from hina import protocol as P
-from hina.protocol import ipv4_checksum
+from hina.framing import (FRAME_HEADER_BYTES, Endpoint, build_frame, checksum_of, ones_sum,
+                          parse_frame, udp_header_residue)
 
-__all__ = ["Endpoint", "UdpLink", "FrameLink", "ipv4_checksum"]
+__all__ = ["Endpoint", "UdpLink", "FrameLink"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
-_ETH_IPV4 = 0x0800
-_IP_PROTO_UDP = 17
-_IP_VERSION_IHL = 0x45     # IPv4, 5 words of header: the switch parses no options
-_IP_TTL = 64
-_IP_DONT_FRAGMENT = 0x4000
-_HEADERS = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
 _SOCKET_BUFFER = 8 << 20   # room for a full window of results arriving in a burst
-
-
-def _ip_int(address: Union[str, int]) -> int:
-    if isinstance(address, int):
-        return address
-    return struct.unpack("!I", socket.inet_aton(address))[0]
-
-
-def _mac_int(address: Union[str, int]) -> int:
-    if isinstance(address, int):
-        return address
-    parts = address.split(":")
-    if len(parts) != 6:
-        raise ValueError(f"MAC address {address!r}: expected six hex bytes separated by ':'")
-    return int("".join(parts), 16)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A station on the aggregation network: MAC, IPv4 address, UDP port."""
-    mac: int
-    ip: int
-    udp_port: int
-
-    @classmethod
-    def make(cls, mac: Union[str, int], ip: Union[str, int], udp_port: int) -> "Endpoint":
-        if not 0 < udp_port < 1 << 16:
-            raise ValueError(f"udp_port={udp_port}: must be in [1, 65535]")
-        return cls(_mac_int(mac), _ip_int(ip), udp_port)
-
-    @property
-    def ip_str(self) -> str:
-        return socket.inet_ntoa(struct.pack("!I", self.ip))
 
 
 class UdpLink:
@@ -97,6 +58,11 @@ class UdpLink:
 class FrameLink:
     """HINA messages in Ethernet/IPv4/UDP frames tunnelled to an embedded-target UDP port.
 
+    Frames are built and checked as :mod:`hina.framing` says: every frame sent carries its UDP
+    checksum, and a received frame whose UDP checksum is missing or wrong is dropped (counted in
+    ``dropped_corrupt``) as the kernel drops it on a real interface, so that a result corrupted
+    on its way is retransmitted, never decoded.
+
     Args:
         me: this worker's MAC, IPv4 address and UDP port (what admission knows it by).
         switch: the switch's MAC, IPv4 address and HINA UDP port (the destination of requests).
@@ -114,60 +80,63 @@ class FrameLink:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER)
         self.sock.bind(tunnel_local)
-        self._headers: dict[int, bytes] = {}     # message length -> Ethernet/IPv4/UDP bytes
+        # message length -> (headers up to the UDP checksum, ones' sum of pseudo and UDP header)
+        self._headers: dict[int, tuple[bytes, int]] = {}
         self.dropped_foreign = 0                 # frames that were not HINA for this worker
+        self.dropped_corrupt = 0                 # frames for this worker with a bad checksum
 
-    def _frame_headers(self, length: int) -> bytes:
-        """Headers for a message of ``length`` bytes; messages have few distinct lengths."""
-        head = self._headers.get(length)
-        if head is None:
-            eth = struct.pack("!6s6sH", self.switch.mac.to_bytes(6, "big"),
-                              self.me.mac.to_bytes(6, "big"), _ETH_IPV4)
-            ip = bytearray(struct.pack("!BBHHHBBHII", _IP_VERSION_IHL, 0,
-                                       P.IPV4_BYTES + P.UDP_BYTES + length, 0, _IP_DONT_FRAGMENT,
-                                       _IP_TTL, _IP_PROTO_UDP, 0, self.me.ip, self.switch.ip))
-            struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
-            udp = struct.pack("!HHHH", self.me.udp_port, self.switch.udp_port,
-                              P.UDP_BYTES + length, 0)
-            head = self._headers[length] = eth + bytes(ip) + udp
-        return head
+    def _frame_headers(self, length: int) -> tuple[bytes, int]:
+        """Headers for a message of ``length`` bytes (messages have few distinct lengths) up to
+        the UDP checksum field, and the ones' sum of the pseudo-header and UDP header."""
+        cached = self._headers.get(length)
+        if cached is None:
+            head = build_frame(self.me, self.switch, bytes(length))[:FRAME_HEADER_BYTES - 2]
+            residue = udp_header_residue(self.me, self.switch, P.UDP_BYTES + length)
+            cached = self._headers[length] = (head, residue)
+        return cached
 
     def frame(self, message: Buffer) -> bytes:
         """The Ethernet/IPv4/UDP frame that :meth:`send` tunnels for ``message``."""
-        return self._frame_headers(len(message)) + bytes(message)
+        head, residue = self._frame_headers(len(message))
+        return head + struct.pack("!H", checksum_of(residue + ones_sum(message))) + bytes(message)
 
     def send_frame(self, frame: Buffer) -> None:
         """Tunnel a whole frame as it is (fault injection: :mod:`hina.faults`)."""
         self.sock.sendto(bytes(frame), self.tunnel_switch)
 
     def send(self, message: Buffer) -> None:
-        self.sock.sendto(self._frame_headers(len(message)) + bytes(message), self.tunnel_switch)
+        self.sock.sendto(self.frame(message), self.tunnel_switch)
 
     def recv(self, timeout: float) -> Optional[bytes]:
         """The next HINA message addressed to this worker, or None after ``timeout`` seconds."""
-        self.sock.settimeout(max(timeout, 0.0))
         while True:
-            try:
-                frame = self.sock.recv(1 << 16)
-            except (socket.timeout, BlockingIOError):
+            frame = self.recv_frame(timeout)
+            if frame is None:
                 return None
-            message = self._unwrap(frame)
+            message = self.unwrap(frame)
             if message is not None:
                 return message
-            self.dropped_foreign += 1
-            self.sock.settimeout(0.0)       # look at what is queued, but do not wait again
+            timeout = 0.0               # look at what is queued, but do not wait again
 
-    def _unwrap(self, frame: bytes) -> Optional[bytes]:
-        if len(frame) < _HEADERS:
+    def recv_frame(self, timeout: float) -> Optional[bytes]:
+        """The next frame the tunnel carries, whatever it holds, or None after ``timeout``."""
+        self.sock.settimeout(max(timeout, 0.0))
+        try:
+            return self.sock.recv(1 << 16)
+        except (socket.timeout, BlockingIOError):
             return None
-        ether_type, = struct.unpack_from("!H", frame, 12)
-        if ether_type != _ETH_IPV4 or frame[14] != _IP_VERSION_IHL or frame[23] != _IP_PROTO_UDP:
+
+    def unwrap(self, frame: bytes) -> Optional[bytes]:
+        """The HINA message in ``frame`` if it is for this worker and intact, else None (counted
+        in ``dropped_foreign`` or ``dropped_corrupt``)."""
+        parsed = parse_frame(frame)
+        if parsed is None or parsed.dst.ip != self.me.ip or parsed.dst.udp_port != self.me.udp_port:
+            self.dropped_foreign += 1
             return None
-        dst_ip, = struct.unpack_from("!I", frame, 30)
-        dport, length = struct.unpack_from("!HH", frame, 36)
-        if dst_ip != self.me.ip or dport != self.me.udp_port or length < P.UDP_BYTES:
+        if not (parsed.ip_ok and parsed.udp_length_ok and parsed.checksum_ok):
+            self.dropped_corrupt += 1
             return None
-        return frame[_HEADERS:_HEADERS + length - P.UDP_BYTES]
+        return parsed.message
 
     def close(self) -> None:
         self.sock.close()

@@ -26,19 +26,8 @@ from hina import protocol as P
 __all__ = ["HEADER_DTYPE", "ChunkLayout", "layout_for", "build_aggregates", "parse_header",
            "result_payload_dtype"]
 
-#: The 16-byte HINA header (version 2) as a numpy structured dtype (big endian, no padding).
-HEADER_DTYPE = np.dtype([
-    ("ver_type", "u1"),       # version << 4 | msg_type
-    ("op", "u1"),             # lane op; NOTICE: the drop reason
-    ("flags", "u1"),
-    ("count", "u1"),
-    ("job_id", ">u2"),
-    ("pool_slot", ">u2"),     # pool << 15 | slot
-    ("seq", ">u4"),
-    ("generation", ">u2"),    # the sender's job generation; replies: the one they belong to
-    ("reserved", ">u2"),      # 0
-])
-assert HEADER_DTYPE.itemsize == P.HEADER_BYTES
+#: The HINA header as a numpy structured dtype (defined with the protocol, hina.protocol).
+HEADER_DTYPE = P.HEADER_DTYPE
 
 _POOL_SHIFT = 15
 _SLOT_MASK = (1 << _POOL_SHIFT) - 1

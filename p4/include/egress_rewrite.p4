@@ -6,7 +6,8 @@
 
 #include "headers.p4"
 
-// End of ingress: turn the request into its reply, or drop it.
+// End of ingress: turn the request into its reply, or drop it. Egress writes the reply's UDP
+// checksum once its addresses are final (UpdateUdpChecksum).
 control Reply(inout headers_t hdr,
               inout metadata_t meta,
               inout standard_metadata_t standard_metadata) {
@@ -69,7 +70,6 @@ control Reply(inout headers_t hdr,
                 payload = HINA_HARVEST_BYTES;   // RESET is acknowledged with itself
             }
             hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + payload;
-            hdr.udp.checksum = 0;   // optional in IPv4; the payload changed
             hdr.ipv4.total_len = IPV4_BYTES + hdr.udp.length;
             if (meta.reply == REPLY_MULTICAST) {
                 reply_to_job();

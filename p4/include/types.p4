@@ -4,12 +4,13 @@
 
 #define ETHERTYPE_IPV4 0x0800
 #define IP_PROTO_UDP 17
+#define UDP_NO_CHECKSUM 0     // a UDP checksum field of 0: the sender computed none
 #define IPV4_IHL_NO_OPTIONS 5
 
 // UDP destination ports [HINA_UDP_PORT_BASE, HINA_UDP_PORT_BASE + 16) carry HINA.
 #define HINA_UDP_PORT_BASE 0xBEE0
 #define HINA_UDP_PORT_MASK 0xFFF0
-#define HINA_VERSION 2      // v2: generation field, NOTICE (docs/protocol.md, Changelog)
+#define HINA_VERSION 3      // v3: UDP checksum mandatory (docs/protocol.md, Changelog)
 
 // Header sizes in bytes, for the length fields of rewritten packets.
 #define IPV4_BYTES 20
@@ -50,6 +51,7 @@
 #define REASON_OUT_OF_ORDER 8
 #define REASON_WRONG_PORT 9     // a worker's addresses on another port or with another MAC
 #define REASON_STALE_GENERATION 10   // an admitted sender of another generation (NOTICE sent)
+#define REASON_BAD_CHECKSUM 11  // UDP checksum missing or wrong: corrupted after the FCS
 
 // Sketch hash: F_r(x) = crc32(seed_r ++ (x + seed_r * HINA_ROW_OFFSET_MULTIPLIER)), applied
 // HINA_HASH_PASSES times (hina/hashing.py). sketch.p4 unrolls exactly two passes.

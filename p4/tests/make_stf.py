@@ -50,7 +50,7 @@ def to_switch(addr, payload, **hina):
 
 def to_worker(addr, payload, **hina):
     return raw(Ether(src=mac(SWITCH_MAC), dst=mac(addr.mac)) / IP(src=ip(SWITCH_IP), dst=ip(addr.ip))
-               / UDP(sport=P.UDP_PORT_BASE, dport=addr.udp_port, chksum=0) / HINA(**hina)
+               / UDP(sport=P.UDP_PORT_BASE, dport=addr.udp_port) / HINA(**hina)
                / Raw(payload))
 
 
@@ -108,19 +108,28 @@ def drops():
     stranger = workers(5)[4]
     ones = words(np.ones(W))
     good = to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1)
-    lines = ["# Unknown worker, unknown job, bad slot, truncated frame, bad version, worker 0's",
-             "# frame forged on worker 1's port: no output, each counted once in reason_counter;",
-             "# then a clean round still completes."]
+    lines = ["# Unknown worker, unknown job, bad slot, truncated frame, bad version, frame cut",
+             "# inside the HINA header, worker 0's frame forged on worker 1's port, a wrong and a",
+             "# missing UDP checksum: no output, each counted once in reason_counter; then a",
+             "# clean round still completes."]
     lines += entry_lines(job)
     lines.append(f"packet 5 {hexs(to_switch(stranger, ones, op=P.Op.SUM, job_id=1))}")
     lines.append(f"packet 2 {hexs(good)}")
     lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=9))}")
     lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1, slot=4))}")
     lines.append(f"packet 1 {hexs(good[:-8])}")
-    lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1, version=3))}")
+    lines.append(f"packet 1 {hexs(to_switch(job.workers[0], ones, op=P.Op.SUM, job_id=1, version=P.VERSION - 1))}")
+    cut = raw(Ether(src=mac(job.workers[0].mac), dst=mac(SWITCH_MAC))
+              / IP(src=ip(job.workers[0].ip), dst=ip(SWITCH_IP))
+              / UDP(sport=job.workers[0].udp_port, dport=P.UDP_PORT_BASE)
+              / Raw(raw(HINA(op=P.Op.SUM, job_id=1))[:P.HEADER_BYTES - 4]))
+    lines.append(f"packet 1 {hexs(cut)}")
+    udp_checksum = P.ETHERNET_BYTES + P.IPV4_BYTES + 6
+    for checksum in (good[udp_checksum:udp_checksum + 2][::-1], b"\0\0"):    # wrong, missing
+        lines.append(f"packet 1 {hexs(good[:udp_checksum] + checksum + good[udp_checksum + 2:])}")
     for reason, count in ((P.DropReason.UNKNOWN_WORKER, 1), (P.DropReason.BAD_JOB, 1),
-                          (P.DropReason.BAD_SLOT, 1), (P.DropReason.MALFORMED, 2),
-                          (P.DropReason.WRONG_PORT, 1)):
+                          (P.DropReason.BAD_SLOT, 1), (P.DropReason.MALFORMED, 3),
+                          (P.DropReason.WRONG_PORT, 1), (P.DropReason.BAD_CHECKSUM, 2)):
         lines.append(f"check_counter {P.REASON_COUNTER}({int(reason)}) packets == {count}")
     lines.append(f"packet 1 {hexs(good)}")
     lines.append(f"packet 2 {hexs(to_switch(job.workers[1], ones, op=P.Op.SUM, job_id=1))}")

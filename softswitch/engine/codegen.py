@@ -23,7 +23,9 @@ from ..frontend.controlplane import local_name, qualified_name
 from ..frontend.typecheck import Sym, expr_text, unsupported
 from ..frontend.types import (Bits, Bool, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, StackT,
                               StringT, StructT, width_of)
-from .externs import CHECKSUM_BY_ALGO, HASH_BY_ALGO
+from .externs import CHECKSUM_BY_ALGO, HASH_ALGOS, HASH_BY_ALGO
+
+CSUM16 = HASH_ALGOS.index("csum16")     # v1model HashAlgorithm.csum16
 
 DROP_PORT = 511
 INDENT = "    "
@@ -31,6 +33,17 @@ WIDE_FIELDS = 32        # header/struct types with at least this many scalar fie
 # Names a generated struct class defines itself (a field of a wide type may not shadow them).
 CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "copy", "of", "emit", "extract",
                  "values", "set_valid", "_ST", "_unpack", "_pack", "_v"}
+
+
+class _HeaderBits:
+    """The type of a whole header in a field list: its fields' bits as one unsigned value."""
+
+    def __init__(self, header: StructT):
+        self.width = width_of(header)
+
+
+def _part_width(t) -> int:
+    return t.width if isinstance(t, _HeaderBits) else width_of(t)
 
 
 def pyfield(name: str) -> str:
@@ -340,6 +353,16 @@ class CodeGen:
                 expr = f"({expr}).to_bytes({code[:-1]}, 'big')"
             items.append(expr)
         o.line(f"out.append(_pack({', '.join(items)}))")
+        o.dedent()
+        # the header's bits as one int, valid or not (field lists that name the whole header)
+        o.line("def packed_int(self, _pack=_pack):")
+        o.indent()
+        o.line(f"return int.from_bytes(_pack({', '.join(items)}), 'big')")
+        o.dedent()
+        # ... and what its bits add to a ones' sum (csum16 of field lists naming the header)
+        o.line("def csum16_residue(self):")
+        o.indent()
+        o.line(f"return {self.csum16_residue([(f'self.{pf}', ft) for (_, ft), pf in zip(t.fields, fields)])}")
         o.dedent()
         o.line("def values(self):")
         o.indent()
@@ -977,12 +1000,19 @@ class CodeGen:
 
     def field_parts(self, e: ir.Expr) -> list:
         """Flattened fields of a hash/checksum data argument, with the validity of the header
-        each comes from (BMv2 leaves the fields of invalid headers out of the hashed bytes)."""
+        each comes from (BMv2 leaves the fields of invalid headers out of the hashed bytes).
+        A whole header named in the list stays one part: its bits packed at C speed
+        (``packed_int``), and only when it is valid."""
         items = e.items if isinstance(e, ir.ListExpr) else [e]
         parts: list = []
         for x in items:
             if isinstance(x.type, InfInt):
                 raise unsupported(x, "integer of unknown width in a field list")
+            t = x.type
+            if isinstance(t, StructT) and t.kind == "header" and t.fields:
+                h = self.g(x)
+                parts.append((h, _HeaderBits(t), f"{h}._v"))
+                continue
             valid = None
             if isinstance(x, ir.Member) and isinstance(x.expr.type, StructT) and x.expr.type.kind == "header":
                 valid = f"{self.g(x.expr)}._v"
@@ -991,6 +1021,8 @@ class CodeGen:
 
     @staticmethod
     def _field_value(v: str, t) -> str:
+        if isinstance(t, _HeaderBits):
+            return f"({v}.packed_int() if {v}._v else 0)"
         if isinstance(t, Bool):
             return f"int({v})"
         if isinstance(t, Bits) and t.signed:
@@ -1004,10 +1036,10 @@ class CodeGen:
         expression; otherwise the fast packing is used when all the headers involved are valid
         and ``RT.pack_valid`` (which drops invalid headers' fields) when some are not."""
         parts = self.field_parts(e)
-        total = sum(width_of(t) for _, t, _ in parts)
+        total = sum(_part_width(t) for _, t, _ in parts)
         terms, shift = [], total
         for v, t, _ in parts:
-            shift -= width_of(t)
+            shift -= _part_width(t)
             v = self._field_value(v, t)
             terms.append(f"({v} << {shift})" if shift else v)
         fast = f"(({' | '.join(terms) if terms else '0'}), {total})"
@@ -1015,9 +1047,46 @@ class CodeGen:
         if not valids:
             return fast
         slow = "RT.pack_valid((" + "".join(
-            f"({valid or 'True'}, {self._field_value(v, t)}, {width_of(t)}), "
+            f"({valid or 'True'}, {self._field_value(v, t)}, {_part_width(t)}), "
             for v, t, valid in parts) + "))"
         return f"({fast} if {' and '.join(valids)} else {slow})"
+
+    def csum16_residue(self, fields: list) -> str:
+        """An expression congruent (mod 0xFFFF) to the value of ``fields`` ((value text, type),
+        most significant first) concatenated, and 0 only when they all are: each field weighed by
+        2 ** (its bit position from the end, mod 16), since 2 ** 16 = 1 mod 0xFFFF. Fields of the
+        same weight are summed first, so a header of 32-bit words costs one sum."""
+        by_weight: dict[int, list] = {}
+        pos = 0
+        for v, t in reversed(fields):
+            by_weight.setdefault(pos % 16, []).append(self._field_value(v, t))
+            pos += _part_width(t)
+        terms = []
+        for k, vals in sorted(by_weight.items()):
+            total = vals[0] if len(vals) == 1 else "(" + " + ".join(reversed(vals)) + ")"
+            terms.append(f"({total} << {k})" if k else total)
+        return " + ".join(terms) if terms else "0"
+
+    def csum16_sum(self, e: ir.Expr) -> str:
+        """An expression for the ones' sum of a field list (what ``RT.csum16_int`` turns into
+        the Internet checksum, ``RT.csum16_parts``): the bytes are never built. Invalid
+        headers' fields are left out, as in :meth:`packed_field_list`."""
+        parts = self.field_parts(e)
+
+        def residue(v, t):
+            if isinstance(t, _HeaderBits):
+                return f"({v}.csum16_residue() if {v}._v else 0)"
+            return self.csum16_residue([(v, t)])
+        if not any(valid for _, _, valid in parts):
+            pos, terms = -sum(_part_width(t) for _, t, _ in parts), []
+            for v, t, _ in reversed(parts):
+                r = residue(v, t)
+                terms.append(f"({r} << {pos % 16})" if pos % 16 else r)
+                pos += _part_width(t)
+            return "(" + " + ".join(terms) + ")" if terms else "0"
+        return "RT.csum16_parts((" + "".join(
+            f"({valid or 'True'}, {residue(v, t)}, {_part_width(t)}), "
+            for v, t, valid in parts) + "))"
 
     def local_index(self, text: str) -> str:
         """``text`` (an index expression) evaluated once: itself when it is a constant or a
@@ -1098,9 +1167,13 @@ class CodeGen:
             o.line(f"{s}.egress_spec = {DROP_PORT}")
             o.line(f"{s}.mcast_grp = 0")
         elif name == "hash":
-            data = self.packed_field_list(a[3])
             mask = e.args[0].type.mask
             algo = getattr(a[1], "const", None)
+            if algo == CSUM16 and not isinstance(algo, bool):
+                self.assign(a[0], f"RT.hash_csum16_sum({self.g(a[2])}, {self.csum16_sum(a[3])}, "
+                                  f"{self.g(a[4])}, {hex(mask)})")
+                return
+            data = self.packed_field_list(a[3])
             if isinstance(algo, int) and not isinstance(algo, bool) and algo in HASH_BY_ALGO:
                 self.assign(a[0], f"RT.{HASH_BY_ALGO[algo]}({self.g(a[2])}, *{data}, "
                                   f"{self.g(a[4])}, {hex(mask)})")
@@ -1108,10 +1181,13 @@ class CodeGen:
                 self.assign(a[0], f"RT.hash_packed({self.g(a[1])}, {self.g(a[2])}, *{data}, "
                                   f"{self.g(a[4])}, {hex(mask)})")
         elif name in ("verify_checksum", "verify_checksum_with_payload"):
-            data = self.packed_field_list(a[1])
             payload = ", C.payload()" if name.endswith("payload") else ""
-            o.line(f"if {self.g(a[0])} and RT.checksum_packed({self.g(a[3])}, *{data}{payload}) "
-                   f"!= {self.g(a[2])}:")
+            if not payload and getattr(a[3], "const", None) == CSUM16:
+                computed = f"RT.csum16_int({self.csum16_sum(a[1])})"
+            else:
+                computed = (f"RT.checksum_packed({self.g(a[3])}, *{self.packed_field_list(a[1])}"
+                            f"{payload})")
+            o.line(f"if {self.g(a[0])} and {computed} != {self.g(a[2])}:")
             o.indent()
             o.line("C.checksum_error = 1")
             o.dedent()
@@ -1121,7 +1197,9 @@ class CodeGen:
             o.line(f"if {self.g(a[0])}:")
             o.indent()
             algo = getattr(a[3], "const", None)
-            if not payload and isinstance(algo, int) and not isinstance(algo, bool) \
+            if not payload and algo == CSUM16 and not isinstance(algo, bool):
+                self.assign(a[2], f"RT.csum16_int({self.csum16_sum(a[1])}) & {hex(a[2].type.mask)}")
+            elif not payload and isinstance(algo, int) and not isinstance(algo, bool) \
                     and algo in CHECKSUM_BY_ALGO:
                 self.assign(a[2], f"RT.{CHECKSUM_BY_ALGO[algo]}(*{data}) & {hex(a[2].type.mask)}")
             else:

@@ -141,6 +141,27 @@ def hash_csum16(base: int, packed: int, nbits: int, max_: int, out_mask: int) ->
     return (base + (h % max_ if max_ > 0 else h)) & out_mask
 
 
+def csum16_parts(parts: tuple) -> int:
+    """The ones' sum of a field list given as ``(valid, residue, width)`` parts, for
+    :func:`csum16_int`: invalid parts are left out (BMv2), and each part's residue -- its fields
+    weighed by their bit position mod 16, see ``CodeGen.csum16_sum`` -- is weighed by where the
+    part ends in the padded concatenation. Congruent to the concatenated value mod 0xFFFF, and 0
+    exactly when every field is 0, which is all :func:`csum16_int` needs."""
+    pos = -sum(width for valid, _, width in parts if valid)     # the pad, mod 16
+    acc = 0
+    for valid, residue, width in reversed(parts):
+        if valid:
+            acc += residue << (pos % 16)
+            pos += width
+    return acc
+
+
+def hash_csum16_sum(base: int, acc: int, max_: int, out_mask: int) -> int:
+    """:func:`hash_csum16` from the ones' sum of the field list (``csum16_parts``)."""
+    h = csum16_int(acc)
+    return (base + (h % max_ if max_ > 0 else h)) & out_mask
+
+
 # Specialised entry points by algorithm number (HASH_ALGOS order), for constant algorithms.
 HASH_BY_ALGO = {HASH_ALGOS.index("crc32"): "hash_crc32",
                 HASH_ALGOS.index("crc32_custom"): "hash_crc32",

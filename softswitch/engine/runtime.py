@@ -20,7 +20,8 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    ProgramInfo, RegisterInfo, Replica, StructFieldInfo, TableEntry, TableInfo)
 from ..frontend.controlplane import ControlPlaneView
 from . import externs
-from .externs import (crc32_packed, csum16_packed, hash_crc32, hash_csum16,  # noqa: F401
+from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
+                      hash_crc32, hash_csum16, hash_csum16_sum,
                       hash_packed)   # (generated code calls these as RT.*)
 from .tables import ActionImpl, Table
 

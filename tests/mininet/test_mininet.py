@@ -200,7 +200,7 @@ def _ctl(hn, *args: str):
 
 
 ERROR_REASONS = ("UNKNOWN_WORKER", "BAD_JOB", "BAD_SLOT", "MALFORMED", "OVERFLOW",
-                 "OUT_OF_ORDER", "WRONG_PORT")
+                 "OUT_OF_ORDER", "WRONG_PORT", "BAD_CHECKSUM")
 
 
 def _check_ctl_inspection(hn, reports, lossy: bool = False) -> None:

@@ -1,0 +1,109 @@
+"""The UDP checksum of HINA v3 (p4/include/udp_checksum.p4), on both targets: a request whose
+checksum is wrong or missing is dropped as BAD_CHECKSUM and changes nothing, every reply carries
+a right one (``bmv2_tests.jobs.send`` checks each), a computed 0 travels as 0xFFFF both ways, and
+frames cut inside the HINA header are counted as MALFORMED."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hina import framing as F
+from hina import protocol as P
+from bmv2_tests.conftest import TEST_WORDS
+from bmv2_tests.jobs import (SWITCH_IP, SWITCH_MAC, contribution, install, make_job,
+                             reason_count, send)
+
+R = P.DropReason
+_CHECKSUM = F.FRAME_HEADER_BYTES - 2          # offset of the UDP checksum field
+
+
+@pytest.fixture
+def job(target):
+    j = make_job(1, 2, n_slots=4)
+    install(target, j)
+    return j
+
+
+def _with_checksum(frame: bytes, checksum: int) -> bytes:
+    return frame[:_CHECKSUM] + checksum.to_bytes(2, "big") + frame[_CHECKSUM + 2:]
+
+
+def _switch() -> F.Endpoint:
+    return F.Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE)
+
+
+def _endpoint(addr) -> F.Endpoint:
+    return F.Endpoint(addr.mac, addr.ip, addr.udp_port)
+
+
+@pytest.mark.parametrize("damage", ["wrong", "missing", "payload_bit", "seq_bit"])
+def test_bad_checksums_are_dropped_and_change_nothing(target, job, damage):
+    a, b = np.arange(TEST_WORDS), np.full(TEST_WORDS, 5)
+    good = contribution(job, 0, P.Op.SUM, a)
+    right = int.from_bytes(good[_CHECKSUM:_CHECKSUM + 2], "big")
+    bad = bytearray({
+        "wrong": lambda: _with_checksum(good, right ^ 0x0100),
+        "missing": lambda: _with_checksum(good, P.UDP_NO_CHECKSUM),
+        "payload_bit": lambda: good,
+        "seq_bit": lambda: good,
+    }[damage]())
+    if damage == "payload_bit":
+        bad[-3] ^= 0x04                        # a lane bit flipped after the sender's checksum
+    elif damage == "seq_bit":
+        bad[F.FRAME_HEADER_BYTES + 11] ^= 0x01  # seq 0 -> 1: another chunk, if it were believed
+    assert send(target, job, 0, bytes(bad)) == []
+    assert reason_count(target, R.BAD_CHECKSUM) == 1
+    assert reason_count(target, R.DUPLICATE) == 0
+    # The slot never saw the corrupt copy: worker 0's real contribution still counts once.
+    send(target, job, 0, good)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
+    assert len(replies) == 2
+    for r in replies:
+        assert r.count == 2 and r.checksum_ok
+        np.testing.assert_array_equal(r.words(), a + b)
+
+
+def test_a_request_whose_checksum_is_zero_travels_as_ffff(target, job):
+    """The sender writes 0xFFFF for a computed 0 (RFC 768); the switch takes it."""
+    values = np.zeros(TEST_WORDS, dtype=np.int64)
+    frame = contribution(job, 0, P.Op.SUM, values)
+    w0 = job.workers[0]
+    # choose the last lane so that the whole datagram sums to 0 (mod 0xFFFF) without it
+    message = frame[F.FRAME_HEADER_BYTES:]
+    residue = (F.udp_header_residue(_endpoint(w0), _switch(), len(message) + P.UDP_BYTES)
+               + F.ones_sum(message)) % 0xFFFF
+    values[-1] = (0xFFFF - residue) % 0xFFFF
+    frame = contribution(job, 0, P.Op.SUM, values)
+    assert frame[_CHECKSUM:_CHECKSUM + 2] == b"\xff\xff"
+    send(target, job, 0, frame)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, np.ones(TEST_WORDS)),
+                   expected=2)
+    assert len(replies) == 2 and reason_count(target, R.BAD_CHECKSUM) == 0
+    np.testing.assert_array_equal(replies[0].words(), values + 1)
+
+
+def test_a_reply_whose_checksum_is_zero_is_sent_as_ffff(target, job):
+    """The switch writes 0xFFFF, not 0 ("no checksum"), when the reply's sum comes to 0."""
+    w0 = job.workers[0]
+    values = [np.zeros(TEST_WORDS, dtype=np.int64), np.zeros(TEST_WORDS, dtype=np.int64)]
+    result = P.pack_header(P.MsgType.RESULT, P.Op.SUM, count=2, job_id=job.job_id,
+                           generation=job.generation)
+    message = result + np.zeros(TEST_WORDS, dtype=">i4").tobytes()
+    residue = (F.udp_header_residue(_switch(), _endpoint(w0), len(message) + P.UDP_BYTES)
+               + F.ones_sum(message)) % 0xFFFF
+    values[1][-1] = (0xFFFF - residue) % 0xFFFF           # worker 0's result now sums to 0
+    send(target, job, 0, contribution(job, 0, P.Op.SUM, values[0]))
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, values[1]), expected=2)
+    to_w0 = [r for r in replies if r.dst_ip == w0.ip]
+    assert len(to_w0) == 1 and to_w0[0].checksum_ok and to_w0[0].udp_checksum == 0xFFFF
+    np.testing.assert_array_equal(to_w0[0].words(), values[1])
+
+
+@pytest.mark.parametrize("keep", [0, 1, P.HEADER_BYTES - 1])
+def test_frames_cut_inside_the_hina_header_are_counted(target, job, keep):
+    good = contribution(job, 0, P.Op.SUM, np.ones(TEST_WORDS))
+    message = good[F.FRAME_HEADER_BYTES:F.FRAME_HEADER_BYTES + keep]
+    w0 = job.workers[0]
+    cut = F.build_frame(_endpoint(w0), _switch(), message)
+    assert target.send(w0.port, cut) == []
+    assert reason_count(target, R.MALFORMED) == 1
