@@ -338,7 +338,7 @@ class HinaWorkload:
                 values.append(v)
                 pkt = (Ether(src=_mac(addr.mac), dst=_mac(SWITCH_MAC))
                        / IP(src=_ip(addr.ip), dst=_ip(SWITCH_IP))
-                       / UDP(sport=addr.udp_port, dport=P.UDP_PORT_BASE, chksum=0)
+                       / UDP(sport=addr.udp_port, dport=P.UDP_PORT_BASE)
                        / HINA(msg_type=P.MsgType.AGGREGATE, op=op, job_id=self.job.job_id)
                        / Raw(payload))
                 row.append(bytes(pkt))

@@ -59,7 +59,8 @@ def unpack_nibbles(data: bytes) -> np.ndarray:
 
 
 class HINA(Packet):
-    """The fixed 16-byte HINA header (version 2). In a NOTICE, ``op`` is the drop reason."""
+    """The fixed 16-byte HINA header (``hina.protocol.HEADER_FIELDS``). In a NOTICE, ``op`` is
+    the drop reason."""
     name = "HINA"
     fields_desc = [
         BitField("version", P.VERSION, 4),
