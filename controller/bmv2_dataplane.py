@@ -211,13 +211,15 @@ class _PortIO:
         self.selector = selectors.DefaultSelector()
         try:
             for port in veths.ports:
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+                # protocol 0 until bound: a socket opened for ETH_P_ALL takes frames from every
+                # interface (loopback gRPC included) until bind() names one, and keeps them
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
                 try:
                     s.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
                 except OSError:
                     pass                   # older kernels: outgoing frames are filtered below
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-                s.bind((veths.host(port), 0))
+                s.bind((veths.host(port), _ETH_P_ALL))     # (CPython applies htons)
                 s.setblocking(False)
                 self.sockets[port] = s
                 self.selector.register(s, selectors.EVENT_READ, port)

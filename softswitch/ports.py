@@ -447,12 +447,14 @@ class InterfacePort(BasePort):
         except OSError:
             raise PortError(f"port {number}: no network interface named {ifname!r}") from None
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            # protocol 0 until bound: opened for ETH_P_ALL, the socket would queue frames of
+            # every interface until bind() names one
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         except PermissionError:
             raise PortError(f"port {number}@{ifname}: opening a raw socket needs root "
                             f"(CAP_NET_RAW); use a udp: port otherwise") from None
         try:
-            sock.bind((ifname, ETH_P_ALL))
+            sock.bind((ifname, ETH_P_ALL))     # (CPython applies htons)
             mreq = PACKET_MREQ.pack(ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)

@@ -54,6 +54,9 @@ _NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.
 
 
 class Link(Protocol):
+    """What the transport needs of a link; ``send_batch(rows)`` and ``recv_batch(timeout) ->
+    (rows, lengths)`` (``worker.link``) are used where the link has them, one message per call
+    otherwise."""
     def send(self, message: bytes) -> None: ...
     def recv(self, timeout: float) -> Optional[bytes]: ...
     def close(self) -> None: ...
@@ -240,6 +243,12 @@ class Transport:
         return results.reshape(-1)[:count].astype(result_payload_dtype(op).newbyteorder("="))
 
     def _run(self, layout: ChunkLayout, data: np.ndarray) -> np.ndarray:
+        """Stream the chunks of ``data`` through the switch; their results, in chunk order.
+
+        Works on whole batches: every send is one call for all the chunks it concerns
+        (``link.send_batch``), every receive takes all the messages that have arrived
+        (``link.recv_batch``), and the results of a batch are matched, stored and acknowledged
+        with numpy column operations, so no Python object is made per packet."""
         stats = CallStats(chunks=layout.chunks)
         started = time.monotonic()
         n, job = layout.chunks, self.job
@@ -259,28 +268,36 @@ class Transport:
         progress = started                    # last time a new result arrived
         low, next_new, n_done = 0, 0, 0       # chunks in flight are all in [low, next_new)
         expected_down = P.HEADER_BYTES + layout.down_bytes
+        send_batch = getattr(self.link, "send_batch", None) or self._send_each
+        recv_batch = getattr(self.link, "recv_batch", None) or self._recv_one
 
-        def send(k: int, retransmit: bool) -> None:
-            msg = messages[k]
+        def send(ks: np.ndarray, retransmit: bool) -> None:
+            if not len(ks):
+                return
+            rows = messages[ks]
             if retransmit:
-                msg = msg.copy()
-                msg[2] |= int(P.Flag.RETRANSMIT)
-                stats.retransmissions += 1
-            self.link.send(msg.tobytes())
-            stats.packets_sent += 1
-            stats.bytes_sent += msg.size
+                rows[:, 2] |= int(P.Flag.RETRANSMIT)
+                stats.retransmissions += len(ks)
+            send_batch(rows)
+            stats.packets_sent += len(ks)
+            stats.bytes_sent += rows.size
             now = time.monotonic()
             if not retransmit:
-                sent_at[k] = now
-            backoff = self.timers.rto * (2 ** min(attempts[k], 6))
-            deadline[k] = now + min(backoff, self.timers.max_rto)
-            attempts[k] += 1
+                sent_at[ks] = now
+            backoff = self.timers.rto * (2.0 ** np.minimum(attempts[ks], 6))
+            deadline[ks] = now + np.minimum(backoff, self.timers.max_rto)
+            attempts[ks] += 1
 
         while n_done < n:
             # Open the window: chunk k needs the result of chunk k - n_slots (same slot).
-            while next_new < n and (next_new < job.n_slots or done[next_new - job.n_slots]):
-                send(next_new, retransmit=False)
-                next_new += 1
+            if next_new < n:
+                gated = max(next_new, job.n_slots)     # first chunk that needs a result
+                blocked = np.flatnonzero(~done[gated - job.n_slots:max(n - job.n_slots,
+                                                                        gated - job.n_slots)])
+                stop = min(n, gated + int(blocked[0])) if len(blocked) else n
+                if stop > next_new:
+                    send(np.arange(next_new, stop), retransmit=False)
+                    next_new = stop
             now = time.monotonic()
             if now - progress > self.give_up_s:
                 seq = (first + low) % _U32
@@ -290,38 +307,42 @@ class Transport:
                     f"unreachable or another worker of the {job.n_workers} stopped contributing")
             window = slice(low, next_new)
             wait = max(0.0, min(float(deadline[window].min()), progress + self.give_up_s) - now)
-            message = self.link.recv(wait)
-            if message is None:
+            rows, lengths = recv_batch(wait)
+            if not len(lengths):
                 # Retransmit the oldest expired chunks only; the rest wait one more timeout.
                 # A whole window expiring at once usually means a queue, not loss, and
                 # retransmitting all of it would only lengthen the queue.
                 now = time.monotonic()
                 expired = low + np.flatnonzero(deadline[window] <= now)
-                for k in expired[:_RETRANSMIT_BURST]:
-                    send(int(k), retransmit=True)
+                send(expired[:_RETRANSMIT_BURST], retransmit=True)
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
-            stats.bytes_received += len(message)
-            k = self._match(message, first, n, layout.op, expected_down, stats)
-            if k is None:
+            stats.bytes_received += int(lengths.sum())
+            ks, payload_rows = self._match_batch(rows, lengths, first, n, layout.op,
+                                                 expected_down, stats)
+            if not len(ks):
                 continue
-            if done[k]:
-                stats.duplicates += 1
+            # one result per chunk: duplicates within the batch and chunks already complete
+            ks, first_of = np.unique(ks, return_index=True)
+            fresh = ~done[ks]
+            stats.duplicates += len(payload_rows) - int(np.count_nonzero(fresh))
+            ks, payload_rows = ks[fresh], payload_rows[first_of[fresh]]
+            if not len(ks):
                 continue
-            header = parse_header(message)
-            if header["flags"] & int(P.Flag.OVERFLOW):
+            if np.any(payload_rows[:, 2] & int(P.Flag.OVERFLOW)):
+                k = int(ks[np.flatnonzero(payload_rows[:, 2] & int(P.Flag.OVERFLOW))[0]])
                 raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
                                       f"in chunk seq={(first + k) % _U32}; lower the fixed-point "
                                       "scale or the worker count")
-            out_bytes[k] = np.frombuffer(message, dtype=np.uint8, offset=P.HEADER_BYTES,
-                                         count=layout.down_bytes)
-            done[k] = True
-            n_done += 1
-            stats.results += 1
+            out_bytes[ks] = payload_rows[:, P.HEADER_BYTES:expected_down]
+            done[ks] = True
+            n_done += len(ks)
+            stats.results += len(ks)
             now = time.monotonic()
-            if attempts[k] == 1:              # Karn: no RTT samples from retransmitted chunks
-                self.timers.sample(now - sent_at[k])
-            deadline[k] = np.inf
+            clean = ks[attempts[ks] == 1]     # Karn: no RTT samples from retransmitted chunks
+            if len(clean):                    # one sample per batch: its mean round trip
+                self.timers.sample(float(now - sent_at[clean].mean()))
+            deadline[ks] = np.inf
             progress = now
             # Fast retransmit (as TCP's duplicate ACKs): every worker sends in chunk order, so
             # results come back in order unless something was lost; a chunk passed over by
@@ -330,52 +351,67 @@ class Transport:
             # still waiting for another worker's lost contribution (the switch ignores it), and
             # then this worker's copy of the result may be lost too; waiting for the backed-off
             # timeout would stall every worker of the job, whose windows wait on this one.
-            before = slice(low, k)
-            missing = low + np.flatnonzero(~done[before])
-            later[missing] += 1
-            presumed_lost = later[missing] >= fast_at[missing]
-            for j in missing[presumed_lost]:
-                send(int(j), retransmit=True)
-                stats.fast_retransmissions += 1
-                fast_at[j] *= 2
-            while low < n and done[low]:
-                low += 1
+            top = int(ks[-1])                 # ks is sorted
+            missing = low + np.flatnonzero(~done[low:top])
+            if len(missing):
+                later[missing] += len(ks) - np.searchsorted(ks, missing, side="right")
+                lost = missing[later[missing] >= fast_at[missing]]
+                send(lost, retransmit=True)
+                stats.fast_retransmissions += len(lost)
+                fast_at[lost] *= 2
+            if low < n and done[low]:
+                pending = np.flatnonzero(~done[low:])
+                low = low + int(pending[0]) if len(pending) else n
         stats.seconds = time.monotonic() - started
         self.last = stats
         self.total.add(stats)
         return out
 
-    def _match(self, message: bytes, first: int, n: int, op: P.Op, expected_len: int,
-               stats: CallStats) -> Optional[int]:
-        """Index of the chunk this message is the result of, or None if it is not one (counted
-        in ``stats``).
+    def _send_each(self, rows: np.ndarray) -> None:
+        """``send_batch`` for links that send one message at a time."""
+        for row in rows:
+            self.link.send(row.tobytes())
+
+    def _recv_one(self, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+        """``recv_batch`` for links that receive one message at a time."""
+        message = self.link.recv(timeout)
+        if message is None:
+            return np.zeros((0, 0), dtype=np.uint8), np.zeros(0, dtype=np.int64)
+        return np.frombuffer(message, dtype=np.uint8)[None, :], np.array([len(message)])
+
+    def _match_batch(self, rows: np.ndarray, lengths: np.ndarray, first: int, n: int,
+                     op: P.Op, expected_len: int, stats: CallStats) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+        """The chunk index of every message of a batch that is a result of this call, and those
+        messages' rows; the others are counted in ``stats`` (foreign, other generation, bad
+        count) or acted on (a NOTICE of another generation raises).
 
         Raises:
-            GenerationChanged: the message is a NOTICE that the job is in another generation.
+            GenerationChanged: a NOTICE says the job is in another generation.
         """
-        if len(message) == P.HEADER_BYTES:
-            self._notice(parse_header(message), stats)
-            return None
-        header = parse_header(message) if len(message) == expected_len else None
-        if (header is None or header["ver_type"] >> 4 != P.VERSION
-                or header["ver_type"] & 0xF != P.MsgType.RESULT
-                or header["job_id"] != self.job.job_id or header["op"] != op):
-            stats.foreign += 1
-            return None
-        if header["generation"] != self.job.generation:
-            stats.other_generation += 1     # a round of another run of the job: not ours
-            return None
-        if header["count"] != self.job.n_workers:
-            # Not the sum of exactly one contribution per worker (a slot copy that took a
-            # contribution twice, e.g. a late duplicate reordered behind the worker's next use):
-            # never delivered; the chunk is retransmitted until a whole result comes, or times out.
-            stats.bad_count += 1
-            return None
-        k = (int(header["seq"]) - first) % _U32
-        if k >= n:
-            stats.foreign += 1
-            return None
-        return k
+        for i in np.flatnonzero(lengths == P.HEADER_BYTES):       # header-only: NOTICEs
+            self._notice(parse_header(rows[i, :P.HEADER_BYTES].tobytes()), stats)
+        sized = lengths == expected_len
+        stats.foreign += int(np.count_nonzero(~sized & (lengths != P.HEADER_BYTES)))
+        rows = rows[sized]
+        if not len(rows):
+            return np.zeros(0, dtype=np.int64), rows
+        h = np.ascontiguousarray(rows[:, :P.HEADER_BYTES]).view(P.HEADER_DTYPE)[:, 0]
+        ours = ((h["ver_type"] == (P.VERSION << 4 | P.MsgType.RESULT))
+                & (h["job_id"] == self.job.job_id) & (h["op"] == op))
+        stats.foreign += int(np.count_nonzero(~ours))
+        # a round of another run of the job: not ours
+        this_generation = ours & (h["generation"] == self.job.generation)
+        stats.other_generation += int(np.count_nonzero(ours & ~this_generation))
+        # Not the sum of exactly one contribution per worker (a slot copy that took a
+        # contribution twice, e.g. a late duplicate reordered behind the worker's next use):
+        # never delivered; the chunk is retransmitted until a whole result comes, or times out.
+        whole = this_generation & (h["count"] == self.job.n_workers)
+        stats.bad_count += int(np.count_nonzero(this_generation & ~whole))
+        ks = (h["seq"].astype(np.int64) - first) % _U32
+        in_call = whole & (ks < n)
+        stats.foreign += int(np.count_nonzero(whole & ~in_call))
+        return ks[in_call], rows[in_call]
 
     def _notice(self, header: np.void, stats: CallStats) -> None:
         """Act on a header-only message: a NOTICE that this worker is stale raises."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -113,3 +114,45 @@ def test_frame_link_sends_checksummed_frames_and_drops_corrupt_ones(tunnel):
     assert link.recv(2.0) == b"result"
     assert (link.dropped_corrupt, link.dropped_foreign) == (2, 1)
     assert link.recv(0.05) is None
+
+
+frames_in = st.lists(st.tuples(endpoints, st.binary(max_size=80), st.integers(0, 6),
+                               st.integers(0, 1 << 20), st.integers(0, 3)),
+                     min_size=1, max_size=24)
+
+
+@settings(max_examples=150, deadline=None)
+@given(endpoints, frames_in)
+def test_batch_verdicts_are_parse_frame_verdicts(me, drawn):
+    """intact_for (numpy columns, a whole batch) says what parse_frame says of each frame:
+    for this destination, and intact."""
+    sender = F.Endpoint(0x0200000000FE, 0x0A0000FE, P.UDP_PORT_BASE)
+    rows = np.full((len(drawn), 256), 0xA5, dtype=np.uint8)     # stale bytes past each frame
+    lengths = np.zeros(len(drawn), dtype=np.int64)
+    want = []
+    for i, (other, message, how, where, pad) in enumerate(drawn):
+        frame = bytearray(F.build_frame(sender, me if how != 1 else other, message))
+        if how == 2:                                   # a bit flipped anywhere
+            frame[where % len(frame)] ^= 1 << (where % 8)
+        elif how == 3:
+            frame = frame[:where % (len(frame) + 1)]   # cut
+        elif how == 4:                                 # no checksum
+            frame[40:42] = b"\0\0"
+        frame += bytes(pad)                            # Ethernet padding
+        rows[i, :len(frame)] = np.frombuffer(bytes(frame), dtype=np.uint8)
+        lengths[i] = len(frame)
+        p = F.parse_frame(bytes(frame))
+        to_me = p is not None and (p.dst.ip, p.dst.udp_port) == (me.ip, me.udp_port)
+        want.append((to_me, to_me and p.ip_ok and p.udp_length_ok and p.checksum_ok))
+    to_me, ok = F.intact_for(rows, lengths, me)
+    assert list(zip(to_me.tolist(), ok.tolist())) == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(endpoints, endpoints, st.integers(1, 20), st.integers(0, 300), st.data())
+def test_batch_frames_are_the_single_frames(src, dst, n, half_length, data):
+    messages = np.frombuffer(data.draw(st.binary(min_size=n * 2 * half_length,
+                                                 max_size=n * 2 * half_length)),
+                             dtype=np.uint8).reshape(n, 2 * half_length)
+    frames = F.build_frames(src, dst, messages)
+    assert [bytes(r) for r in frames] == [F.build_frame(src, dst, m.tobytes()) for m in messages]
