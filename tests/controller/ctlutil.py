@@ -166,12 +166,13 @@ class VethLink:
 
     def __init__(self, worker: WorkerConfig, ifname: str):
         self.worker = worker
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+        # protocol 0 until bound (opened for ETH_P_ALL it queues every interface's frames)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         try:
             self.sock.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             pass            # older kernels: our own frames are not addressed to us: skipped
-        self.sock.bind((ifname, 0))
+        self.sock.bind((ifname, _ETH_P_ALL))
 
     def send(self, message) -> None:
         from scapy.layers.inet import IP, UDP
