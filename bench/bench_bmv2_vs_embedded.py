@@ -135,7 +135,8 @@ def _socket_drops(sockets) -> int:
 # --------------------------------------------------------------------------------------------
 # The switches: one process each, on the switch ends of the veths
 # --------------------------------------------------------------------------------------------
-from controller.bmv2 import die_with_parent, free_tcp_port  # noqa: E402
+from controller.bmv2 import free_tcp_port  # noqa: E402
+from hina.procs import with_parent_death_signal  # noqa: E402
 
 
 class EmbeddedProcess:
@@ -152,9 +153,9 @@ class EmbeddedProcess:
             cmd += ["-i", f"{port}@{iface}"]
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         with open(self.log_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
-                                         stdin=subprocess.DEVNULL, cwd=str(ROOT), env=env,
-                                         preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(with_parent_death_signal(cmd), stdout=subprocess.PIPE,
+                                         stderr=err, stdin=subprocess.DEVNULL, cwd=str(ROOT),
+                                         env=env, start_new_session=True)
         try:
             self._wait_ready()
         except BaseException:

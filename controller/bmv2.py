@@ -27,7 +27,6 @@ Example::
 """
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import logging
@@ -43,6 +42,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+
+from hina.procs import with_parent_death_signal
 
 from .config import ConfigError
 
@@ -196,43 +197,6 @@ def _first_error(stderr: str) -> str:
 # --------------------------------------------------------------------------------------------
 # simple_switch_grpc processes
 # --------------------------------------------------------------------------------------------
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """``preexec_fn`` for a child process: SIGKILL when our thread exits, own session.
-
-    A ``preexec_fn`` makes Popen use fork() (not vfork()), and in a process where gRPC runs,
-    gRPC's fork handlers kill about 1 child in 100 before it reaches exec (grpcio 1.85: SIGABRT,
-    or "Epoll1Poller ... epoll_wait error: Bad file descriptor"; grpc/grpc#43055). Where gRPC
-    may run, start the child with :func:`with_parent_death_signal` instead."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-    os.setsid()
-
-
-#: What :func:`with_parent_death_signal` runs before the command: PR_SET_PDEATHSIG (it survives
-#: exec), give up if the parent is already gone, exec.
-_PDEATHSIG_EXEC = ("import ctypes, os, signal, sys; "
-                   "ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL); "
-                   "os.getppid() == int(sys.argv[1]) or os._exit(1); "
-                   "os.execvp(sys.argv[2], sys.argv[2:])")
-
-
-def with_parent_death_signal(cmd: Sequence[str]) -> list[str]:
-    """``cmd`` behind a short Python prologue that asks for SIGKILL when the thread that starts
-    it ends (``PR_SET_PDEATHSIG``, kept across exec) and then execs ``cmd`` in the same process.
-
-    For ``subprocess.Popen(with_parent_death_signal(cmd), start_new_session=True)``: what
-    :func:`die_with_parent` does, without a ``preexec_fn``, so Popen keeps using vfork() and no
-    fork handler of gRPC runs in the child (measured in a process with a gRPC server and
-    client: 3 of 300 children started with the ``preexec_fn`` died of SIGABRT before exec, 0 of
-    300 this way)."""
-    return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd]
-
-
 def free_tcp_port() -> int:
     """A TCP port of 127.0.0.1 that nobody listens on now (a bind may still race)."""
     with socket.socket() as s:

@@ -111,15 +111,17 @@ class VethFrameLink(FrameLink):
     """
 
     def __init__(self, me, switch, ifname: str):
-        super().__init__(me, switch, ("127.0.0.1", 0), ("127.0.0.1", 9))
+        # one frame per system call: the batched calls are for the loopback tunnel's socket
+        super().__init__(me, switch, ("127.0.0.1", 0), ("127.0.0.1", 9), batched=False)
         self.sock.close()                 # the tunnel socket: frames go on the veth instead
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+        # protocol 0 until bound (opened for ETH_P_ALL it queues every interface's frames)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         try:
             self.sock.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             pass                    # older kernels: our own frames are not addressed to us
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-        self.sock.bind((ifname, 0))
+        self.sock.bind((ifname, _ETH_P_ALL))
         self.ifname = ifname
 
     def send_frame(self, frame) -> None:
@@ -138,14 +140,14 @@ class Child:
     and gets SIGKILL when the thread that started it ends (``PR_SET_PDEATHSIG``)."""
 
     def __init__(self, name: str, cmd: Sequence[str], logdir: Path, stdin: bool = False):
-        from .bmv2 import with_parent_death_signal
+        from hina.procs import with_parent_death_signal
         self.name, self.cmd = name, list(cmd)
         self.log_path = Path(logdir) / f"{name}.log"
         self._log = open(self.log_path, "ab")
         self.events: list[dict] = []
         self._cond = threading.Condition()
         # no preexec_fn: gRPC runs in this process, and a fork() (not vfork()) would run its
-        # fork handlers in the child (controller.bmv2.die_with_parent)
+        # fork handlers in the child (hina.procs)
         self.proc = subprocess.Popen(with_parent_death_signal(self.cmd), stdout=subprocess.PIPE,
                                      stderr=self._log,
                                      stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,

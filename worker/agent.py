@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
+
+from hina.procs import with_parent_death_signal
 
 from .jobclient import JobClient, JobServiceError, Seat
 
@@ -145,31 +148,12 @@ def run_command(client: JobClient, seat: Seat, command: Sequence[str],
                 "HINA_N_WORKERS": str(seat.n_workers)})
     log.info("running %s as worker %d of job %d", " ".join(command), seat.worker_index,
              seat.job_id)
-    try:
-        return subprocess.call(list(command), env=env, preexec_fn=_dies_with_this_process())
-    except OSError as exc:
-        raise JobServiceError(f"cannot run {command[0]!r}: {exc.strerror}", "NOT_FOUND") from None
-
-
-def _dies_with_this_process() -> Optional[Callable[[], None]]:
-    """A ``preexec_fn`` that makes the command receive SIGKILL when this agent dies (Linux
-    ``prctl(PR_SET_PDEATHSIG)``): the seat is the agent's, and a command left running after its
-    agent was killed would go on sending as this worker beside the worker's next process (which
-    takes the seat once the lease runs out). ``None`` where there is no ``prctl``.
-
-    The function is resolved here, before the fork; the child only calls it (no Python imports
-    or locks between fork and exec)."""
-    import ctypes
-    import signal
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig, sigkill = 1, int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
-    return preexec
+    if shutil.which(command[0]) is None:
+        raise JobServiceError(f"cannot run {command[0]!r}: no such program", "NOT_FOUND")
+    # SIGKILL when this agent dies: the seat is the agent's, and a command left running after
+    # its agent was killed would go on sending as this worker beside the worker's next process
+    # (which takes the seat once the lease runs out). No preexec_fn: gRPC runs here (hina.procs).
+    return subprocess.call(with_parent_death_signal(command), env=env)
 
 
 @dataclass

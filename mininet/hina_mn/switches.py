@@ -32,7 +32,8 @@ from typing import Optional
 from mininet.log import debug, info
 from mininet.node import Switch
 
-from controller.bmv2 import die_with_parent, free_tcp_port
+from controller.bmv2 import free_tcp_port
+from hina.procs import with_parent_death_signal
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The interpreter that runs the embedded target (the one running Mininet: the project's venv).
@@ -119,9 +120,9 @@ class P4ProcessSwitch(Switch):
             cmd = self.command()
             info(f"*** Starting {self.target} switch {self.name}: {' '.join(cmd)}\n")
             with open(self.log_path, "w") as log:
-                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                             stdin=subprocess.DEVNULL,
-                                             preexec_fn=die_with_parent)
+                self.proc = subprocess.Popen(with_parent_death_signal(cmd), stdout=log,
+                                             stderr=subprocess.STDOUT, cwd=ROOT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 self._wait_ready()
                 return
