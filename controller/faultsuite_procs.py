@@ -512,7 +512,7 @@ def _worker_main(args: argparse.Namespace) -> int:
     from worker.agent import MAX_GENERATION_CHANGES, follow_generation
     from worker.jobclient import JobClient, JobServiceError
     from worker.link import Endpoint
-    from worker.transport import GenerationChanged, Transport, TransportError
+    from worker.transport import CallMismatch, GenerationChanged, Transport, TransportError
 
     first = args.first_step
     _emit("ready")
@@ -563,6 +563,9 @@ def _worker_main(args: argparse.Namespace) -> int:
             got, changes = None, 0
             while True:
                 try:
+                    # the step is the call's id: the first call of a generation checks that every
+                    # worker is at the same step (worker.agent.allreduce_following does the same)
+                    transport.begin_call(step)
                     got = transport.reduce(P.Op.SUM, mine)
                     break
                 except GenerationChanged as exc:
@@ -572,6 +575,13 @@ def _worker_main(args: argparse.Namespace) -> int:
                         break
                     generation = follow_generation(client, transport, exc)
                     _emit("follow", step=step, generation=generation)
+                except CallMismatch as exc:
+                    changes += 1
+                    if exc.own < exc.highest or changes > MAX_GENERATION_CHANGES:
+                        # behind the others: this step's result is lost; on to the next
+                        _emit("failed", step=step, error=type(exc).__name__, message=str(exc))
+                        break
+                    _emit("ahead", step=step, lowest=exc.lowest)   # wait for the others
                 except TransportError as exc:
                     _emit("failed", step=step, error=type(exc).__name__,
                           message=str(exc)[:300])

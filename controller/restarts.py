@@ -6,7 +6,7 @@
   or nothing) and in the state file, with the cause, before the Join is answered.
 * :meth:`SwitchKeeper.attach` runs whenever :class:`controller.primary.PrimaryHold` (re)takes the
   primary role: a switch without a pipeline (it restarted) gets the state file's pipeline and
-  every job again, in their current generations (what ``hina-ctl resync`` does).
+  every job again (what ``hina-ctl resync`` does), each in its next generation.
 
 Both write through the primary connection PrimaryHold keeps, one at a time (a lock), and re-read
 the state file first, so a ``hina-ctl job create`` written meanwhile is kept.
@@ -23,6 +23,8 @@ import logging
 import threading
 from pathlib import Path
 from typing import Optional
+
+from hina import protocol as P
 
 from .jobs import JobError, JobManager
 from .p4runtime_client import SwitchConnection
@@ -71,12 +73,26 @@ class SwitchKeeper:
                     "jobs %s of %s", conn.address, sorted(state.jobs) or "none", self.state_path)
         conn.set_pipeline(*state.pipeline.build())
         jobs, registers = self._manager(conn, state)
+        # Each job comes back in its next generation: the switch lost its slots, and a result it
+        # was multicasting may have reached some workers and not others. Those others' packets
+        # then meet a NOTICE at once (not a slot nobody else will fill again, until their
+        # give-up time), and the first call of the new generation checks that every worker is
+        # at the same call (worker.transport.Transport.begin_call).
+        cause = "the switch restarted (its slots were lost); re-installed by hina-ctl serve"
+        moved = [state.jobs[j].replace(generation=P.next_generation(state.jobs[j].generation),
+                                       generation_cause=cause) for j in sorted(state.jobs)]
         try:
-            done = jobs.resync([state.jobs[j] for j in sorted(state.jobs)])
+            done = jobs.resync(moved)
         finally:
             registers.close()
+        latest = ControllerState.load(self.state_path)     # what others wrote meanwhile
+        for config in done:
+            if config.job_id in latest.jobs:
+                latest.jobs[config.job_id] = latest.jobs[config.job_id].replace(
+                    generation=config.generation, generation_cause=cause)
+        latest.save(self.state_path)
         self.resyncs += 1
-        log.warning("%s: pipeline re-pushed; %d job(s) re-installed in their generations (%s)",
+        log.warning("%s: pipeline re-pushed; %d job(s) re-installed in new generations (%s)",
                     conn.address, len(done),
                     ", ".join(f"job {c.job_id}: {c.generation}" for c in done) or "none")
 

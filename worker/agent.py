@@ -68,7 +68,8 @@ def follow_generation(client: Optional[JobClient], transport, changed) -> int:
 
 
 def allreduce_following(client: Optional[JobClient], tensor, codec, transport, key=0,
-                        max_changes: int = MAX_GENERATION_CHANGES):
+                        max_changes: int = MAX_GENERATION_CHANGES,
+                        call_id: Optional[int] = None):
     """:func:`worker.transport.allreduce` that survives a restart of other workers.
 
     When the switch answers that the job moved to another generation (a worker restarted and
@@ -84,22 +85,44 @@ def allreduce_following(client: Optional[JobClient], tensor, codec, transport, k
     step counters and rounding noise are what one clean call would have used. A call that
     fails (raises) leaves the codec as it was before it, too.
 
+    The first call of a generation checks that every worker is at the same call
+    (:meth:`~worker.transport.Transport.begin_call`), so that workers at different calls never
+    sum each other's data: a worker that had finished this call before the generation changed
+    and went on, while others lost its result (a switch restarted while it multicast it), or a
+    restarted worker that resumed at another call. A worker ahead of the others (``own ==
+    highest``) retries its call, waiting for them to move on to it; one behind raises
+    :class:`~worker.transport.CallMismatch` (its call's result is lost: the application goes on
+    with its next call).
+
+    Args:
+        call_id: the application's id of the call (e.g. its step), the same on every worker;
+            default: the transport's count of calls. A worker restarted mid-job must resume at
+            the survivors' call and pass its id.
+
     Raises:
         GenerationChanged: more than ``max_changes`` changes in this one call.
+        CallMismatch: this worker is behind the others (or ahead and they never caught up).
         TransportError: as :func:`~worker.transport.allreduce` (e.g. TransportTimeout when the
             restarted worker does not come back within the transport's ``give_up_s``).
     """
-    from .transport import GenerationChanged, allreduce
+    from .transport import CallMismatch, GenerationChanged, allreduce
     snapshot = codec.snapshot(key)
+    cid = transport.calls if call_id is None else call_id
     try:
         for attempt in range(max_changes + 1):
             try:
-                return allreduce(tensor, codec, transport, key=key)
+                return allreduce(tensor, codec, transport, key=key, call_id=cid)
             except GenerationChanged as exc:
                 codec.restore(key, snapshot)
                 if attempt == max_changes:
                     raise
                 follow_generation(client, transport, exc)
+            except CallMismatch as exc:
+                codec.restore(key, snapshot)
+                if exc.own < exc.highest or attempt == max_changes:
+                    raise
+                log.warning("job %d: %s; waiting for the others at call %d", exc.job_id, exc,
+                            cid)
             except BaseException:
                 codec.restore(key, snapshot)
                 raise
@@ -232,7 +255,7 @@ def run_bench(client: JobClient, seat: Seat, size: int, rounds: int = 3, check: 
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             start = time.perf_counter()
-            mean = allreduce_following(client, mine, codec, transport, key=0)
+            mean = allreduce_following(client, mine, codec, transport, key=0, call_id=r)
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             report.seconds.append(time.perf_counter() - start)

@@ -3,7 +3,9 @@
 (No ``from __future__ import annotations`` here: DDP checks the hook's annotations as objects.)
 
 Modelled on ``torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook``: configuration and
-state live in :class:`HinaState`, the hook :func:`hina_hook` is a free function.
+state live in :class:`HinaState`, the hook :func:`hina_hook` is a free function. The hook hands
+each bucket to the state's :class:`~worker.engine.AggregationEngine` and returns its pending
+future, so DDP's backward pass goes on while the bucket is on the wire.
 
 Example::
 
@@ -13,16 +15,14 @@ Example::
 """
 
 import logging
-import time
 from typing import Optional
 
 import torch
 import torch.distributed as dist
 
-from hina import protocol as P
-
 from .codecs.base import Codec
-from .transport import GenerationChanged, Transport, TransportError, allreduce
+from .engine import AggregationEngine, engine_group, new_stats
+from .transport import Transport
 
 __all__ = ["HinaState", "hina_hook"]
 
@@ -32,25 +32,34 @@ log = logging.getLogger("hina.worker")
 class HinaState:
     """State of :func:`hina_hook` for one worker.
 
+    Construct it on every rank of the job, after ``init_process_group``, in the same order as
+    the ranks' other ``new_group`` calls: it makes the process group of the aggregation engine's
+    collectives (:func:`~worker.engine.engine_group`).
+
     Args:
         transport: this worker's :class:`~worker.transport.Transport` to the switch.
         codec: the codec (one instance per worker; its per-bucket state is keyed by bucket index).
         start_iter: iterations that use plain all-reduce first. DDP rebuilds its buckets after the
             first iteration, and codecs with per-bucket state (error feedback) must only see the
             final buckets, so this must be >= 1 (PowerSGD's ``start_powerSGD_iter`` likewise).
-        process_group: the group for the warm-up all-reduce and the per-bucket fallback vote.
+        process_group: the ranks of the job (default: the world): the warm-up all-reduce runs on
+            it, the engine's vote and fp32 fallback on a group of the same ranks of its own.
+        asynchronous: hand buckets to the engine's thread and return pending futures (default);
+            ``False`` aggregates each bucket inside the hook (no overlap; a baseline).
 
     Attributes:
         iteration: number of completed backward passes (counted on bucket 0).
+        engine: the :class:`~worker.engine.AggregationEngine`.
         stats: ``hina_buckets``, ``fallback_buckets``, ``allreduce_buckets``, ``bytes_sent``,
-            ``seconds`` (time spent in the hook's switch path), ``generation_changes`` (fallen
+            ``seconds`` (time spent in the engine's switch path), ``generation_changes`` (fallen
             back buckets whose cause was a NOTICE that the job is in another generation).
     """
 
-    __slots__ = ("transport", "codec", "start_iter", "process_group", "iteration", "stats")
+    __slots__ = ("transport", "codec", "start_iter", "process_group", "iteration", "stats",
+                 "engine")
 
     def __init__(self, transport: Transport, codec: Codec, start_iter: int = 2,
-                 process_group: Optional[dist.ProcessGroup] = None):
+                 process_group: Optional[dist.ProcessGroup] = None, asynchronous: bool = True):
         if start_iter < 1:
             raise ValueError(f"start_iter={start_iter}: must be >= 1 because DDP rebuilds its "
                              "buckets after the first iteration")
@@ -60,10 +69,17 @@ class HinaState:
         self.transport, self.codec = transport, codec
         self.start_iter, self.process_group = start_iter, process_group
         self.iteration = 0
-        self.stats = {"hina_buckets": 0, "fallback_buckets": 0, "allreduce_buckets": 0,
-                      "bytes_sent": 0, "seconds": 0.0, "generation_changes": 0}
-        log.info("HINA DDP hook: codec=%s workers=%d job=%d start_iter=%d", codec.name,
-                 codec.n_workers, transport.job.job_id, start_iter)
+        self.stats = new_stats()
+        group = engine_group(process_group) if dist.is_initialized() else None
+        self.engine = AggregationEngine(transport, codec, group, self.stats,
+                                        synchronous=not asynchronous)
+        log.info("HINA DDP hook: codec=%s workers=%d job=%d start_iter=%d %s", codec.name,
+                 codec.n_workers, transport.job.job_id, start_iter,
+                 "asynchronous" if asynchronous else "synchronous")
+
+    def close(self) -> None:
+        """Finish the buckets in flight and stop the engine's thread."""
+        self.engine.close()
 
 
 def _allreduce_mean(state: HinaState, tensor: torch.Tensor) -> torch.futures.Future:
@@ -73,47 +89,28 @@ def _allreduce_mean(state: HinaState, tensor: torch.Tensor) -> torch.futures.Fut
     return fut.then(lambda f: f.value()[0].div_(world))
 
 
-def _resync_sequence(state: HinaState, group, device: torch.device) -> None:
-    """After a failed call the workers' sequence numbers may differ (a worker stopped part-way):
-    all continue from a common number past anything sent, which the switch treats as new rounds
-    in every slot copy (partial contributions of the failed call are discarded)."""
-    transport = state.transport
-    seq = torch.tensor([transport.next_seq], dtype=torch.int64, device=device)
-    dist.all_reduce(seq, op=dist.ReduceOp.MAX, group=group)
-    transport.next_seq = (int(seq) + 2 * transport.job.n_slots) % (1 << 32)
-
-
-def _fallback_cause(failure: Optional[TransportError], job_id: int, generation: int) -> str:
-    """Why a bucket falls back, for the warning: this worker's failure, and the job generation
-    any worker learned from a NOTICE (the vote carries it, so every worker names it)."""
-    if isinstance(failure, GenerationChanged):
-        return str(failure)
-    seen = (f"a worker was told by the switch ({P.DropReason.STALE_GENERATION.name}) that job "
-            f"{job_id} is in generation {generation}: the job was restarted; rejoin it for the "
-            "current generation") if generation else ""
-    if failure is not None:
-        return f"{failure}; {seen}" if seen else str(failure)
-    return seen or "another worker's switch path failed"
-
-
 def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Average a gradient bucket across workers through the switch.
 
     Algorithm:
         1. Before ``state.start_iter`` iterations: plain all-reduce (DDP is still rebuilding
            buckets).
-        2. Otherwise: the codec's agreement round (switch MAX), encode, stream through the
-           switch, decode to the mean (:func:`worker.transport.allreduce`).
-        3. All workers vote (a two-element all-reduce) on whether every one of them got its
-           result, and on the newest job generation a NOTICE of the switch reported; if any did
-           not (switch unreachable, a result lost beyond the give-up time, the job restarted in
-           another generation), every worker falls back to an fp32 all-reduce of this bucket,
-           logged as a warning that names the cause (the reason and generation, when a NOTICE
-           said so). Every worker then continues in the newest generation the vote carried,
-           from a common sequence number past anything sent, so the next bucket goes through
-           the switch again at once (no give-up wait). Following needs no job-service session:
-           a hook built from ``transport_from_env()`` (under ``hina-worker run``) follows the
-           same way.
+        2. Otherwise the bucket goes to the state's :class:`~worker.engine.AggregationEngine`,
+           and the hook returns at once with a future that completes when the bucket's mean is
+           in it. On the engine's thread, in the order DDP handed the buckets over: the codec's
+           agreement round (switch MAX), encode, stream through the switch, decode to the mean
+           (:func:`worker.transport.allreduce`).
+        3. All workers vote (one all-reduce on the engine's own process group) on whether every
+           one of them got its result, on the newest job generation a NOTICE of the switch
+           reported, and on the largest sequence number sent; if any did not (switch
+           unreachable, a result lost beyond the give-up time, the job restarted in another
+           generation, a codec error), every worker falls back to an fp32 all-reduce of this
+           bucket, logged as a warning that names the cause (the reason and generation, when a
+           NOTICE said so). Every worker then continues in the newest generation the vote
+           carried, from a common sequence number past anything sent, so the next bucket goes
+           through the switch again at once (no give-up wait). Following needs no job-service
+           session: a hook built from ``transport_from_env()`` (under ``hina-worker run``)
+           follows the same way.
         4. A bucket that falls back leaves the codec as it was before the bucket, on every
            worker, whether its own switch path failed or not (:meth:`~worker.codecs.base.Codec.
            snapshot` / ``restore``): the fp32 all-reduce sends this step's gradient exactly, so
@@ -122,16 +119,23 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            every worker (FetchSGD's sketches) stay the same even when one worker's call completed
            and another's did not.
 
+    DDP's ``join`` (uneven inputs) works unchanged: a rank that ran out of data calls the hook
+    with zero buckets, in the same order, and the switch sums its zeros.
+
     Args:
         state: the :class:`HinaState`.
         bucket: the gradient bucket (not pre-divided by the world size).
 
     Returns:
-        A future completed with the bucket's averaged gradient.
+        A future completed with the bucket's averaged gradient. CUDA: the engine works on a
+        stream of its own that waits for the bucket's gradients, and the future records that
+        stream's work, as PyTorch's own hooks do.
 
     .. warning::
-        Non-finite gradients (NaN/Inf) raise :class:`~worker.codecs.NonFiniteGradientError`
-        rather than being sent: they would poison every worker's decode.
+        Non-finite gradients (NaN/Inf) are not sent through the switch (the codec refuses them:
+        they would poison every worker's decode): the bucket falls back to the fp32 all-reduce on
+        every worker, which carries them as plain DDP would, after the other workers' switch path
+        gave up (``give_up_s``), since only the worker that found them knows.
     """
     tensor = bucket.buffer()
     warming_up = state.iteration < state.start_iter
@@ -140,47 +144,4 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
     if warming_up:
         state.stats["allreduce_buckets"] += 1
         return _allreduce_mean(state, tensor)
-
-    started = time.monotonic()
-    sent_before = state.transport.total.bytes_sent
-    result, failure = None, None
-    key = bucket.index()
-    snapshot = state.codec.snapshot(key)
-    try:
-        result = allreduce(tensor, state.codec, state.transport, key=key)
-    except TransportError as exc:
-        failure = exc
-    except BaseException:        # NonFiniteGradientError (nothing sent), a codec error: raised
-        state.codec.restore(key, snapshot)
-        state.codec.release(key, snapshot)
-        raise
-    group = state.process_group or dist.group.WORLD
-    # One MIN all-reduce votes on both: ok (0 if any worker failed) and -generation (the newest
-    # job generation a NOTICE reported to any worker; 0 when none did). On the bucket's device:
-    # NCCL groups (CUDA training) reduce only CUDA tensors.
-    seen = failure.generation if isinstance(failure, GenerationChanged) else 0
-    vote = torch.tensor([0 if failure else 1, -seen], dtype=torch.int32, device=tensor.device)
-    dist.all_reduce(vote, op=dist.ReduceOp.MIN, group=group)
-    ok, generation = int(vote[0]), -int(vote[1])
-    state.stats["seconds"] += time.monotonic() - started
-    state.stats["bytes_sent"] += state.transport.total.bytes_sent - sent_before
-    if ok == 0:
-        state.codec.restore(key, snapshot)        # as if the bucket had never been compressed
-        state.codec.release(key, snapshot)
-        state.stats["fallback_buckets"] += 1
-        state.stats["generation_changes"] += 1 if generation else 0
-        log.warning("HINA: bucket %d falls back to fp32 all-reduce (%s)", bucket.index(),
-                    _fallback_cause(failure, state.transport.job.job_id, generation))
-        if generation and generation != state.transport.job.generation:
-            # the next buckets go in the job's new generation (every worker: the vote told all)
-            log.warning("HINA: job %d continues in generation %d", state.transport.job.job_id,
-                        generation)
-            state.transport.follow(generation, first_seq=state.transport.next_seq)
-        _resync_sequence(state, group, tensor.device)
-        return _allreduce_mean(state, tensor)
-    state.codec.release(key, snapshot)
-    state.stats["hina_buckets"] += 1
-    tensor.copy_(result)
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    fut.set_result(tensor)
-    return fut
+    return state.engine.submit(bucket.index(), tensor)

@@ -37,7 +37,7 @@ from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header
                          result_payload_dtype)
 
 __all__ = ["JobParams", "Transport", "TransportError", "TransportTimeout", "OverflowFlagged",
-           "GenerationChanged", "CallStats", "allreduce"]
+           "GenerationChanged", "CallMismatch", "CallStats", "allreduce"]
 
 log = logging.getLogger("hina.worker")
 
@@ -72,6 +72,32 @@ class TransportTimeout(TransportError):
 
 class OverflowFlagged(TransportError):
     """The switch flagged a SUM lane overflow in a result: the sum is not usable."""
+
+
+class CallMismatch(TransportError):
+    """The workers of the job are not at the same call (:meth:`Transport.begin_call`'s check).
+
+    Happens after a generation change when one worker had finished the call the others are
+    still in (a result multicast split by a switch restart), or when a restarted worker resumes
+    at another call than the survivors. Continuing would sum different calls' data, so the call
+    is refused on every worker instead; a worker behind the others has lost the result of its
+    call (``own < highest``), the others retry theirs (``worker.agent.allreduce_following``).
+
+    Attributes:
+        job_id: the job.
+        own: this worker's call id.
+        lowest, highest: the smallest and largest call id of the job's workers.
+    """
+
+    def __init__(self, job_id: int, own: int, lowest: int, highest: int):
+        self.job_id, self.own, self.lowest, self.highest = job_id, own, lowest, highest
+        super().__init__(f"job {job_id}: the workers are at calls {lowest}..{highest}, this worker "
+                         f"at call {own}: the calls would mix different data, so none is made"
+                         + (" (this worker's call lost its result: go on from a later call)"
+                            if own < highest else ""))
+
+    def __reduce__(self):
+        return type(self), (self.job_id, self.own, self.lowest, self.highest)
 
 
 class GenerationChanged(TransportError):
@@ -217,6 +243,41 @@ class Transport:
         self.timers = _Timers(min_rto, max_rto, initial_rto)
         self.last = CallStats()
         self.total = CallStats()
+        #: The id the next :meth:`begin_call` takes by default (calls begun so far).
+        self.calls = 0
+        self._checked_generation = 0       # the generation whose calls were found aligned
+
+    # -- calls ---------------------------------------------------------------------------------
+    def begin_call(self, call_id: Optional[int] = None) -> int:
+        """Start a call (one ``allreduce``: its agreement, streams and follow-up rounds); returns
+        its id. The first call of every generation begins with a check that every worker of the
+        job is at the same call (docs/protocol.md, "Generations"): a MAX round of one chunk
+        carrying ``(id, 2**32 - 1 - id)``, whose result gives the largest and smallest id of the
+        job's workers.
+
+        Args:
+            call_id: the application's id of the call (e.g. its training step), the same on
+                every worker; default: the number of calls this transport began before. A worker
+                restarted mid-job must resume at the survivors' call and pass its id (or set
+                :attr:`calls`).
+
+        Raises:
+            CallMismatch: the workers are at different calls (nothing else is sent).
+            GenerationChanged, TransportTimeout: as :meth:`reduce`.
+        """
+        cid = self.calls if call_id is None else int(call_id)
+        if not 0 <= cid < _U32:
+            raise ValueError(f"call_id={call_id!r}: must be in [0, 2**32)")
+        self.calls = cid + 1
+        if self._checked_generation != self.job.generation:
+            got = self.reduce(P.Op.MAX, np.array([cid, _U32 - 1 - cid], dtype=np.uint32))
+            highest, lowest = int(got[0]), _U32 - 1 - int(got[1])
+            if highest != lowest:
+                log.error("job %d: the workers are at calls %d..%d, this worker at %d: refused",
+                          self.job.job_id, lowest, highest, cid)
+                raise CallMismatch(self.job.job_id, cid, lowest, highest)
+            self._checked_generation = self.job.generation
+        return cid
 
     # -- one stream --------------------------------------------------------------------------
     def reduce(self, op: P.Op, data: np.ndarray) -> np.ndarray:
@@ -460,12 +521,14 @@ def _reduce_stream(transport: Transport, stream: LaneStream) -> torch.Tensor:
 
 
 def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
-              key: Hashable = 0) -> torch.Tensor:
+              key: Hashable = 0, call_id: Optional[int] = None) -> torch.Tensor:
     """The mean over the job's workers of ``tensor``, aggregated by the switch through ``codec``.
 
     Every worker of the job calls this with a tensor of the same shape, in the same order.
 
     Steps:
+        0. the call begins (:meth:`Transport.begin_call`: in a new generation, a check that
+           every worker is at this call);
         1. the codec's agreement values (norms, exponents) are MAX-reduced by the switch;
         2. the tensor is encoded into lane streams with the agreed values;
         3. each stream is reduced by the switch with its lane operation; a multi-round codec
@@ -478,18 +541,22 @@ def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
         codec: the codec (its ``n_workers`` must be the job's).
         transport: this worker's transport.
         key: the codec state key (bucket index) for error feedback.
+        call_id: the application's id of this call, the same on every worker (default: the
+            transport's count of calls, :meth:`Transport.begin_call`).
 
     Returns:
         A tensor of ``tensor``'s shape, dtype and device.
 
     Raises:
         TransportError: the switch path failed; :class:`GenerationChanged` (the job was
-            restarted in another generation: the message names both generations) and
+            restarted in another generation: the message names both generations),
+            :class:`CallMismatch` (the workers are at different calls) and
             :class:`TransportTimeout` say why.
     """
     if codec.n_workers != transport.job.n_workers:
         raise ValueError(f"codec.n_workers={codec.n_workers} differs from the job's "
                          f"n_workers={transport.job.n_workers}")
+    transport.begin_call(call_id)
     agreement = codec.agreement(tensor, key)
     agreed = _reduce_stream(transport, LaneStream(LaneOp.MAX, agreement.reshape(-1),
                                                   agreement.numel(), name="agreement"))

@@ -121,7 +121,7 @@ def main(argv=None) -> int:
             if step == args.pause_in_step:
                 link.after = args.pause_after
             mine = grads(step)[seat.worker_index]
-            mean = allreduce_following(client, mine.clone(), codec, transport)
+            mean = allreduce_following(client, mine.clone(), codec, transport, call_id=step)
             torch.save(mean, args.out / f"w{seat.worker_index}_s{step}.pt")
             emit(event="done", step=step, generation=transport.job.generation,
                  since_join=time.monotonic() - joined)

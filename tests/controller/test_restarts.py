@@ -45,6 +45,7 @@ N_WORKERS = 3
 LEASE_S = 1.0
 RECOVERY_S = 2.0          # the bound of issue 13: aggregating again within 2 s of a Join
 CLI_TIMEOUT_S = 60
+SMALL = 100               # elements: a fixed-point call's main stream within one window
 
 
 def _grads(step: int, n: int = N_WORKERS, numel: int = 300) -> list[torch.Tensor]:
@@ -52,8 +53,8 @@ def _grads(step: int, n: int = N_WORKERS, numel: int = 300) -> list[torch.Tensor
     return [torch.randn(numel, generator=gen) for _ in range(n)]
 
 
-def _exact(step: int, n: int = N_WORKERS) -> torch.Tensor:
-    return sum(_grads(step, n)) / n
+def _exact(step: int, n: int = N_WORKERS, numel: int = 300) -> torch.Tensor:
+    return sum(_grads(step, n, numel)) / n
 
 
 class Controller:
@@ -127,9 +128,10 @@ class Worker:
     def index(self) -> int:
         return self.seat.worker_index
 
-    def step(self, step: int) -> torch.Tensor:
-        mine = _grads(step)[self.index]
-        return allreduce_following(self.client, mine.clone(), self.codec, self.transport)
+    def step(self, step: int, numel: int = 300) -> torch.Tensor:
+        mine = _grads(step, numel=numel)[self.index]
+        return allreduce_following(self.client, mine.clone(), self.codec, self.transport,
+                                   call_id=step)
 
     def crash(self) -> None:
         """Stop as a killed process would: no Leave, no more requests, its socket gone."""
@@ -267,6 +269,76 @@ def test_a_restarted_switch_gets_pipeline_and_jobs_again(controller):
             for mean in pool.map(lambda w: w.step(1), workers):
                 assert torch.allclose(mean, _exact(1), atol=1e-4)
         print(f"switch restart: aggregating again after {time.monotonic() - started:.2f}s")
+        # the re-install moved the job on (the slots were lost), and the workers followed
+        job = controller.job()
+        assert job.generation == 2 and "switch restarted" in job.generation_cause, job
+        assert all(w.transport.job.generation == 2 for w in workers)
+    finally:
+        for w in workers:
+            w.close()
+
+
+class _Deaf:
+    """A worker's link that, while ``deaf`` is set, loses the results of the main (SUM) stream,
+    the last of a fixed-point call: the worker sends all its contributions (a window holds
+    them), so the others' call completes and only this worker lacks the last results. One
+    message per call (the transport's per-message path)."""
+
+    def __init__(self, link):
+        self.link, self.deaf = link, threading.Event()
+
+    def send(self, message):
+        self.link.send(message)
+
+    def recv(self, timeout):
+        from hina import protocol as P
+        message = self.link.recv(timeout)
+        if message is not None and self.deaf.is_set() and len(message) > P.HEADER_BYTES:
+            header = P.unpack_header(message)
+            if header["msg_type"] == P.MsgType.RESULT and header["op"] == P.Op.SUM:
+                return None
+        return message
+
+    def close(self):
+        self.link.close()
+
+
+def test_a_result_split_by_a_switch_restart_is_refused_not_mixed(controller):
+    """The switch restarts after the other workers got the results of step 0 and went on to
+    step 1, while worker 0 lost them (its results dropped, as when the kill lands between the
+    copies of a multicast). The re-install moves the job on; worker 0's retransmission meets a
+    NOTICE at once; the first call of the new generation finds worker 0 at step 0 and the others
+    at step 1: worker 0's step 0 is refused (CallMismatch, it is behind), not summed with their
+    step 1, and no worker waits its give-up time. Every worker is then exact in step 1."""
+    from worker.transport import CallMismatch
+    workers = [Worker(controller.address, give_up_s=30.0) for _ in range(N_WORKERS)]
+    try:
+        deaf = _Deaf(workers[0].transport.link)
+        workers[0].transport.link = deaf
+        deaf.deaf.set()
+        with ThreadPoolExecutor(N_WORKERS) as pool:
+            lagging = pool.submit(workers[0].step, 0, SMALL)
+            for mean in pool.map(lambda w: w.step(0, SMALL), workers[1:]):
+                assert torch.allclose(mean, _exact(0, numel=SMALL), atol=1e-4)
+            ahead = [pool.submit(w.step, 1, SMALL) for w in workers[1:]]   # they wait for it
+            time.sleep(0.5)
+            assert not lagging.done() and not any(f.done() for f in ahead)
+            resyncs = controller.keeper.resyncs
+            started = time.monotonic()
+            deaf.deaf.clear()
+            controller.switch.restart()
+            assert wait_for(lambda: controller.keeper.resyncs, lambda n: n > resyncs,
+                            timeout=15) > resyncs, "serve did not re-install the restarted switch"
+            with pytest.raises(CallMismatch) as refused:
+                lagging.result(timeout=20)
+            assert (refused.value.own, refused.value.lowest, refused.value.highest) == (0, 0, 1)
+            refused_after = time.monotonic() - started
+            behind = pool.submit(workers[0].step, 1, SMALL)         # worker 0 goes on
+            for mean in [behind.result(timeout=30)] + [f.result(timeout=30) for f in ahead]:
+                assert torch.allclose(mean, _exact(1, numel=SMALL), atol=1e-4)
+        print(f"split result: refused {refused_after:.2f}s after the restart")
+        assert refused_after < 10.0, "worker 0 waited out a timeout instead of being told"
+        assert all(w.transport.job.generation == 2 for w in workers)
     finally:
         for w in workers:
             w.close()

@@ -261,7 +261,8 @@ def test_retry_after_a_restart_is_the_clean_call(program, codec_name):
     try:
         transports = job.transports()
         results, errors = run_workers(
-            lambda w, t: allreduce_following(None, grads[0][w], codecs[w], t), transports)
+            lambda w, t: allreduce_following(None, grads[0][w], codecs[w], t, call_id=0),
+            transports)
         assert errors == [None] * n
         assert all(torch.equal(r, e) for r, e in zip(results, expected[0]))
         dying = _CrashesAfterAgreeing(job.links[0])
@@ -271,7 +272,8 @@ def test_retry_after_a_restart_is_the_clean_call(program, codec_name):
 
         def run(w):
             try:
-                step1[w] = allreduce_following(None, grads[1][w], codecs[w], transports[w])
+                step1[w] = allreduce_following(None, grads[1][w], codecs[w], transports[w],
+                                               call_id=1)
             except BaseException as exc:     # surfaced below
                 errors[w] = exc
 
@@ -295,8 +297,65 @@ def test_retry_after_a_restart_is_the_clean_call(program, codec_name):
         assert all(torch.equal(r, e) for r, e in zip(step1, expected[1])), \
             "the retried step differs from the clean one"
         results, errors = run_workers(
-            lambda w, t: allreduce_following(None, grads[2][w], codecs[w], t), transports)
+            lambda w, t: allreduce_following(None, grads[2][w], codecs[w], t, call_id=2),
+            transports)
         assert errors == [None] * n
         assert all(torch.equal(r, e) for r, e in zip(results, expected[2]))
+    finally:
+        job.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# The call check of a new generation (Transport.begin_call)
+# ------------------------------------------------------------------------------------------------
+def test_a_worker_restarted_at_another_call_is_refused_not_summed(program):
+    """Worker 0 restarts from an older checkpoint (call 3) while the others are at call 5: the
+    first call of the new generation finds the workers at calls 3..5, so nothing is summed;
+    the worker behind raises at once, the others (ahead) are told to wait for it."""
+    from worker.transport import CallMismatch
+    n = 3
+    job = LocalJob(program, n, n_slots=4)
+    rng = np.random.default_rng(8)
+    try:
+        transports = job.transports()
+        data = _data(rng, n, 2)
+        results, errors = run_workers(
+            lambda w, t: (t.begin_call(5 if w else 3), t.reduce(P.Op.SUM, data[w])), transports)
+        assert all(isinstance(e, CallMismatch) for e in errors), errors
+        assert [(e.own, e.lowest, e.highest) for e in errors] == [(3, 3, 5), (5, 3, 5), (5, 3, 5)]
+        assert "this worker's call lost its result" in str(errors[0])
+        assert all("lost its result" not in str(e) for e in errors[1:])
+        # aligned again (the one behind moved on to the others' call): checked, then summed
+        results, errors = run_workers(
+            lambda w, t: (t.begin_call(5), t.reduce(P.Op.SUM, data[w]))[1], transports)
+        assert errors == [None] * n
+        _exact(results, data)
+        # within the generation, later calls are not checked again (ids go on from there)
+        assert [t.calls for t in transports] == [6] * n
+        before = [t.next_seq for t in transports]
+        results, errors = run_workers(
+            lambda w, t: (t.begin_call(), t.reduce(P.Op.SUM, data[w]))[1], transports)
+        assert errors == [None] * n
+        assert [t.next_seq - b for t, b in zip(transports, before)] == [2] * n   # data only
+    finally:
+        job.close()
+
+
+def test_call_ids_are_checked_again_in_each_generation(program):
+    n = 2
+    job = LocalJob(program, n, n_slots=4)
+    try:
+        transports = job.transports()
+        results, errors = run_workers(lambda w, t: t.begin_call(), transports)
+        assert errors == [None] * n and results == [0, 0]
+        job.set_generation(2)
+        for t in transports:
+            t.follow(2)
+        seq = [t.next_seq for t in transports]
+        results, errors = run_workers(lambda w, t: t.begin_call(), transports)
+        assert errors == [None] * n and results == [1, 1]
+        assert [t.next_seq for t in transports] == [s + 1 for s in seq]   # the check's chunk
+        with pytest.raises(ValueError, match="call_id"):
+            transports[0].begin_call(-1)
     finally:
         job.close()

@@ -174,6 +174,9 @@ class _LoopbackTransport:
         self.job = SimpleNamespace(n_workers=1, thc_table=None, words=P.WORDS)
         self.calls = []
 
+    def begin_call(self, call_id=None):
+        return 0                  # one worker: always at its own call
+
     def reduce(self, op, data):
         self.calls.append((P.Op(op), data.size))
         return np.array(data, copy=True)

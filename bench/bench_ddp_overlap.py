@@ -1,0 +1,198 @@
+"""How much of the switch's communication the DDP hook hides behind the backward pass.
+
+    python bench/bench_ddp_overlap.py [--workers 2] [--steps 12] [--codec thc] [--batch 256]
+
+Two (``--workers``) DDP processes train a model on random data through the embedded switch
+(its own process, loopback UDP ports, as the demo runs it). The model is a small convolutional
+network (few parameters, much compute) whose backward pass takes at least as long as its
+communication through the switch at the chosen batch size: the figures below print both, so
+that the claim can be checked. Per
+worker, each measured as the median over ``--steps`` steps after the warm-up:
+
+* compute only: forward, backward, optimiser step with DDP's communication replaced by a hook
+  that returns the bucket at once (no communication at all);
+* communication only: the same buckets (the gradients of one step, same sizes, same order)
+  aggregated through the switch by the engine alone, with no compute around them;
+* step, synchronous hook: every bucket aggregated inside the hook (no overlap);
+* step, asynchronous hook (the default): buckets handed to the engine's thread.
+
+hidden = (compute only + communication only - step) / communication only: 0 % when nothing
+overlaps, 100 % when communication costs nothing beyond compute. The embedded switch carries
+thousands of packets per second, so communication is slow here; what matters is the share.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+WARMUP = 3          # iterations before measuring: DDP's bucket rebuild and the hook's start_iter
+
+
+def make_model(width: int, depth: int) -> nn.Module:
+    """A small convolutional network: few parameters (little to communicate), much compute per
+    sample (3x3 convolutions over 32x32 images), so backward can outlast communication."""
+    layers, channels = [], 3
+    for _ in range(depth):
+        layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU()]
+        channels = width
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10))
+
+
+def _noop_hook(_state, bucket):
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
+def _steps(model, opt, batch, width, steps, gen, backward_times=None) -> list[float]:
+    """Step times (forward, backward, optimiser) after the warm-up; backward alone too."""
+    times = []
+    for i in range(WARMUP + steps):
+        x = torch.randn(batch, 3, 32, 32, generator=gen)
+        y = torch.randint(0, 10, (batch,), generator=gen)
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        if i >= WARMUP:
+            times.append(time.perf_counter() - t0)
+            if backward_times is not None:
+                backward_times.append(t2 - t1)
+    return times
+
+
+def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from demo.digits import make_codec
+    from demo.local import connect_worker
+    from worker.ddp_hook import HinaState, hina_hook
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
+    try:
+        gen = torch.Generator().manual_seed(rank)
+        figures = {}
+        # compute only
+        torch.manual_seed(0)
+        model = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+        model.register_comm_hook(None, _noop_hook)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        backward: list[float] = []
+        figures["compute"] = statistics.median(_steps(model, opt, args.batch, args.width,
+                                                      args.steps, gen, backward))
+        figures["backward"] = statistics.median(backward)
+        # the buckets of a step after DDP's rebuild, in its order: the communication-only load
+        steps_buckets: list[list[torch.Tensor]] = [[]]
+
+        def record(_state, bucket):
+            steps_buckets[-1].append(bucket.buffer().clone())
+            if bucket.is_last():
+                steps_buckets.append([])
+            return _noop_hook(None, bucket)
+        torch.manual_seed(0)
+        probe = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+        probe.register_comm_hook(None, record)
+        popt = torch.optim.SGD(probe.parameters(), lr=0.01)
+        _steps(probe, popt, args.batch, args.width, 1, gen)
+        last = steps_buckets[-2]
+        transport = connect_worker(seat)
+        for mode in ("synchronous", "asynchronous"):
+            torch.manual_seed(0)
+            model = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+            state = HinaState(transport, make_codec(args.codec, n, rank), start_iter=2,
+                              asynchronous=mode == "asynchronous")
+            model.register_comm_hook(state, hina_hook)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            figures[mode] = statistics.median(_steps(model, opt, args.batch, args.width,
+                                                     args.steps, gen))
+            figures[f"{mode}_fallbacks"] = state.stats["fallback_buckets"]
+            figures[f"{mode}_engine_s_per_step"] = state.stats["seconds"] / (WARMUP + args.steps
+                                                                              - 2)
+            if mode == "asynchronous":
+                # communication only: the last step's buckets through the engine, nothing else
+                comm = []
+                for _ in range(args.steps):
+                    dist.barrier()
+                    t0 = time.perf_counter()
+                    futures = [state.engine.submit(i, b.clone()) for i, b in enumerate(last)]
+                    for f in futures:
+                        f.wait()
+                    comm.append(time.perf_counter() - t0)
+                figures["communication"] = statistics.median(comm)
+            state.close()
+        figures["buckets"] = len(last)
+        figures["params"] = sum(p.numel() for p in model.parameters())
+        figures["bytes_per_step"] = transport.total.bytes_sent / max(1, 2 * (WARMUP + args.steps))
+        transport.close()
+        out.put((rank, figures))
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--codec", default="thc")
+    ap.add_argument("--width", type=int, default=32, help="channels of each convolution")
+    ap.add_argument("--depth", type=int, default=4, help="3x3 convolutions")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--bucket-mb", type=float, default=0.02, help="DDP's bucket_cap_mb")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from demo.digits import make_codec
+    from demo.local import LocalDeployment, free_tcp_port
+    with LocalDeployment(args.workers) as dep:
+        table = None
+        if args.codec == "thc":
+            table = tuple(make_codec("thc", args.workers, 0).table)
+        seats = dep.create_job(job_id=1, n_slots=32, thc_table=table)
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        init = f"tcp://127.0.0.1:{free_tcp_port()}"
+        procs = [ctx.Process(target=_worker, args=(r, args.workers, init, seats[r], args, out))
+                 for r in range(args.workers)]
+        for p in procs:
+            p.start()
+        results = dict(out.get(timeout=1800) for _ in procs)
+        for p in procs:
+            p.join(60)
+    f = results[0]
+    comm = f["communication"]
+    rows = {mode: (f["compute"] + comm - f[mode]) / comm for mode in ("synchronous",
+                                                                        "asynchronous")}
+    if args.json:
+        print(json.dumps({"workers": args.workers, "codec": args.codec, "figures": results,
+                          "hidden": rows}, indent=1))
+        return 0
+    print(f"DDP through the embedded switch: {args.workers} workers, codec {args.codec}, model "
+          f"{args.depth} 3x3 convolutions of {args.width} channels on 32x32 images "
+          f"({f['params']:,} parameters, {f['buckets']} buckets of <= {args.bucket_mb} MB), "
+          f"batch {args.batch}, medians of {args.steps} steps (worker 0), "
+          f"{os.cpu_count()} CPU cores for the workers and the switch:")
+    print(f"  compute only (no communication)      {f['compute'] * 1e3:8.1f} ms   of which "
+          f"backward {f['backward'] * 1e3:.1f} ms")
+    print(f"  communication only (engine, alone)   {comm * 1e3:8.1f} ms")
+    for mode in ("synchronous", "asynchronous"):
+        print(f"  step, {mode} hook {'' if mode == 'asynchronous' else ' '}"
+              f"          {f[mode] * 1e3:8.1f} ms   hidden {100 * rows[mode]:5.1f} %"
+              f"   (engine busy {f[f'{mode}_engine_s_per_step'] * 1e3:.1f} ms per step; "
+              f"fp32 fallbacks {f[f'{mode}_fallbacks']})")
+    print(f"  backward >= communication: {'yes' if f['backward'] >= comm else 'NO'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""The aggregation engine behind the DDP hook (worker.engine): the hook returns a pending future
+that completes when the bucket's mean is decoded, buckets go through the switch in order, and DDP
+training (join with uneven inputs included) gives what plain DDP gives."""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import socket
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from switchjob import LocalJob
+from worker.codecs import FixedPointCodec
+from worker.engine import AggregationEngine
+
+
+def test_submit_returns_a_pending_future_completed_with_the_mean(program):
+    """Worker 0's bucket cannot complete before worker 1 hands over its own: the future is
+    pending when submit returns (the hook's caller goes on), and completes with the mean."""
+    n = 2
+    job = LocalJob(program, n, n_slots=8)
+    try:
+        engines = [AggregationEngine(t, FixedPointCodec(n, rank=w), group=None)
+                   for w, t in enumerate(job.transports())]
+        gen = torch.Generator().manual_seed(3)
+        buckets = [[torch.randn(500 * (k + 1), generator=gen) for k in range(3)]
+                   for _ in range(n)]
+        want = [(buckets[0][k] + buckets[1][k]) / n for k in range(3)]
+        mine = [b.clone() for b in buckets[0]]
+        futures0 = [engines[0].submit(k, mine[k]) for k in range(3)]
+        assert not any(f.done() for f in futures0), "a bucket completed without worker 1"
+        futures1 = [engines[1].submit(k, buckets[1][k].clone()) for k in range(3)]
+        for k in range(3):
+            for fut in (futures0[k], futures1[k]):
+                got = fut.wait()
+                torch.testing.assert_close(got, want[k], rtol=0, atol=1e-5)
+        assert futures0[0].wait() is mine[0], "the mean is written into the bucket itself"
+        assert all(e.stats["hina_buckets"] == 3 and e.stats["fallback_buckets"] == 0
+                   for e in engines)
+    finally:
+        for e in engines:
+            e.close()
+        job.close()
+
+
+def test_a_closed_engine_refuses_buckets(program):
+    job = LocalJob(program, 1, n_slots=4)
+    try:
+        engine = AggregationEngine(job.transports()[0], FixedPointCodec(1), group=None)
+        got = engine.submit(0, torch.ones(10)).wait()
+        torch.testing.assert_close(got, torch.ones(10))
+        engine.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            engine.submit(1, torch.ones(10))
+    finally:
+        job.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# DDP through the switch, in processes (gloo)
+# ------------------------------------------------------------------------------------------------
+WORLD = 2
+
+
+def _free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
+                               torch.nn.ReLU(), torch.nn.Linear(64, 4))
+
+
+def _train(rank: int, init: str, seat, steps: int, join: bool, out) -> None:
+    import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from demo.local import connect_worker
+    from worker.ddp_hook import HinaState, hina_hook
+    torch.set_num_threads(1)
+    logging.basicConfig(level=logging.WARNING)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        # small buckets: several per step, so that the hook's futures overlap
+        model = DDP(_model(), bucket_cap_mb=0.01)
+        state, pending = None, []
+        if seat is not None:
+            state = HinaState(connect_worker(seat), FixedPointCodec(WORLD, rank=rank),
+                              start_iter=2)
+
+            def hook(s, bucket):
+                fut = hina_hook(s, bucket)
+                pending.append(not fut.done())
+                return fut
+            model.register_comm_hook(state, hook)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        gen = torch.Generator().manual_seed(10 + rank)
+        batches = steps - (2 if join and rank == 1 else 0)      # uneven inputs under join
+        with Join([model]) if join else _nothing():
+            for _ in range(batches):
+                x, y = torch.randn(16, 32, generator=gen), torch.randint(0, 4, (16,),
+                                                                          generator=gen)
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+        params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+        stats = dict(state.stats) if state else None
+        if state is not None:
+            state.close()
+            state.transport.close()
+        out.put((rank, params, stats, pending))
+    finally:
+        dist.destroy_process_group()
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _run(seats, steps: int, join: bool) -> dict:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out))
+             for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    try:
+        results = {rank: (params, stats, pending) for rank, params, stats, pending in
+                   (out.get(timeout=180) for _ in procs)}
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    assert all(p.exitcode == 0 for p in procs)
+    return results
+
+
+@pytest.fixture(scope="module")
+def deployment():
+    from demo.local import LocalDeployment
+    with LocalDeployment(WORLD, words=64) as dep:
+        yield dep
+
+
+@pytest.mark.parametrize("join", [False, True], ids=["even", "uneven-join"])
+def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join):
+    """The hook returns pending futures (DDP's backward goes on meanwhile), no bucket falls
+    back, and the parameters end where plain (fp32) DDP takes them, to the fixed-point codec's
+    precision, on both ranks; with uneven inputs under DDP's join the rank that ran out sends
+    zero buckets through the hook and both ranks still agree."""
+    steps = 6
+    seats = deployment.create_job(job_id=1, n_slots=16)
+    try:
+        hooked = _run(seats, steps, join)
+    finally:
+        deployment.delete_job(1)
+    plain = _run([None] * WORLD, steps, join)
+    for rank in range(WORLD):
+        params, stats, pending = hooked[rank]
+        assert stats["fallback_buckets"] == 0 and stats["hina_buckets"] > 0, stats
+        assert sum(pending) >= stats["hina_buckets"] // 2, \
+            f"most hooked buckets should still be on the wire when the hook returns: {pending}"
+        np.testing.assert_allclose(params, plain[rank][0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(hooked[0][0], hooked[1][0])
