@@ -99,7 +99,7 @@ def make_codec(mode: str, n_workers: int, rank: int):
 
 def _train_worker(rank: int, mode: str, seat: Optional[WorkerSeat], n_workers: int,
                   init: str, epochs: int, batch: int, lr: float, out: "mp.Queue",
-                  device_kind: str = "cpu") -> None:
+                  device_kind: str = "cpu", hook: str = "async") -> None:
     """One DDP worker process (model, gradients and codec on ``device_kind``: "cpu", or "cuda"
     for GPU ``rank mod count``; gloo carries CUDA tensors too, so ranks may share a GPU)."""
     from worker.ddp_hook import HinaState, hina_hook
@@ -116,7 +116,8 @@ def _train_worker(rank: int, mode: str, seat: Optional[WorkerSeat], n_workers: i
         state = None
         if mode != "fp32":
             transport = connect_worker(seat)
-            state = HinaState(transport, make_codec(mode, n_workers, rank), start_iter=2)
+            state = HinaState(transport, make_codec(mode, n_workers, rank), start_iter=2,
+                              asynchronous=hook == "async")
             model.register_comm_hook(state, hina_hook)
         # Sketched SGD keeps only error accumulation on the worker (no momentum of its own): the
         # optimiser's momentum runs on the decoded sparse update, as for every other mode.
@@ -174,7 +175,8 @@ def run_mode(mode: str, args, deployment: Optional[LocalDeployment]) -> RunResul
         init = f"tcp://127.0.0.1:{free_tcp_port()}"
         procs = [ctx.Process(target=_train_worker,
                              args=(r, mode, seats[r], args.workers, init, args.epochs,
-                                   args.batch, args.lr, out, getattr(args, "device", "cpu")))
+                                   args.batch, args.lr, out, getattr(args, "device", "cpu"),
+                                   getattr(args, "hook", "async")))
                  for r in range(args.workers)]
         for p in procs:
             p.start()
@@ -255,6 +257,9 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the model, gradients and codecs run (cuda: worker r on GPU r mod "
                              "count; never run in this project's CI, which has no GPU)")
+    parser.add_argument("--hook", choices=("async", "sync"), default="async",
+                        help="the DDP hook hands buckets to the aggregation engine's thread "
+                             "(async) or aggregates each inside the hook (sync: no overlap)")
     parser.add_argument("--out", default=str(ROOT / "out"))
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -162,24 +162,36 @@ class BatchSocket:
             done += sent
         return n_total
 
-    def recv(self, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+    def recv(self, timeout: float, linger: float = 0.0,
+             enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Wait up to ``timeout`` seconds for datagrams, then take every one queued (up to
-        ``max_batch``) in one call. Returns (buffer rows, lengths): row ``i`` of the receive
-        buffer holds datagram ``i``'s first ``lengths[i]`` bytes; both are views that the next
-        call overwrites. No datagram: two empty arrays."""
-        recv = _CALLS[1]
-        got = recv(self.fd, self._recv_msgs.ctypes.data, self.max_batch, _MSG_DONTWAIT, None)
-        self.syscalls += 1
-        if got <= 0 and timeout > 0:
+        ``max_batch``) in one call. With ``linger``, a batch of fewer than ``enough`` datagrams
+        waits up to ``linger`` seconds more for the rest, once (interrupt coalescing: one batch
+        of several costs less than several of one). Returns (buffer rows, lengths): row ``i``
+        of the receive buffer holds datagram ``i``'s first ``lengths[i]`` bytes; both are views
+        that the next call overwrites. No datagram: two empty arrays."""
+        got = self._take(0)
+        if got == 0 and timeout > 0:
             self._poll.poll(max(1, int(timeout * 1000)))
             self.syscalls += 1
-            got = recv(self.fd, self._recv_msgs.ctypes.data, self.max_batch, _MSG_DONTWAIT,
-                       None)
+            got = self._take(0)
+        if 0 < got < min(enough, self.max_batch) and linger > 0:
+            select.select((self.fd,), (), (), linger)
             self.syscalls += 1
-        if got <= 0:
-            err = ctypes.get_errno() if got < 0 else 0
-            if got < 0 and err not in (errno.EAGAIN, errno.EINTR, errno.ECONNREFUSED):
-                raise OSError(err, os.strerror(err))
+            got += self._take(got)
+        if got == 0:
             return self.recv_buffer[:0], np.zeros(0, dtype=np.int64)
         lengths = self._recv_msgs["len"][:got].astype(np.int64)
         return self.recv_buffer[:got], lengths
+
+    def _take(self, start: int) -> int:
+        """recvmmsg into slots ``start`` onwards, without waiting; how many arrived."""
+        got = _CALLS[1](self.fd, self._recv_msgs.ctypes.data + start * _MMSGHDR.itemsize,
+                        self.max_batch - start, _MSG_DONTWAIT, None)
+        self.syscalls += 1
+        if got < 0:
+            err = ctypes.get_errno()
+            if err not in (errno.EAGAIN, errno.EINTR, errno.ECONNREFUSED):
+                raise OSError(err, os.strerror(err))
+            return 0
+        return got

@@ -24,8 +24,8 @@ from typing import Optional, Union
 import numpy as np
 
 from hina import protocol as P
-from hina.framing import (FRAME_HEADER_BYTES, Endpoint, build_frame, build_frames, checksum_of,
-                          intact_for, ones_sum, parse_frame, udp_header_residue)
+from hina.framing import (FRAME_HEADER_BYTES, SMALL_BATCH, Endpoint, build_frame, build_frames,
+                          checksum_of, intact_for, ones_sum, parse_frame, udp_header_residue)
 
 from . import batchio
 
@@ -97,12 +97,14 @@ class UdpLink(_PerMessageBatches):
             return self._send_each(messages)
         self.batch.send(messages, np.full(len(messages), messages.shape[1], dtype=np.int64))
 
-    def recv_batch(self, timeout: float) -> tuple[np.ndarray, np.ndarray]:
-        """The messages that have arrived, waiting up to ``timeout`` for the first: (rows,
-        lengths); the rows stay valid until the next call."""
+    def recv_batch(self, timeout: float, linger: float = 0.0,
+                   enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """The messages that have arrived, waiting up to ``timeout`` for the first (and up to
+        ``linger`` more while fewer than ``enough`` are in): (rows, lengths); the rows stay
+        valid until the next call."""
         if self.batch is None:
             return self._recv_some(timeout)
-        return self.batch.recv(timeout)
+        return self.batch.recv(timeout, linger, enough)
 
     def send(self, message: Buffer) -> None:
         self.sock.sendto(message, self.switch)
@@ -164,24 +166,27 @@ class FrameLink(_PerMessageBatches):
 
     def send_batch(self, messages: np.ndarray) -> None:
         """Send each row of ``messages`` (2-D uint8, all one even length) in its own frame."""
-        if self.batch is None:
-            return self._send_each(messages)
+        if self.batch is None or len(messages) < SMALL_BATCH:
+            return self._send_each(messages)   # a few: numpy's fixed costs would dominate
         self._frames = frames = build_frames(self.me, self.switch, messages, out=self._frames)
         self.batch.send(frames, np.full(len(frames), frames.shape[1], dtype=np.int64))
 
-    def recv_batch(self, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+    def recv_batch(self, timeout: float, linger: float = 0.0,
+                   enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """The HINA messages for this worker that have arrived intact, waiting up to
-        ``timeout`` for the first frame: (rows, lengths). Frames for others and corrupt frames
-        are dropped and counted as :meth:`unwrap` does."""
+        ``timeout`` for the first frame (and up to ``linger`` more while fewer than ``enough``
+        are in): (rows, lengths). Frames for others and corrupt frames are dropped and counted
+        as :meth:`unwrap` does."""
         if self.batch is None:
             return self._recv_some(timeout)
-        rows, lengths = self.batch.recv(timeout)
-        if not len(lengths):
-            return rows, lengths
+        rows, lengths = self.batch.recv(timeout, linger, enough)
+        if len(lengths) < SMALL_BATCH:          # a few: each checked as recv does
+            got = [self.unwrap(rows[i, :lengths[i]].tobytes()) for i in range(len(lengths))]
+            return rows_of([m for m in got if m is not None])
         to_me, ok = intact_for(rows, lengths, self.me)
         self.dropped_foreign += int(np.count_nonzero(~to_me))
         self.dropped_corrupt += int(np.count_nonzero(to_me & ~ok))
-        frames = rows[ok]
+        frames = rows[ok, :int(lengths.max())]
         udp_len = frames[:, 38:40].view(">u2")[:, 0].astype(np.int64)
         return frames[:, FRAME_HEADER_BYTES:], udp_len - P.UDP_BYTES
 

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from hina import protocol as P
+from hina.framing import SMALL_BATCH
 
 from .codecs.base import MAX_ROUNDS, Codec, LaneOp, LaneStream
 from .codecs.errors import CodecError
@@ -46,6 +47,11 @@ _U32 = 1 << 32
 _RETRANSMIT_BURST = 8
 #: Results of later chunks after which a missing chunk is presumed lost and resent.
 _FAST_RETRANSMIT_AFTER = 3
+#: Interrupt coalescing: a batch of fewer results than this, with more chunks in flight, waits
+#: up to _COALESCE_S for more (bench/bench_worker_io.py: a batch costs about what one result
+#: does, so this cuts the worker's CPU per packet when results trickle in from a slow switch).
+_COALESCE_ENOUGH = 8
+_COALESCE_S = 0.0005
 
 _OP_OF_LANE = {LaneOp.SUM: P.Op.SUM, LaneOp.LUTSUM: P.Op.LUT_SUM,
                LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR}
@@ -330,7 +336,10 @@ class Transport:
         low, next_new, n_done = 0, 0, 0       # chunks in flight are all in [low, next_new)
         expected_down = P.HEADER_BYTES + layout.down_bytes
         send_batch = getattr(self.link, "send_batch", None) or self._send_each
-        recv_batch = getattr(self.link, "recv_batch", None) or self._recv_one
+        recv_batch = getattr(self.link, "recv_batch", None)
+        if recv_batch is None:
+            def recv_batch(wait, linger=0.0, enough=1):
+                return self._recv_one(wait)
 
         def send(ks: np.ndarray, retransmit: bool) -> None:
             if not len(ks):
@@ -351,14 +360,12 @@ class Transport:
 
         while n_done < n:
             # Open the window: chunk k needs the result of chunk k - n_slots (same slot).
-            if next_new < n:
-                gated = max(next_new, job.n_slots)     # first chunk that needs a result
-                blocked = np.flatnonzero(~done[gated - job.n_slots:max(n - job.n_slots,
-                                                                        gated - job.n_slots)])
-                stop = min(n, gated + int(blocked[0])) if len(blocked) else n
-                if stop > next_new:
-                    send(np.arange(next_new, stop), retransmit=False)
-                    next_new = stop
+            stop = next_new
+            while stop < n and (stop < job.n_slots or done[stop - job.n_slots]):
+                stop += 1
+            if stop > next_new:
+                send(np.arange(next_new, stop), retransmit=False)
+                next_new = stop
             now = time.monotonic()
             if now - progress > self.give_up_s:
                 seq = (first + low) % _U32
@@ -368,7 +375,11 @@ class Transport:
                     f"unreachable or another worker of the {job.n_workers} stopped contributing")
             window = slice(low, next_new)
             wait = max(0.0, min(float(deadline[window].min()), progress + self.give_up_s) - now)
-            rows, lengths = recv_batch(wait)
+            # with several chunks in flight, a lone result waits a moment for the next ones:
+            # a batch costs about as much to process as one result does
+            in_flight = next_new - low - int(np.count_nonzero(done[low:next_new]))
+            rows, lengths = recv_batch(wait, _COALESCE_S if in_flight > 1 else 0.0,
+                                       min(in_flight, _COALESCE_ENOUGH))
             if not len(lengths):
                 # Retransmit the oldest expired chunks only; the rest wait one more timeout.
                 # A whole window expiring at once usually means a queue, not loss, and
@@ -384,10 +395,12 @@ class Transport:
             if not len(ks):
                 continue
             # one result per chunk: duplicates within the batch and chunks already complete
-            ks, first_of = np.unique(ks, return_index=True)
+            if len(ks) > 1:
+                ks, first_of = np.unique(ks, return_index=True)
+                payload_rows = payload_rows[first_of]
             fresh = ~done[ks]
             stats.duplicates += len(payload_rows) - int(np.count_nonzero(fresh))
-            ks, payload_rows = ks[fresh], payload_rows[first_of[fresh]]
+            ks, payload_rows = ks[fresh], payload_rows[fresh]
             if not len(ks):
                 continue
             if np.any(payload_rows[:, 2] & int(P.Flag.OVERFLOW)):
@@ -450,6 +463,12 @@ class Transport:
         Raises:
             GenerationChanged: a NOTICE says the job is in another generation.
         """
+        if len(lengths) < SMALL_BATCH:     # a few: one by one (numpy's fixed costs dominate)
+            picked = [(k, i) for i in range(len(lengths)) for k in [self._match(
+                rows[i, :lengths[i]].tobytes(), first, n, op, expected_len, stats)]
+                if k is not None]
+            return (np.array([k for k, _ in picked], dtype=np.int64),
+                    rows[[i for _, i in picked]])
         for i in np.flatnonzero(lengths == P.HEADER_BYTES):       # header-only: NOTICEs
             self._notice(parse_header(rows[i, :P.HEADER_BYTES].tobytes()), stats)
         sized = lengths == expected_len
@@ -473,6 +492,29 @@ class Transport:
         in_call = whole & (ks < n)
         stats.foreign += int(np.count_nonzero(whole & ~in_call))
         return ks[in_call], rows[in_call]
+
+    def _match(self, message: bytes, first: int, n: int, op: P.Op, expected_len: int,
+               stats: CallStats) -> Optional[int]:
+        """:meth:`_match_batch` for one message: its chunk index, or None (counted)."""
+        if len(message) == P.HEADER_BYTES:
+            self._notice(parse_header(message), stats)
+            return None
+        header = parse_header(message) if len(message) == expected_len else None
+        if (header is None or header["ver_type"] != (P.VERSION << 4 | P.MsgType.RESULT)
+                or header["job_id"] != self.job.job_id or header["op"] != op):
+            stats.foreign += 1
+            return None
+        if header["generation"] != self.job.generation:
+            stats.other_generation += 1
+            return None
+        if header["count"] != self.job.n_workers:
+            stats.bad_count += 1
+            return None
+        k = (int(header["seq"]) - first) % _U32
+        if k >= n:
+            stats.foreign += 1
+            return None
+        return k
 
     def _notice(self, header: np.void, stats: CallStats) -> None:
         """Act on a header-only message: a NOTICE that this worker is stale raises."""
