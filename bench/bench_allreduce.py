@@ -18,26 +18,23 @@ import queue
 import socket
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from demo.local import LocalDeployment, connect_worker, free_tcp_port  # noqa: E402
-from hina import protocol as P  # noqa: E402
-from worker.link import Endpoint, FrameLink  # noqa: E402
-from worker.packetizer import build_aggregates, layout_for  # noqa: E402
+from hina.demo.local import LocalDeployment, connect_worker, free_tcp_port
+from hina import protocol as P
+from hina.worker.link import Endpoint, FrameLink
+from hina.worker.packetizer import build_aggregates, layout_for
 
 CODECS = ("fixed", "thc", "sketch", "lossless")
 SINK_PACKETS = 20000
 
 
 def make_codec(name: str, n: int, rank: int, size: int):
-    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
+    from hina.worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
     if name == "thc":
         return ThcCodec(n, rank=rank)
     if name == "fixed":
@@ -51,7 +48,7 @@ def make_codec(name: str, n: int, rank: int, size: int):
 
 
 def _worker(rank, n, seat, codec_name, size, init, out, transport_kwargs):
-    from worker.transport import allreduce
+    from hina.worker.transport import allreduce
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
     try:

@@ -9,7 +9,7 @@ One run, one set of veth pairs (one per worker port, ``hv<pid>-<n>s<port>`` / ``
 one frame generator. Each target in turn runs on the switch ends of those veths as its own
 process with logging off: ``simple_switch_grpc --log-level off`` (p4c-bm2-ss's JSON; without
 that option BMv2 formats every log message even with no log sink, 2-3 times slower on hina.p4)
-and then ``python -m softswitch --no-p4 --log-level off`` (the embedded target on ``-i
+and then ``python -m hina.softswitch --no-p4 --log-level off`` (the embedded target on ``-i
 PORT@IFACE`` ports). Both get the same pipeline
 (``p4/hina.p4`` with the same ``-D HINA_WORDS``) and the same job entries (``hina.pipeline``)
 over P4Runtime through :class:`controller.p4runtime_client.SwitchConnection`; the bench then sends
@@ -59,10 +59,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hina.programs import HINA_P4
 
-HINA_P4 = ROOT / "p4" / "hina.p4"
+ROOT = Path(__file__).resolve().parents[1]
 BASIC_P4 = ROOT / "bench" / "programs" / "basic.p4"
 TARGETS = ("bmv2", "embedded")
 PROG = "bench_bmv2_vs_embedded"
@@ -135,19 +134,19 @@ def _socket_drops(sockets) -> int:
 # --------------------------------------------------------------------------------------------
 # The switches: one process each, on the switch ends of the veths
 # --------------------------------------------------------------------------------------------
-from controller.bmv2 import free_tcp_port  # noqa: E402
-from hina.procs import with_parent_death_signal  # noqa: E402
+from hina.controller.bmv2 import free_tcp_port
+from hina.procs import with_parent_death_signal
 
 
 class EmbeddedProcess:
-    """``python -m softswitch --no-p4 -i PORT@IFACE ...`` (logging off), its P4Runtime
+    """``python -m hina.softswitch --no-p4 -i PORT@IFACE ...`` (logging off), its P4Runtime
     address, and its stop. Dies with this process (``PR_SET_PDEATHSIG``)."""
 
     def __init__(self, interfaces: dict[int, str]):
         self.workdir = Path(tempfile.mkdtemp(prefix="hina-embedded-"))
         self.log_path = self.workdir / "softswitch.log"
         self.address = f"127.0.0.1:{free_tcp_port()}"
-        cmd = [sys.executable, "-m", "softswitch", "--no-p4", "--log-level", "off",
+        cmd = [sys.executable, "-m", "hina.softswitch", "--no-p4", "--log-level", "off",
                "--grpc-server-addr", self.address]
         for port, iface in sorted(interfaces.items()):
             cmd += ["-i", f"{port}@{iface}"]
@@ -203,8 +202,8 @@ class RunningSwitch:
     """One target's process on the veths, with a primary P4Runtime session."""
 
     def __init__(self, kind: str, veths):
-        from controller.bmv2 import Bmv2Process
-        from controller.p4runtime_client import SwitchConnection
+        from hina.controller.bmv2 import Bmv2Process
+        from hina.controller.p4runtime_client import SwitchConnection
         self.kind = kind
         self.groups: list[int] = []
         interfaces = {p: veths.switch(p) for p in veths.ports}
@@ -229,7 +228,7 @@ class RunningSwitch:
         group id then doubles every result), so the groups this bench wrote are deleted first,
         as :meth:`controller.bmv2_dataplane.Bmv2Dataplane.reset` does.
         """
-        from controller.p4runtime_client import P4RuntimeClientError
+        from hina.controller.p4runtime_client import P4RuntimeClientError
         for group in self.groups:
             try:
                 self.conn.write([self.conn.multicast_update("DELETE", group)],
@@ -241,7 +240,7 @@ class RunningSwitch:
         self.conn.set_pipeline(p4info, config)
 
     def insert(self, entries) -> None:
-        from controller.jobs import entry_update
+        from hina.controller.jobs import entry_update
         index = self.conn.require_index()
         for start in range(0, len(entries), 512):
             self.conn.write([entry_update(index, "INSERT", e) for e in entries[start:start + 512]],
@@ -263,9 +262,9 @@ class RunningSwitch:
 def build_pipelines(kind: str, words: int, with_basic: bool) -> dict:
     """(P4Info, device config) per program for ``kind``: p4c-bm2-ss (cached) for BMv2, the
     embedded target's device config (the preprocessed source) otherwise."""
-    from controller.bmv2 import compile_p4c
-    from controller.target import PipelineConfig
-    from softswitch.p4info import read_p4info_text
+    from hina.controller.bmv2 import compile_p4c
+    from hina.controller.target import PipelineConfig
+    from hina.softswitch.p4info import read_p4info_text
     programs = {"hina": (HINA_P4, {"HINA_WORDS": words})}
     if with_basic:
         programs["basic"] = (BASIC_P4, {})
@@ -385,7 +384,7 @@ class BasicWorkload:
     expected_outputs = 1
 
     def __init__(self):
-        from softswitch.api import ActionCall, Lpm, TableEntry
+        from hina.softswitch.api import ActionCall, Lpm, TableEntry
         self.entries = [TableEntry("MyIngress.ipv4_lpm", (Lpm(prefix, plen),),
                                    ActionCall("MyIngress.ipv4_forward", (mac, port)))
                         for prefix, plen, mac, port in
@@ -679,13 +678,13 @@ def _on_sigterm(signum, frame):
 
 
 def run(args) -> dict:
-    from controller.bmv2_dataplane import VethPorts, _PortIO, sweep_stale
+    from hina.controller.bmv2_dataplane import VethPorts, _PortIO, sweep_stale
     from hina import protocol as P
 
     mach = machine()
     print(f"machine: {mach['cores']} cores ({mach['cpu'] or '?'}), Linux {mach['kernel']}, "
           f"load average {mach['load_average'][0]:.2f}; simple_switch_grpc {mach['bmv2']} "
-          f"{' '.join(BMV2_ARGS)}; embedded target: python -m softswitch (Python {mach['python']})")
+          f"{' '.join(BMV2_ARGS)}; embedded target: python -m hina.softswitch (Python {mach['python']})")
     print(f"settings: HINA_WORDS={args.words}, {args.workers} workers (ports 1..{args.workers}), "
           f"window {args.window} chunks = {args.window} slots, basic.p4 window "
           f"{args.basic_window}; warm-up {args.warmup:g} s, measured {args.duration:g} s per "
@@ -746,7 +745,7 @@ def run(args) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        from controller.bmv2_dataplane import harness_missing
+        from hina.controller.bmv2_dataplane import harness_missing
     except ImportError as exc:
         print(f"{PROG}: cannot import the BMv2 harness: {exc}", file=sys.stderr)
         return 2

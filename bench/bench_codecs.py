@@ -37,21 +37,17 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from worker.codecs.base import Codec, reference_aggregate, reference_agree  # noqa: E402
-from worker.codecs.fixedpoint import FixedPointCodec  # noqa: E402
-from worker.codecs.hadamard import cuda_kernel_available  # noqa: E402
-from worker.codecs.sketch import LosslessSketchCodec, SketchCodec  # noqa: E402
-from worker.codecs.thc import ThcCodec  # noqa: E402
-from worker.codecs.thc_table import PUBLISHED_TABLE  # noqa: E402
+from hina.worker.codecs.base import Codec, reference_aggregate, reference_agree
+from hina.worker.codecs.fixedpoint import FixedPointCodec
+from hina.worker.codecs.hadamard import cuda_kernel_available
+from hina.worker.codecs.sketch import LosslessSketchCodec, SketchCodec
+from hina.worker.codecs.thc import ThcCodec
+from hina.worker.codecs.thc_table import PUBLISHED_TABLE
 
 FP32_BYTES = 4
 #: THC encode+decode's unavoidable traffic per coordinate: fp32 in, 4 bits out, int32 sums in, fp32 out

@@ -17,11 +17,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from hina import protocol as P  # noqa: E402
-from bmv2_tests.jobs import contribution, frame, install, install_lut, make_job  # noqa: E402
-from bmv2_tests.target import EmbeddedTarget  # noqa: E402
+from hina import protocol as P
+from hina.testing.frames import contribution, frame, install, install_lut, make_job
+from hina.testing.targets import EmbeddedTarget
 
 
 def slot_frames(job, op, words, n_packets, rng):

@@ -75,9 +75,9 @@ def _steps(model, opt, batch, width, steps, gen, backward_times=None) -> list[fl
 def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from demo.digits import make_codec
-    from demo.local import connect_worker
-    from worker.ddp_hook import HinaState, hina_hook
+    from hina.demo.digits import make_codec
+    from hina.demo.local import connect_worker
+    from hina.worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
     try:
@@ -152,8 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    from demo.digits import make_codec
-    from demo.local import LocalDeployment, free_tcp_port
+    from hina.demo.digits import make_codec
+    from hina.demo.local import LocalDeployment, free_tcp_port
     with LocalDeployment(args.workers) as dep:
         table = None
         if args.codec == "thc":

@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from controller import faultsuite  # noqa: E402
+from hina.controller import faultsuite
 
 
 def main(argv=None) -> int:
@@ -40,7 +38,7 @@ def main(argv=None) -> int:
                                 f"({r.seconds:.1f} s)", file=sys.stderr, flush=True))
     mode = "quick" if args.quick else "full"
     if args.kills_only:
-        from controller.faultsuite_kills import kill_rows
+        from hina.controller.faultsuite_kills import kill_rows
         rows = kill_rows(mode, bmv2=not args.no_bmv2, progress=progress)
     else:
         rows = faultsuite.run_suite(mode, bmv2=not args.no_bmv2, progress=progress)

@@ -2,7 +2,7 @@
 
 For each loss rate, a star of ``--workers`` hosts around one switch (embedded target by default)
 is brought up, the pipeline pushed and the job created; every host then runs ``--rounds``
-allreduces of ``--size`` coordinates per codec (``mininet/host_worker.py``). The time of an
+allreduces of ``--size`` coordinates per codec (``hina.mininet.host_worker``). The time of an
 allreduce is the slowest worker's; the first round is left out (it includes the skew of the
 workers' start), the median of the others is reported. Every result is checked against its
 bound (exact for SUM), so a figure never comes from a wrong answer.
@@ -22,14 +22,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.append(str(ROOT / "mininet"))       # hina_mn; appended so 'mininet' stays Debian's
 
-from hina import protocol as P                   # noqa: E402
+from hina import protocol as P                 
 
 
 def run_loss(args, loss: float, codecs: list[str]) -> dict:
-    from hina_mn import topo as T
-    from hina_mn.deploy import HinaNetwork, resolve_loss_method
+    from hina.mininet import topo as T
+    from hina.mininet.deploy import HinaNetwork, resolve_loss_method
     shape = T.LinkShape(loss=loss)
     method = resolve_loss_method(args.loss_method, args.target, shape)
     topo = T.StarTopo(n_workers=args.workers, shape=shape, netem_loss=method == "netem",

@@ -13,6 +13,7 @@ the cached build is used when there is one (``controller.bmv2.compile_p4c``). Ne
 the BMv2 toolchain; prints one line and exits 2 otherwise.
 """
 from __future__ import annotations
+from hina import programs
 
 import argparse
 import os
@@ -22,9 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-HINA_P4 = ROOT / "p4" / "hina.p4"
+HINA_P4 = programs.HINA_P4
 N_WORKERS = 8
 PAYLOAD_OFFSET = 14 + 20 + 8 + 12      # Ethernet, IPv4, UDP, HINA header
 LUT_ID = 1
@@ -80,15 +79,15 @@ def main(argv=None) -> int:
     parser.add_argument("--fresh", action="store_true", help="compile with p4c into an empty cache")
     args = parser.parse_args(argv)
 
-    from controller.bmv2_dataplane import Bmv2Dataplane, harness_missing
+    from hina.controller.bmv2_dataplane import Bmv2Dataplane, harness_missing
     reason = harness_missing()
     if reason:
         print(f"bench_program_sizes: {reason}", file=sys.stderr)
         return 2
     import numpy as np
 
-    from controller.bmv2 import PACKET_HEADROOM, compile_p4c
-    from softswitch.compiler import compile_file
+    from hina.controller.bmv2 import PACKET_HEADROOM, compile_p4c
+    from hina.softswitch.compiler import compile_file
     if args.fresh:
         os.environ["HINA_CACHE_DIR"] = tempfile.mkdtemp(prefix="hina-bench-cache-")
     print(f"{'words':>5} {'p4c s':>8} {'embedded s':>11}  THC round (8 workers, "

@@ -16,10 +16,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from softswitch.api import ActionCall, Lpm, TableEntry  # noqa: E402
-from softswitch.compiler import compile_file  # noqa: E402
+from hina.softswitch.api import ActionCall, Lpm, TableEntry
+from hina.softswitch.compiler import compile_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASIC = os.path.join(HERE, "programs", "basic.p4")

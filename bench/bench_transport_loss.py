@@ -20,12 +20,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "worker"))
-
-from hina import protocol as P  # noqa: E402
-from softswitch.compiler import compile_file  # noqa: E402
-from switchjob import WORDS, LocalJob, run_workers  # noqa: E402
+from hina import protocol as P
+from hina import programs
+from hina.softswitch.compiler import compile_file
+from hina.testing.switchjob import WORDS, LocalJob, run_workers
 
 
 def main(argv=None) -> int:
@@ -35,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chunks", type=int, default=1500, help="chunks per worker")
     ap.add_argument("--slots", type=int, default=32)
     args = ap.parse_args(argv)
-    program = compile_file(str(ROOT / "p4" / "hina.p4"), defines={"HINA_WORDS": str(WORDS)})
+    program = compile_file(str(programs.HINA_P4), defines={"HINA_WORDS": str(WORDS)})
     data = np.arange(WORDS * args.chunks, dtype=np.int32)
     print(f"{args.workers} workers, {args.chunks} chunks of {WORDS} words each, "
           f"{args.slots} slots")

@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hina import protocol as P  # noqa: E402
+from hina import protocol as P
 
 HEADERS = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES + P.HEADER_BYTES
 FP32 = 4.0

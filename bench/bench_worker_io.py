@@ -24,17 +24,17 @@ import multiprocessing as mp
 import socket
 import time
 
-from pathlib import Path
 
 import numpy as np
 
 from hina import framing as F
+from hina import programs
 from hina import protocol as P
-from worker import batchio
-from worker.link import FrameLink
-from worker.transport import JobParams, Transport
+from hina.worker import batchio
+from hina.worker.link import FrameLink
+from hina.worker.transport import JobParams, Transport
 
-HINA_P4 = Path(__file__).resolve().parents[1] / "p4" / "hina.p4"
+HINA_P4 = programs.HINA_P4
 ME = F.Endpoint.make("02:00:00:00:01:00", "10.0.1.0", 40000)
 SWITCH = F.Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)
 
@@ -138,8 +138,8 @@ def transport_rate(batched: bool, chunks: int, words: int, slots: int) -> float:
 def switch_rate(words: int, packets: int, n_workers: int = 4) -> float:
     """Input packets/s of the embedded switch on SUM rounds of ``n_workers``, in process."""
     from hina import pipeline
-    from softswitch.compiler import compile_file
-    from softswitch.switch import Switch
+    from hina.softswitch.compiler import compile_file
+    from hina.softswitch.switch import Switch
     switch = Switch(device_id=0)
     switch.load(compile_file(str(HINA_P4), defines={"HINA_WORDS": str(words)}))
     job = pipeline.JobSpec(job_id=1, workers=tuple(

@@ -26,13 +26,11 @@ from typing import Dict, List, Tuple
 if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter replaces the compiler: drop it
     os.environ.pop("TRITON_INTERPRET")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, stated (no warning)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
-
-from worker.codecs import thc_triton as K  # noqa: E402
+from hina.worker.codecs import thc_triton as K
 
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bmv2_tests.target import Bmv2Target, EmbeddedTarget, bmv2_missing, close_shared_bmv2
+from hina.testing.targets import Bmv2Target, EmbeddedTarget, bmv2_missing, close_shared_bmv2
 
 #: The program size the tests compile by default: small payloads keep the embedded target fast.
 #: ``test_default_size.py`` runs the default HINA_WORDS as well.
@@ -19,7 +19,7 @@ TEST_DEFINES = {"HINA_WORDS": TEST_WORDS}
 def _make_target(kind: str):
     if kind == "embedded":
         try:
-            import softswitch.compiler  # noqa: F401
+            import hina.softswitch.compiler  # noqa: F401
         except ImportError as exc:
             pytest.skip(f"the embedded engine is not available: {exc}")
         return EmbeddedTarget()

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from softswitch.api import ActionCall, ControlError, Dataplane, Replica, TableEntry
+from hina.softswitch.api import ActionCall, ControlError, Dataplane, Replica, TableEntry
 
-from bmv2_tests.target import compile_embedded, shared_bmv2
+from hina.testing.targets import compile_embedded, shared_bmv2
 
 #: Seconds to wait for BMv2's counters and registers to reach the embedded target's values
 #: (a frame that produced no output may still be in BMv2's pipeline when a send returns).

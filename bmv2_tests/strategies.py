@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hina.framing import (FRAME_HEADER_BYTES, checksum_of, ones_sum, parse_frame,
                           udp_header_residue)
 from hina.protocol import ipv4_checksum
-from softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
+from hina.softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
                             Ternary)
 
 #: Values that keys and frames share (each is masked to the width it is drawn for).

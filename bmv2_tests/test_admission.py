@@ -8,7 +8,7 @@ import pytest
 from hina import protocol as P
 from hina.pipeline import WorkerAddress
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (contribution, frame, install, make_job, reason_count, send,
+from hina.testing.frames import (contribution, frame, install, make_job, reason_count, send,
                              words_payload, worker_address)
 
 R = P.DropReason
@@ -104,8 +104,8 @@ def test_any_port_of_the_range_is_hina(target, job):
 def test_reason_counter_is_a_p4runtime_counter():
     """The counter the controller reads: name, unit and size as hina.protocol says."""
     from bmv2_tests.conftest import TEST_DEFINES
-    from bmv2_tests.target import HINA_P4, compile_embedded
-    pytest.importorskip("softswitch.compiler")
+    from hina.testing.targets import HINA_P4, compile_embedded
+    pytest.importorskip("hina.softswitch.compiler")
     info = compile_embedded(str(HINA_P4), tuple(TEST_DEFINES.items())).info
     (counter,) = [c for c in info.counters if c.name == P.REASON_COUNTER]
     assert counter.unit == "PACKETS" and counter.size == P.REASONS

@@ -7,7 +7,7 @@ import pytest
 from hina import pipeline
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (contribution, install, install_lut, make_job, reason_count,
+from hina.testing.frames import (contribution, install, install_lut, make_job, reason_count,
                              reference, send)
 
 LUT_ID = 7

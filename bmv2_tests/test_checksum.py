@@ -1,6 +1,6 @@
 """The UDP checksum of HINA v3 (p4/include/udp_checksum.p4), on both targets: a request whose
 checksum is wrong or missing is dropped as BAD_CHECKSUM and changes nothing, every reply carries
-a right one (``bmv2_tests.jobs.send`` checks each), a computed 0 travels as 0xFFFF both ways, and
+a right one (``hina.testing.frames.send`` checks each), a computed 0 travels as 0xFFFF both ways, and
 frames cut inside the HINA header are counted as MALFORMED."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hina import framing as F
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (SWITCH_IP, SWITCH_MAC, contribution, install, make_job,
+from hina.testing.frames import (SWITCH_IP, SWITCH_MAC, contribution, install, make_job,
                              reason_count, send)
 
 R = P.DropReason

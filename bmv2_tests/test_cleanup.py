@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bmv2_tests.target import bmv2_missing
+from hina.testing.targets import bmv2_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ def _needs_bmv2():
 
 
 def _nothing_left(pid: int) -> dict:
-    from controller.bmv2_dataplane import leftovers
+    from hina.controller.bmv2_dataplane import leftovers
     deadline = time.monotonic() + 10
     while True:
         left = leftovers(pid)
@@ -42,7 +42,7 @@ def test_a_failing_bmv2_case_leaves_no_switch_and_no_interface(tmp_path):
     case.write_text(textwrap.dedent("""
         import os
         from bmv2_tests.conftest import target, target_kind, _stop_shared_bmv2   # the real fixtures
-        from bmv2_tests.jobs import install, make_job
+        from hina.testing.frames import install, make_job
 
         def test_fails_on_bmv2(target):
             if target.name != "bmv2":
@@ -64,7 +64,7 @@ def test_a_failing_bmv2_case_leaves_no_switch_and_no_interface(tmp_path):
 def test_leftovers_of_a_killed_run_are_swept_at_the_next_start(tmp_path):
     script = textwrap.dedent("""
         import sys, time
-        from controller.bmv2_dataplane import Bmv2Dataplane
+        from hina.controller.bmv2_dataplane import Bmv2Dataplane
         dp = Bmv2Dataplane("bench/programs/basic.p4", ports=(1, 2))
         print("up", flush=True)
         time.sleep(600)
@@ -73,7 +73,7 @@ def test_leftovers_of_a_killed_run_are_swept_at_the_next_start(tmp_path):
                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert child.stdout.readline().strip() == "up"
-        from controller.bmv2_dataplane import leftovers, sweep_stale
+        from hina.controller.bmv2_dataplane import leftovers, sweep_stale
         assert len(leftovers(child.pid)["interfaces"]) == 4
         child.send_signal(signal.SIGKILL)           # no finalizer runs
         child.wait(timeout=30)

@@ -7,7 +7,7 @@ import pytest
 from hina import pipeline
 from hina import protocol as P
 from bmv2_tests.conftest import _make_target
-from bmv2_tests.jobs import contribution, install, install_lut, make_job, reference, send
+from hina.testing.frames import contribution, install, install_lut, make_job, reference, send
 
 
 @pytest.fixture

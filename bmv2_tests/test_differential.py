@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from hina import pipeline
 from hina import protocol as P
-from softswitch.api import ActionCall, Lpm, Replica, TableEntry
+from hina.softswitch.api import ActionCall, Lpm, Replica, TableEntry
 
-from bmv2_tests import jobs as J
+from hina.testing import frames as J
 from bmv2_tests import strategies as S
-from bmv2_tests.target import HINA_P4, bmv2_missing
+from hina.testing.targets import HINA_P4, bmv2_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every P4 program of the repository but hina.p4 (its own tests are below) and the malformed

@@ -8,7 +8,7 @@ import pytest
 
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import contribution, install, make_job, reason_count, send
+from hina.testing.frames import contribution, install, make_job, reason_count, send
 
 
 class SimWorker:

@@ -16,7 +16,7 @@ from hina import pipeline
 from hina import protocol as P
 from hina.pipeline import WorkerAddress
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (contribution, frame, install, make_job, reason_count, send,
+from hina.testing.frames import (contribution, frame, install, make_job, reason_count, send,
                              worker_address)
 
 R = P.DropReason

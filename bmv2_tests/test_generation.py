@@ -8,7 +8,7 @@ import pytest
 
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (SWITCH_IP, SWITCH_MAC, contribution, frame, install, make_job,
+from hina.testing.frames import (SWITCH_IP, SWITCH_MAC, contribution, frame, install, make_job,
                              reason_count, send, set_generation, words_payload, worker_address)
 from bmv2_tests.test_sketch import count_sketch, harvest, pairs_frame, sketch_job
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.api import Replica
+from hina.softswitch.api import Replica
 
-from bmv2_tests.target import bmv2_missing, compile_embedded, shared_bmv2
+from hina.testing.targets import bmv2_missing, compile_embedded, shared_bmv2
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden"
 

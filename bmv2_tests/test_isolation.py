@@ -6,7 +6,7 @@ import numpy as np
 from hina import pipeline
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (contribution, frame, install, make_job, reference, send,
+from hina.testing.frames import (contribution, frame, install, make_job, reference, send,
                              words_payload)
 
 
@@ -67,7 +67,7 @@ def test_a_busy_job_leaves_every_register_of_another_untouched(target):
     """Job a runs rounds on all its slots and both pools, THC included; every register range
     that hina.pipeline assigns to job b stays zero."""
     from hina.pipeline import register_ranges
-    from bmv2_tests.jobs import install_lut
+    from hina.testing.frames import install_lut
     a = make_job(1, 2, n_slots=2, reg_base=0, lut_id=1, sketch_columns=TEST_WORDS)
     b = make_job(2, 2, first_worker=2, n_slots=2, reg_base=2, pair_stream_base=2,
                  sketch_columns=TEST_WORDS, sketch_base=TEST_WORDS)

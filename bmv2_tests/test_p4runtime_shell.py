@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bmv2_tests.target import bmv2_missing
+from hina.testing.targets import bmv2_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 BASIC = ROOT / "bench" / "programs" / "basic.p4"
@@ -18,7 +18,7 @@ def shell_on_bmv2():
     if reason:
         pytest.skip(reason)
     shell = pytest.importorskip("p4runtime_sh.shell")
-    from controller.bmv2 import Bmv2Process, compile_p4c
+    from hina.controller.bmv2 import Bmv2Process, compile_p4c
     build = compile_p4c(BASIC)
     with Bmv2Process({}) as switch:
         shell.setup(device_id=0, grpc_addr=switch.address, election_id=(0, 1),

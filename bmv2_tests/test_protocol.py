@@ -123,7 +123,7 @@ def test_notice_layer_names_the_reason():
 
 def test_header_fields_match_packetizer_dtype():
     """The worker's numpy header (worker.packetizer.HEADER_DTYPE) and the scapy layer agree."""
-    from worker.packetizer import HEADER_DTYPE
+    from hina.worker.packetizer import HEADER_DTYPE
     assert HEADER_DTYPE.itemsize == P.HEADER_BYTES == len(HINA())
     assert HEADER_DTYPE.itemsize % 4 == 0, "the header keeps the payload 4-byte aligned"
     h = np.zeros(1, dtype=HEADER_DTYPE)

@@ -10,7 +10,7 @@ from hina import hashing
 from hina import protocol as P
 from hina.pipeline import JobSpec
 from bmv2_tests.conftest import TEST_WORDS
-from bmv2_tests.jobs import (contribution, frame, install, make_job, reason_count, send,
+from hina.testing.frames import (contribution, frame, install, make_job, reason_count, send,
                              worker_address)
 
 ROWS = P.SKETCH_ROWS

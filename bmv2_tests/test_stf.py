@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bmv2_tests.target import HINA_P4, bmv2_missing, compile_embedded, shared_bmv2
+from hina.testing.targets import HINA_P4, bmv2_missing, compile_embedded, shared_bmv2
 
 STF_DIR = Path(__file__).resolve().parent.parent / "p4" / "tests"
 
@@ -16,7 +16,7 @@ STF_DIR = Path(__file__).resolve().parent.parent / "p4" / "tests"
 @pytest.mark.parametrize("kind", ["embedded", "bmv2"])
 @pytest.mark.parametrize("stf", sorted(STF_DIR.glob("*.stf")), ids=lambda p: p.stem)
 def test_stf(stf, kind):
-    from softswitch.stf import StfRunner
+    from hina.softswitch.stf import StfRunner
     program = compile_embedded(str(HINA_P4), ())
     if kind == "embedded":
         dataplane = program.instantiate()

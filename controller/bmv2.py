@@ -407,6 +407,26 @@ def _bm_runtime_path() -> Optional[str]:
     return None
 
 
+def _load_package_from(name: str, folder: str) -> None:
+    """Import the top-level package ``name`` from ``folder`` (BMv2's own site-packages, which
+    is not this interpreter's) without putting the whole folder on ``sys.path``: only that one
+    package becomes importable, nothing else there can shadow the project's dependencies."""
+    import importlib.machinery
+    import importlib.util
+    if name in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(name, [folder])
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
 def _import_standard():
     try:
         from bm_runtime.standard import Standard  # type: ignore[import-not-found]
@@ -414,8 +434,8 @@ def _import_standard():
     except ImportError:
         pass
     path = _bm_runtime_path()
-    if path and path not in sys.path:
-        sys.path.append(path)
+    if path:
+        _load_package_from("bm_runtime", path)
     try:
         from bm_runtime.standard import Standard  # type: ignore[import-not-found]
         return Standard

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
+from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
 from .bmv2 import WORKDIR_PREFIX, Bmv2Process, Bmv2Thrift, compile_p4c
@@ -327,7 +327,7 @@ class Bmv2Dataplane:
         self.quiet_s, self.grace_s, self.timeout_s = quiet_s, grace_s, timeout_s
         self.build = compile_p4c(self.p4, self.defines)
         if info is None:
-            from softswitch.compiler import compile_file
+            from hina.softswitch.compiler import compile_file
             info = compile_file(self.p4, defines=self.defines or None).info
         self.info = info
         self.late: list[tuple[int, bytes]] = []
@@ -358,14 +358,14 @@ class Bmv2Dataplane:
         p4, defines = str(p4), dict(defines or {})
         build = compile_p4c(p4, defines)
         if info is None:
-            from softswitch.compiler import compile_file
+            from hina.softswitch.compiler import compile_file
             info = compile_file(p4, defines=defines or None).info
         self.p4, self.defines, self.build, self.info = p4, defines, build, info
         self.reset()
 
     def reset(self) -> None:
         """Push the pipeline again: every table, register, counter and group starts afresh."""
-        from softswitch.p4info import read_p4info_text
+        from hina.softswitch.p4info import read_p4info_text
         for group in list(self._groups):
             self.mcast_group_delete(group)
         for session in list(self._sessions):

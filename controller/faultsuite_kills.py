@@ -1,7 +1,7 @@
 """Kill -9 rows of the fault suite: a worker, the switch, ``hina-ctl serve`` (docs/reliability.md).
 
 Every row runs a real deployment of separate processes: the switch (the embedded target,
-``python -m softswitch`` on loopback UDP tunnel ports, or ``simple_switch_grpc`` on veth pairs),
+``python -m hina.softswitch`` on loopback UDP tunnel ports, or ``simple_switch_grpc`` on veth pairs),
 ``hina-ctl serve`` (the job service, primary on the switch, re-installs a restarted switch), and
 worker processes that join the job with its token and all-reduce int32 vectors step after step,
 following the job's generation, each checking its own result bit for bit and reporting every

@@ -1,12 +1,12 @@
 """The processes of the kill -9 rows (:mod:`controller.faultsuite_kills`): a deployment of a
 switch, ``hina-ctl serve`` and worker processes that a row can SIGKILL and start again.
 
-* :class:`EmbeddedSwitchProcess`: ``python -m softswitch --no-p4`` on loopback UDP tunnel ports
+* :class:`EmbeddedSwitchProcess`: ``python -m hina.softswitch --no-p4`` on loopback UDP tunnel ports
   (peers configured); :class:`Bmv2SwitchProcess`: ``simple_switch_grpc`` on a veth pair per
   worker port (:class:`controller.bmv2.Bmv2Process`). Both restart on the same ports.
 * :class:`Deployment`: pipeline and job on the switch, the state file and the job's token,
   ``hina-ctl serve`` as a process (started again on the same address), worker processes.
-* The worker process, ``python -m controller.faultsuite_procs worker``: joins the job with its
+* The worker process, ``python -m hina.controller.faultsuite_procs worker``: joins the job with its
   token and all-reduces int32 vectors (``Transport.reduce``, SUM) step after step, following the
   job's generation as :func:`worker.agent.allreduce_following` does (:func:`worker.agent.
   follow_generation`). Every worker draws every worker's vector of a step from a seed of (step,
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from worker.link import FrameLink
+from hina.worker.link import FrameLink
 
 from .faultsuite import WORDS
 
@@ -40,7 +40,6 @@ __all__ = ["VethFrameLink", "Child", "EmbeddedSwitchProcess", "Bmv2SwitchProcess
            "Deployment", "step_data", "step_sum", "main", "JOB", "N_WORKERS", "N_SLOTS",
            "ELEMENTS", "SEED_BASE", "DEFAULT_GIVE_UP_S"]
 
-ROOT = Path(__file__).resolve().parent.parent
 JOB = 1
 N_WORKERS = 3
 N_SLOTS = 8
@@ -151,7 +150,7 @@ class Child:
         self.proc = subprocess.Popen(with_parent_death_signal(self.cmd), stdout=subprocess.PIPE,
                                      stderr=self._log,
                                      stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                     cwd=ROOT, start_new_session=True, text=True, bufsize=1)
+                                     start_new_session=True, text=True, bufsize=1)
         self.killed_at: Optional[float] = None
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"read-{name}")
         self._reader.start()
@@ -253,7 +252,7 @@ class Child:
 # Switches that can be killed and started again on the same ports
 # ------------------------------------------------------------------------------------------
 class EmbeddedSwitchProcess:
-    """``python -m softswitch --no-p4`` with one loopback UDP tunnel port per worker (peer
+    """``python -m hina.softswitch --no-p4`` with one loopback UDP tunnel port per worker (peer
     configured), its P4Runtime server on a fixed address."""
 
     kind = "embedded"
@@ -264,7 +263,7 @@ class EmbeddedSwitchProcess:
         self.address = f"127.0.0.1:{_free_tcp_port()}"
         self.thrift_port = None
         self.logdir, self.starts = Path(logdir), 0
-        self.cmd = [sys.executable, "-m", "softswitch", "--no-p4", "--grpc-server-addr",
+        self.cmd = [sys.executable, "-m", "hina.softswitch", "--no-p4", "--grpc-server-addr",
                     self.address, "--log-level", "warn"]
         for w in range(n_ports):
             self.cmd += ["-i", f"{w + 1}@udp:127.0.0.1:{self.switch_ports[w]}"
@@ -424,7 +423,7 @@ class Deployment:
         address is still held) is tried again until ``timeout``."""
         deadline = time.monotonic() + timeout
         self.serve_starts += 1
-        cmd = [sys.executable, "-m", "controller.cli", "--switch", self.switch.address,
+        cmd = [sys.executable, "-m", "hina.controller.cli", "--switch", self.switch.address,
                "--state", str(self.state_path), "--timeout", "5", *self.switch.cli_args,
                "serve", "--listen", self.listen, "--lease", f"{self.lease_s:g}"]
         while True:
@@ -448,7 +447,7 @@ class Deployment:
                standby: bool = False, give_up_s: float = DEFAULT_GIVE_UP_S) -> Child:
         """A worker process (``standby``: it imports, says ``ready`` and waits for ``go STEP``
         on stdin before it joins)."""
-        cmd = [sys.executable, "-m", "controller.faultsuite_procs", "worker",
+        cmd = [sys.executable, "-m", "hina.controller.faultsuite_procs", "worker",
                "--controller", self.listen, "--job", str(JOB), "--token-file",
                str(self.token_file), "--steps", str(steps), "--first-step", str(first_step),
                "--elements", str(self.elements), "--seed", str(self.seed),
@@ -509,10 +508,10 @@ def _worker_main(args: argparse.Namespace) -> int:
     import numpy as np
 
     from hina import protocol as P
-    from worker.agent import MAX_GENERATION_CHANGES, follow_generation
-    from worker.jobclient import JobClient, JobServiceError
-    from worker.link import Endpoint
-    from worker.transport import CallMismatch, GenerationChanged, Transport, TransportError
+    from hina.worker.agent import MAX_GENERATION_CHANGES, follow_generation
+    from hina.worker.jobclient import JobClient, JobServiceError
+    from hina.worker.link import Endpoint
+    from hina.worker.transport import CallMismatch, GenerationChanged, Transport, TransportError
 
     first = args.first_step
     _emit("ready")
@@ -599,7 +598,7 @@ def _worker_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m controller.faultsuite_procs",
+    ap = argparse.ArgumentParser(prog="python -m hina.controller.faultsuite_procs",
                                  description="a worker process of the kill -9 rows")
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker", help="join, then all-reduce int32 steps; JSON lines out")

@@ -29,7 +29,7 @@ from p4.v1 import p4runtime_pb2
 from hina import pipeline
 from hina import protocol as P
 from hina.pipeline import JobSpec
-from softswitch.api import Exact, Lpm, Optional_, Range, TableEntry, Ternary
+from hina.softswitch.api import Exact, Lpm, Optional_, Range, TableEntry, Ternary
 
 from .config import ConfigError, JobConfig, allocate
 from .p4runtime_client import P4InfoIndex, P4RuntimeClientError, SwitchConnection

@@ -9,6 +9,7 @@
   its Thrift runtime (:class:`ThriftRegisters`: whole arrays per call, in process).
 """
 from __future__ import annotations
+from hina import programs
 
 import hashlib
 import logging
@@ -33,7 +34,7 @@ __all__ = ["TARGETS", "PipelineConfig", "RegisterAccess", "P4RuntimeRegisters",
 log = logging.getLogger("hina.controller")
 
 TARGETS = ("embedded", "bmv2")
-HINA_P4 = Path(__file__).resolve().parents[1] / "p4" / "hina.p4"
+HINA_P4 = programs.HINA_P4
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 DEFAULT_THRIFT_PORT = 9090
 _CLI_TIMEOUT_S = 30.0
@@ -94,10 +95,10 @@ class PipelineConfig:
         code, so a CLI run that pushes the same program again (``resync``) does not compile it
         again. Entries are written to a temporary folder and renamed into place: a reader never
         sees half an entry, and concurrent writers of the same entry keep one whole copy."""
-        from softswitch.api import P4CompileError
-        from softswitch.compiler import compile_file, preprocess
-        from softswitch.p4info import build_p4info, p4info_to_text, parse_p4info_text
-        from softswitch.p4runtime_server import make_device_config
+        from hina.softswitch.api import P4CompileError
+        from hina.softswitch.compiler import compile_file, preprocess
+        from hina.softswitch.p4info import build_p4info, p4info_to_text, parse_p4info_text
+        from hina.softswitch.p4runtime_server import make_device_config
         try:
             source = preprocess(self.p4, defines=dict(self.defines))
             cache = cache_dir() / hashlib.sha256(
@@ -149,7 +150,7 @@ def _cache_put(entry: Path, files: Mapping[str, bytes]) -> None:
 
 def _softswitch_fingerprint() -> str:
     """Changes whenever the embedded target's code changes (its P4Info could differ)."""
-    import softswitch
+    from hina import softswitch
     root = Path(softswitch.__file__).parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
@@ -159,7 +160,7 @@ def _softswitch_fingerprint() -> str:
 
 
 def _read_prebuilt(json_path: str, p4info_path: str) -> tuple[p4info_pb2.P4Info, bytes]:
-    from softswitch.p4info import read_p4info_text
+    from hina.softswitch.p4info import read_p4info_text
     try:
         return read_p4info_text(p4info_path), Path(json_path).read_bytes()
     except OSError as exc:

@@ -9,7 +9,7 @@ loss curves to ``out/demo_loss.png`` (and the figures to ``out/demo_results.json
 
 Usage::
 
-    python -m demo.digits [--workers 4] [--epochs 12] [--modes fp32,thc,sketch,lossless,fixed]
+    python -m hina.demo.digits [--workers 4] [--epochs 12] [--modes fp32,thc,sketch,lossless,fixed]
 """
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from hina import protocol as P
 
 from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
 
-ROOT = Path(__file__).resolve().parents[1]
 MODES = ("fp32", "thc", "sketch", "lossless", "fixed")
 #: Ethernet + IPv4 + UDP bytes around every HINA message on the wire.
 L2_L4_BYTES = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
@@ -79,7 +78,7 @@ def make_model() -> nn.Module:
 
 def make_codec(mode: str, n_workers: int, rank: int):
     """The codec of ``mode``; the sketch is sized for >= 10x compression of the model."""
-    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchedSgdCodec, ThcCodec
+    from hina.worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchedSgdCodec, ThcCodec
     if mode == "thc":
         return ThcCodec(n_workers, rank=rank, seed=SEED)
     if mode == "sketch":
@@ -102,7 +101,7 @@ def _train_worker(rank: int, mode: str, seat: Optional[WorkerSeat], n_workers: i
                   device_kind: str = "cpu", hook: str = "async") -> None:
     """One DDP worker process (model, gradients and codec on ``device_kind``: "cpu", or "cuda"
     for GPU ``rank mod count``; gloo carries CUDA tensors too, so ranks may share a GPU)."""
-    from worker.ddp_hook import HinaState, hina_hook
+    from hina.worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(1)
     device = torch.device("cpu")
     if device_kind == "cuda":
@@ -243,7 +242,7 @@ def save_plot(results: list[RunResult], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m demo.digits", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m hina.demo.digits", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch", type=int, default=32)
@@ -260,7 +259,8 @@ def main(argv=None) -> int:
     parser.add_argument("--hook", choices=("async", "sync"), default="async",
                         help="the DDP hook hands buckets to the aggregation engine's thread "
                              "(async) or aggregates each inside the hook (sync: no overlap)")
-    parser.add_argument("--out", default=str(ROOT / "out"))
+    parser.add_argument("--out", default="out",
+                        help="folder for the loss plot and the JSON results (default: ./out)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device available")

@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from controller.jobs import JobManager
-from controller.p4runtime_client import SwitchConnection
+from hina.controller.jobs import JobManager
+from hina import programs
+from hina.controller.p4runtime_client import SwitchConnection
 from hina import pipeline
 from hina import protocol as P
-from softswitch.compiler import compile_file
-from softswitch.p4info import build_p4info
-from softswitch.p4runtime_server import make_device_config
+from hina.softswitch.compiler import compile_file
+from hina.softswitch.p4info import build_p4info
+from hina.softswitch.p4runtime_server import make_device_config
 
-ROOT = Path(__file__).resolve().parents[1]
-HINA_P4 = ROOT / "p4" / "hina.p4"
+HINA_P4 = programs.HINA_P4
 SWITCH_MAC = 0x0200000000FE
 SWITCH_IP = 0x0A0000FE            # 10.0.0.254
 _READY = "softswitch ready"
@@ -88,7 +88,7 @@ class LocalDeployment:
         self.switch_ports = ports[:n_workers]
         self.worker_ports = ports[n_workers:]
         self.grpc_addr = f"127.0.0.1:{free_tcp_port()}"
-        cmd = [sys.executable, "-m", "softswitch", "--no-p4", "--grpc-server-addr", self.grpc_addr,
+        cmd = [sys.executable, "-m", "hina.softswitch", "--no-p4", "--grpc-server-addr", self.grpc_addr,
                "--log-level", "warn"]
         for w in range(n_workers):
             cmd += ["-i", f"{w + 1}@udp:127.0.0.1:{self.switch_ports[w]}"
@@ -100,7 +100,7 @@ class LocalDeployment:
         self.log_path = log_file or tempfile.mkstemp(prefix="softswitch-", suffix=".log")[1]
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
-                                     cwd=ROOT, start_new_session=True)
+                                     start_new_session=True)
         self._wait_ready()
         self.conn = SwitchConnection(self.grpc_addr)
         self.conn.set_pipeline(build_p4info(self.program.info), make_device_config(self.program))
@@ -159,8 +159,8 @@ class LocalDeployment:
 
 def connect_worker(seat: WorkerSeat, **transport_kwargs):
     """The worker side: a FrameLink and Transport for ``seat`` (call in the worker process)."""
-    from worker.link import Endpoint, FrameLink
-    from worker.transport import JobParams, Transport
+    from hina.worker.link import Endpoint, FrameLink
+    from hina.worker.transport import JobParams, Transport
 
     link = FrameLink(Endpoint(seat.mac, seat.ip, seat.udp_port),
                      Endpoint(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE),

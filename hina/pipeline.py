@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from softswitch.api import ActionCall, Exact, Replica, TableEntry
+from hina.softswitch.api import ActionCall, Exact, Replica, TableEntry
 
 from . import protocol as P
 

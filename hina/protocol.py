@@ -75,7 +75,7 @@ THC_INDEX_BITS = 4
 #: Entries of a THC table (2 ** THC_INDEX_BITS).
 THC_TABLE_SIZE = 1 << THC_INDEX_BITS
 #: The THC table the controller installs and the codec uses unless told otherwise: the output of
-#: ``python -m worker.codecs.thc_table`` for b=4, g=30, T=2.1539 (lower expected error than the
+#: ``python -m hina.worker.codecs.thc_table`` for b=4, g=30, T=2.1539 (lower expected error than the
 #: published THC table, PUBLISHED in ``worker.codecs.thc_table``; a test checks the optimiser
 #: still produces it).
 THC_DEFAULT_TABLE = (0, 3, 5, 7, 9, 11, 13, 15, 16, 17, 19, 21, 23, 25, 27, 30)

@@ -45,16 +45,6 @@ def mininet_missing() -> str | None:
     return None
 
 
-def _import_project() -> None:
-    """Make ``hina_mn`` (this folder) and the project importable, in that order of need."""
-    for path in (str(HERE), str(ROOT)):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    # This folder is named like Debian's package; as a package it would hide Mininet.
-    if (HERE / "__init__.py").exists():
-        raise SystemExit(f"{HERE / '__init__.py'} must not exist: it would hide Debian's Mininet")
-
-
 def project_missing() -> str | None:
     """Why the project's own dependencies cannot be imported (None when they can)."""
     try:
@@ -69,9 +59,9 @@ def project_missing() -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hina_mn.switches import LOG_LEVELS, TARGETS
-    from hina_mn.topo import LOSS_METHODS
-    from hina_mn.workloads import CODECS
+    from hina.mininet.switches import LOG_LEVELS, TARGETS
+    from hina.mininet.topo import LOSS_METHODS
+    from hina.mininet.workloads import CODECS
     p = argparse.ArgumentParser(prog="mininet/run.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=list(TARGETS), default="embedded",
                    help="the switch: the embedded target (softswitch) or BMv2 "
@@ -142,16 +132,15 @@ def print_reports(reports, counters: dict, extra: dict) -> None:
 
 
 def main(argv=None) -> int:
-    _import_project()
     why = mininet_missing() or project_missing()
     if why:
         print(f"mininet/run.py: {why}", file=sys.stderr)
         return EXIT_FAILED
     parser = build_parser()
     args = parser.parse_args(argv)
-    from hina_mn import topo as T
-    from hina_mn.deploy import DeploymentError, HinaNetwork, resolve_loss_method
-    from hina_mn.workloads import CODECS
+    from hina.mininet import topo as T
+    from hina.mininet.deploy import DeploymentError, HinaNetwork, resolve_loss_method
+    from hina.mininet.workloads import CODECS
     codecs = [c for c in args.codec.split(",") if c]
     if not codecs or any(c not in CODECS for c in codecs):
         parser.error(f"--codec {args.codec}: choose from {','.join(CODECS)}")

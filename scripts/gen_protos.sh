@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Generate Python code for the project's own .proto files into hina/generated/ (gitignored).
+# Generate Python code for the project's own .proto files into hina/generated/ (committed: run
+# this after changing a .proto; tests/hina/test_packaging.py checks the two agree).
 #
 # Uses Debian's protoc (protobuf-compiler, 3.21.x) and grpc_python_plugin (protobuf-compiler-grpc):
 # their output imports under protobuf 3.20, the version p4runtime-shell pins, while current
@@ -13,7 +14,7 @@ for tool in protoc grpc_python_plugin; do
         exit 1
     fi
 done
-out=hina/generated
+out=${1:-hina/generated}
 mkdir -p "$out"
 protoc -I hina --python_out="$out" --grpc_out="$out" \
     --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" hina/jobservice.proto

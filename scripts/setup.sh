@@ -31,6 +31,4 @@ fi
 pip_install() { .venv/bin/pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
 pip_install torch==2.13.0
 pip_install -e ".[dev,demo]"
-# gRPC code of the project's own .proto files (the job service), generated here, not committed.
-bash scripts/gen_protos.sh
 .venv/bin/python -c "import torch, p4runtime_sh, scapy, lark, grpc, rich, sklearn, hina.generated.jobservice_pb2"

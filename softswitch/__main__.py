@@ -1,4 +1,4 @@
-"""``python -m softswitch``: the same as the ``softswitch`` console script."""
+"""``python -m hina.softswitch``: the same as the ``softswitch`` console script."""
 import sys
 
 from .cli import main

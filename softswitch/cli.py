@@ -292,7 +292,7 @@ def run_stf_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of the ``softswitch`` console script and ``python -m softswitch``."""
+    """Entry point of the ``softswitch`` console script and ``python -m hina.softswitch``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         command, argv = argv[0], argv[1:]

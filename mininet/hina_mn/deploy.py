@@ -15,6 +15,7 @@ Example::
     ...     print(hn.counters())
 """
 from __future__ import annotations
+from hina import programs
 
 import atexit
 import functools
@@ -35,11 +36,12 @@ from mininet.log import info, warn
 from mininet.net import Mininet
 
 from . import topo as T
-from .switches import ROOT, TARGETS, P4ProcessSwitch
+from .switches import TARGETS, P4ProcessSwitch
 from .workloads import thc_table
 
-HINA_P4 = ROOT / "p4" / "hina.p4"
-HOST_WORKER = ROOT / "mininet" / "host_worker.py"
+HINA_P4 = programs.HINA_P4
+#: the agent every worker host runs (``python -m hina.mininet.host_worker``)
+HOST_WORKER = "hina.mininet.host_worker"
 PYTHON = sys.executable
 SWITCH_IP = "10.0.0.254"
 SWITCH_MAC = "02:00:00:00:00:fe"
@@ -239,7 +241,7 @@ class HinaNetwork:
                     info(f"{name}$ {command}\n{out}")
 
     def _push_pipeline(self) -> None:
-        from controller.p4runtime_client import SwitchConnection
+        from hina.controller.p4runtime_client import SwitchConnection
         p4info, device_config = compile_pipeline(self.target, self.words)
         info(f"*** Pushing {HINA_P4.name} to {self.switch.name} ({self.switch.grpc_address})\n")
         if self.conn is None:
@@ -250,17 +252,17 @@ class HinaNetwork:
     def worker_config(self, rank: int):
         """Worker ``rank`` as the controller knows it: its data interface's MAC and IPv4
         address, the HINA UDP port, and the switch port its link ends on."""
-        from controller.config import WorkerConfig
+        from hina.controller.config import WorkerConfig
         data = self.data_intf(self.workers[rank])
         peer = data.link.intf2 if data.link.intf1 is data else data.link.intf1
         return WorkerConfig(ip=data.IP(), udp_port=WORKER_UDP_PORT,
                             port=self.switch.ports[peer], mac=data.MAC())
 
     def _create_job(self) -> None:
-        from controller.config import ConfigError, JobConfig
-        from controller.jobs import JobError, JobManager
-        from controller.state import ControllerState
-        from controller.target import PipelineConfig, register_access
+        from hina.controller.config import ConfigError, JobConfig
+        from hina.controller.jobs import JobError, JobManager
+        from hina.controller.state import ControllerState
+        from hina.controller.target import PipelineConfig, register_access
         config = JobConfig(job_id=self.job_id, codec=JOB_CODEC,
                            workers=tuple(self.worker_config(r) for r in range(len(self.workers))),
                            n_slots=self.n_slots, reg_base=0, words=self.words,
@@ -290,7 +292,7 @@ class HinaNetwork:
         """The ``hina-ctl`` command line that inspects this network's switch, e.g.
         ``hn.ctl_command("counters", "--json")`` (read commands work beside the launcher's
         primary connection)."""
-        cmd = [PYTHON, "-m", "controller.cli", "--switch", self.switch.grpc_address,
+        cmd = [PYTHON, "-m", "hina.controller.cli", "--switch", self.switch.grpc_address,
                "--device-id", str(self.switch.device_id), "--state", str(self.ctl_state),
                "--log-file", str(self.log_dir / "hina-ctl.log")]
         if self.target == "bmv2":
@@ -310,7 +312,7 @@ class HinaNetwork:
                        give_up_s: float = 30.0, min_rto: Optional[float] = None) -> list[str]:
         host = self.workers[rank]
         data = self.data_intf(host)
-        cmd = [PYTHON, str(HOST_WORKER), "--rank", str(rank), "--workers", str(len(self.workers)),
+        cmd = [PYTHON, "-m", HOST_WORKER, "--rank", str(rank), "--workers", str(len(self.workers)),
                "--job-id", str(self.job_id), "--slots", str(self.n_slots),
                "--words", str(self.words), "--thc-table", ",".join(map(str, thc_table())),
                "--bind", f"{data.IP()}:{WORKER_UDP_PORT}",
@@ -340,7 +342,7 @@ class HinaNetwork:
             err = open(self.log_dir / f"{host.name}.err", "w")
             env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
                        **{NETWORK_ENV: self.topo.aggregator})
-            proc = host.popen(cmd, stdout=out, stderr=err, cwd=str(ROOT), env=env)
+            proc = host.popen(cmd, stdout=out, stderr=err, env=env)
             out.close()
             err.close()
             procs.append(proc)
@@ -459,8 +461,8 @@ def compile_pipeline(target: str, words: int):
     Raises:
         DeploymentError: the program does not compile, or p4c is missing (for BMv2).
     """
-    from controller.config import ConfigError
-    from controller.target import PipelineConfig
+    from hina.controller.config import ConfigError
+    from hina.controller.target import PipelineConfig
     try:
         return PipelineConfig(target=target, p4=str(HINA_P4),
                               defines={"HINA_WORDS": str(words)}).build()

@@ -1,6 +1,6 @@
 """Mininet switch classes that run a P4 target as one process on the switch's interfaces.
 
-* :class:`SoftSwitch`: the embedded target, ``python -m softswitch --no-p4 -i 1@s1-eth1 ...``.
+* :class:`SoftSwitch`: the embedded target, ``python -m hina.softswitch --no-p4 -i 1@s1-eth1 ...``.
 * :class:`Bmv2Switch`: BMv2's ``simple_switch_grpc``, started by
   :class:`controller.bmv2.Bmv2Process` (the options of the p4lang tutorials' ``P4RuntimeSwitch``:
   gRPC and Thrift ports, device id, log and pcap).
@@ -32,10 +32,9 @@ from typing import Optional
 from mininet.log import debug, info
 from mininet.node import Switch
 
-from controller.bmv2 import free_tcp_port
+from hina.controller.bmv2 import free_tcp_port
 from hina.procs import with_parent_death_signal
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The interpreter that runs the embedded target (the one running Mininet: the project's venv).
 PYTHON = sys.executable
 BMV2_BINARY = "simple_switch_grpc"
@@ -121,7 +120,7 @@ class P4ProcessSwitch(Switch):
             info(f"*** Starting {self.target} switch {self.name}: {' '.join(cmd)}\n")
             with open(self.log_path, "w") as log:
                 self.proc = subprocess.Popen(with_parent_death_signal(cmd), stdout=log,
-                                             stderr=subprocess.STDOUT, cwd=ROOT,
+                                             stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 self._wait_ready()
@@ -196,7 +195,7 @@ class SoftSwitch(P4ProcessSwitch):
         self.loss, self.loss_seed = loss, loss_seed
 
     def command(self) -> list[str]:
-        cmd = [PYTHON, "-m", "softswitch", "--no-p4", "--grpc-server-addr", self.grpc_address,
+        cmd = [PYTHON, "-m", "hina.softswitch", "--no-p4", "--grpc-server-addr", self.grpc_address,
                "--device-id", str(self.device_id), "--log-level", self.log_level]
         for port, intf in sorted(self.dataplane_ports().items()):
             cmd += ["-i", f"{port}@{intf}"]
@@ -259,7 +258,7 @@ class Bmv2Switch(P4ProcessSwitch):
         return list(self.process.proc.args)
 
     def start(self, controllers) -> None:
-        from controller.bmv2 import Bmv2Error, Bmv2Process
+        from hina.controller.bmv2 import Bmv2Error, Bmv2Process
         self._prepare()
         info(f"*** Starting bmv2 switch {self.name} on {self.dataplane_ports()}\n")
         try:

@@ -64,14 +64,14 @@ def sketch_columns(size: int) -> int:
 
 def thc_table() -> tuple[int, ...]:
     """The THC table the job installs and every THC codec uses."""
-    from worker.codecs import DEFAULT_TABLE
+    from hina.worker.codecs import DEFAULT_TABLE
     return tuple(DEFAULT_TABLE)
 
 
 def make_codec(name: str, n_workers: int, rank: int, seed: int, size: int):
     """The codec of ``name`` for worker ``rank`` and ``size`` coordinates (None for ``sum``:
     raw SUM lanes)."""
-    from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
+    from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
                                SketchedSgdCodec, ThcCodec)
     if name == "sum":
         return None
@@ -96,7 +96,7 @@ def make_ddp_codec(name: str, n_workers: int, rank: int, seed: int):
     momentum in sketch space (the optimiser then adds none); ``sketched_sgd`` is the demo's
     ``sketch`` mode (3 x 128 sketch, 2560 candidates, 8 hash seeds).
     """
-    from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
+    from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
                                SketchedSgdCodec, ThcCodec)
     if name == "sketched_sgd":
         return SketchedSgdCodec(n_workers, rows=3, columns=128, k=2560, sketch_bits=10,
@@ -155,7 +155,7 @@ def evaluate(name: str, result, n_workers: int, size: int, seed: int) -> dict:
     elif name == "lossless":
         metrics["ok"] = metrics["max_abs_err"] < BOUNDS["lossless_max_err"]
     elif name == "sketched_sgd":
-        from worker.codecs import reference_allreduce
+        from hina.worker.codecs import reference_allreduce
         codecs = [make_codec(name, n_workers, r, seed, size) for r in range(n_workers)]
         reference = reference_allreduce(codecs, inputs)[0]
         heavy = set(_heavy(size, seed).tolist())

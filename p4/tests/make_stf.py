@@ -6,7 +6,6 @@ committed; rerun this script after a protocol change.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,9 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw, raw
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from hina import pipeline  # noqa: E402
-from hina import protocol as P  # noqa: E402
-from hina.layers import HINA  # noqa: E402
+from hina import pipeline
+from hina import protocol as P
+from hina.layers import HINA
 
 HERE = Path(__file__).resolve().parent
 SWITCH_MAC, SWITCH_IP = 0x0200000000FE, 0x0A0000FE

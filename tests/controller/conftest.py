@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from controller.target import PipelineConfig
+from hina.controller.target import PipelineConfig
 from ctlutil import TEST_DEFINES, Bmv2PortSwitch, EmbeddedSwitch, bmv2_ports_missing
 from pkiutil import Pki, make_pki
 
@@ -37,7 +37,7 @@ def embedded_pipeline() -> PipelineConfig:
 @pytest.fixture(scope="session")
 def bmv2_pipeline() -> PipelineConfig:
     """The HINA program for BMv2, compiled by p4c-bm2-ss once (then from the cache)."""
-    from controller.bmv2 import missing
+    from hina.controller.bmv2 import missing
     reason = missing()
     if reason:
         pytest.skip(reason)
@@ -59,7 +59,7 @@ def embedded_switch() -> Iterator[EmbeddedSwitch]:
 def bmv2_switch():
     """``simple_switch_grpc --no-p4`` without ports (:class:`controller.bmv2.Bmv2Process`:
     free gRPC and Thrift ports, both answering when this yields)."""
-    from controller.bmv2 import Bmv2Process, missing
+    from hina.controller.bmv2 import Bmv2Process, missing
     reason = missing()
     if reason:
         pytest.skip(reason)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from controller.config import JobConfig, WorkerConfig
+from hina.controller.config import JobConfig, WorkerConfig
 
 #: Tests compile the program with 64 words: half the LUT entries and lane registers of the
 #: default, same code paths.
@@ -80,9 +80,9 @@ class EmbeddedSwitch:
     def _start(self) -> None:
         """Start the switch; the first start binds its ports where the OS picks, a restart the
         same ones again."""
-        from softswitch.p4runtime_server import serve
-        from softswitch.ports import UdpPort
-        from softswitch.switch import Switch
+        from hina.softswitch.p4runtime_server import serve
+        from hina.softswitch.ports import UdpPort
+        from hina.softswitch.switch import Switch
         self.switch = Switch(device_id=0)
         first = not self.switch_ports
         for i in range(self.n_ports):
@@ -124,7 +124,7 @@ class EmbeddedSwitch:
         """The worker's ``FrameLink`` through its tunnel (any ``WorkerConfig`` of this switch:
         a test may change its address to play a stranger)."""
         from hina import protocol as P
-        from worker.link import Endpoint, FrameLink
+        from hina.worker.link import Endpoint, FrameLink
         local, remote = worker.tunnel_local.rpartition(":"), worker.tunnel_switch.rpartition(":")
         return FrameLink(Endpoint.make(worker.mac, worker.ip, worker.udp_port),
                          Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE),
@@ -132,7 +132,7 @@ class EmbeddedSwitch:
 
     @staticmethod
     def registers(conn):
-        from controller.target import P4RuntimeRegisters
+        from hina.controller.target import P4RuntimeRegisters
         return P4RuntimeRegisters(conn)
 
 
@@ -216,8 +216,8 @@ class Bmv2PortSwitch:
     pipeline = None         # the PipelineConfig for it (traffic_switch sets it)
 
     def __init__(self, n_ports: int = 2):
-        from controller.bmv2 import Bmv2Process
-        from controller.bmv2_dataplane import VethPorts, sweep_stale
+        from hina.controller.bmv2 import Bmv2Process
+        from hina.controller.bmv2_dataplane import VethPorts, sweep_stale
         sweep_stale()
         self.veths = VethPorts(range(1, n_ports + 1))
         self._interfaces = {p: self.veths.switch(p) for p in self.veths.ports}
@@ -238,7 +238,7 @@ class Bmv2PortSwitch:
     def restart(self) -> None:
         """A switch restart: a fresh ``simple_switch_grpc`` on the same ports (new gRPC and
         Thrift ports: read ``address`` and ``thrift_port`` again)."""
-        from controller.bmv2 import Bmv2Process
+        from hina.controller.bmv2 import Bmv2Process
         self.process.stop()
         self.process = Bmv2Process(self._interfaces)
 
@@ -265,7 +265,7 @@ class Bmv2PortSwitch:
         return VethLink(worker, self.veths.host(worker.port))
 
     def registers(self, conn):
-        from controller.target import ThriftRegisters
+        from hina.controller.target import ThriftRegisters
         return ThriftRegisters(self.thrift_port, use_cli=False)
 
 
@@ -301,8 +301,8 @@ def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0,
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from worker.jobclient import JobClient
-    from worker.transport import allreduce
+    from hina.worker.jobclient import JobClient
+    from hina.worker.transport import allreduce
     n_workers = len(steps[0])
 
     def worker(_):
@@ -325,7 +325,7 @@ def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0,
 
 def bmv2_ports_missing() -> Optional[str]:
     """Why :class:`Bmv2PortSwitch` cannot run here (one line), or ``None``."""
-    from controller.bmv2 import missing
+    from hina.controller.bmv2 import missing
     reason = missing()
     if reason is None and os.geteuid() != 0:
         reason = "BMv2 with ports needs root (veth pairs, raw sockets)"

@@ -27,9 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 N_WORKERS = 3
 NUMEL = 300
 
@@ -58,7 +55,7 @@ class PausingLink:
 
     def send(self, message) -> None:
         from hina import protocol as P
-        from worker.packetizer import parse_header
+        from hina.worker.packetizer import parse_header
         if self.after is not None and parse_header(message)["op"] != P.Op.MAX:
             if self.sent >= self.after:
                 emit(event="paused")
@@ -75,7 +72,7 @@ class PausingLink:
 
 
 def _join(args):
-    from worker.jobclient import JobClient
+    from hina.worker.jobclient import JobClient
     client = JobClient(args.controller, token_file=args.token_file)
     try:     # a killed worker's seat is free once its lease ran out: wait for it
         return client, client.join(args.job, args.ip, args.udp_port, wait_s=args.join_timeout)
@@ -102,8 +99,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from worker.agent import allreduce_following, seat_from_env
-    from worker.transport import Transport
+    from hina.worker.agent import allreduce_following, seat_from_env
+    from hina.worker.transport import Transport
     torch.set_num_threads(1)
     client = None
     if args.env:

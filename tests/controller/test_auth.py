@@ -31,15 +31,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.jobservice import serve
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
-from controller.state import ControllerState
-from controller.tokens import TokenStore, tokens_path
+from hina.controller.jobservice import serve
+from hina.controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
+from hina.controller.state import ControllerState
+from hina.controller.tokens import TokenStore, tokens_path
 from ctlutil import free_port, wait_for
 from hina.generated import jobservice_pb2 as pb
 from hina.generated import jobservice_pb2_grpc as pb_grpc
 from hina.tls import ClientTls, ServerTls
-from worker.jobclient import TOKEN_ENV, JobClient, JobServiceError
+from hina.worker.jobclient import TOKEN_ENV, JobClient, JobServiceError
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
@@ -92,7 +92,7 @@ def _still_serves(address: str) -> None:
 
 def _ctl(switch: str, state: Path, *args: str, bmv2=None) -> list[str]:
     extra = [] if bmv2 is None else ["--target", "bmv2", "--thrift-port", str(bmv2.thrift_port)]
-    return [sys.executable, "-m", "controller.cli", "--switch", switch, "--state", str(state),
+    return [sys.executable, "-m", "hina.controller.cli", "--switch", switch, "--state", str(state),
             "--timeout", "3", *extra, *args]
 
 
@@ -307,7 +307,7 @@ def test_hina_ctl_issues_prints_rotates_and_deletes_tokens(embedded_switch, embe
 def test_hina_worker_token_sources(service, tmp_path):
     token_file = tmp_path / "t"
     token_file.write_text(TOKEN + "\n")
-    base = [sys.executable, "-m", "worker.cli", "join", "--controller", service, "--job", "1"]
+    base = [sys.executable, "-m", "hina.worker.cli", "join", "--controller", service, "--job", "1"]
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     for extra, extra_env in [(["--token-file", str(token_file)], {}), (["--token", TOKEN], {}),
                              ([], {TOKEN_ENV: TOKEN})]:
@@ -395,9 +395,9 @@ def test_tls_files_are_checked_when_loaded(pki, tmp_path):
 @pytest.fixture
 def tls_switch(pki):
     """The embedded switch behind a mutual-TLS P4Runtime server (clients: pki.client_*)."""
-    from softswitch.p4runtime_server import serve as serve_p4runtime
-    from softswitch.p4runtime_server import server_credentials
-    from softswitch.switch import Switch
+    from hina.softswitch.p4runtime_server import serve as serve_p4runtime
+    from hina.softswitch.p4runtime_server import server_credentials
+    from hina.softswitch.switch import Switch
     switch = Switch(device_id=0)
     address = f"127.0.0.1:{free_port()}"
     server = serve_p4runtime(switch, address, credentials=server_credentials(
@@ -439,7 +439,7 @@ def test_cli_flags_tls_end_to_end(pki, tls_switch, embedded_switch, tmp_path):
                              "--tls-client-ca", pki.ca))
     try:
         token = TokenStore(tokens_path(state))()[1]
-        worker = [sys.executable, "-m", "worker.cli", "join", "--controller", listen, "--job",
+        worker = [sys.executable, "-m", "hina.worker.cli", "join", "--controller", listen, "--job",
                   "1", "--token", token]
         ok = _run(worker + client + ["info"])
         assert ok.returncode == 0 and "job 1: worker 0 of 1" in ok.stdout, ok.stderr
@@ -454,7 +454,7 @@ def test_cli_flags_tls_end_to_end(pki, tls_switch, embedded_switch, tmp_path):
 
 def test_softswitch_serves_mutual_tls(pki, tmp_path):
     address = f"127.0.0.1:{free_port()}"
-    cmd = [sys.executable, "-m", "softswitch", "--no-p4", "--grpc-server-addr", address,
+    cmd = [sys.executable, "-m", "hina.softswitch", "--no-p4", "--grpc-server-addr", address,
            "--tls-cert", pki.server_cert, "--tls-key", pki.server_key]
     proc = subprocess.Popen(cmd + ["--tls-client-ca", pki.ca], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)

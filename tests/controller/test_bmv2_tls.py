@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
-from controller.state import ControllerState
+from hina.controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
+from hina.controller.state import ControllerState
 from ctlutil import TEST_WORDS, free_port
 from hina.tls import ClientTls, ServerTls
 
@@ -28,7 +28,7 @@ CLI_TIMEOUT_S = 120
 
 
 def _bmv2(tls: ServerTls):
-    from controller.bmv2 import Bmv2Process, missing
+    from hina.controller.bmv2 import Bmv2Process, missing
     reason = missing()
     if reason:
         pytest.skip(reason)
@@ -110,7 +110,7 @@ def test_tls_survives_a_restart_on_the_same_ports(pki, mtls_bmv2):
 # hina-ctl
 # ------------------------------------------------------------------------------------------------
 def _ctl(sw, state: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "controller.cli", "--switch", sw.address, "--state",
+    return [sys.executable, "-m", "hina.controller.cli", "--switch", sw.address, "--state",
             str(state), "--timeout", "5", "--target", "bmv2", "--thrift-port",
             str(sw.thrift_port), *args]
 

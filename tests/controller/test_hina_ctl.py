@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scapy.packet import raw
 
-from controller.p4runtime_client import SwitchConnection
+from hina.controller.p4runtime_client import SwitchConnection
 from ctlutil import TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads, wait_for
 from hina import protocol as P
 from hina.layers import HINA, HINAWords
@@ -35,7 +35,7 @@ class Ctl:
         address = sw if isinstance(sw, str) else sw.address
         bmv2 = [] if isinstance(sw, str) or sw.kind != "bmv2" else [
             "--target", "bmv2", "--thrift-port", str(sw.thrift_port)]
-        return [sys.executable, "-m", "controller.cli", "--switch", address, "--state",
+        return [sys.executable, "-m", "hina.controller.cli", "--switch", address, "--state",
                 str(self.state), "--timeout", "3", *bmv2]
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -199,9 +199,9 @@ def test_allreduce_after_switch_restart_and_resync(ctl, embedded_switch):
 
     import torch
 
-    from worker.codecs import ThcCodec, reference_allreduce
-    from worker.link import Endpoint, FrameLink
-    from worker.transport import JobParams, Transport, TransportTimeout, allreduce
+    from hina.worker.codecs import ThcCodec, reference_allreduce
+    from hina.worker.link import Endpoint, FrameLink
+    from hina.worker.transport import JobParams, Transport, TransportTimeout, allreduce
 
     sw, n = embedded_switch, 2
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
@@ -285,15 +285,15 @@ def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_p
 def test_cli_help_has_examples():
     for args in (["--help"], ["job", "create", "--help"], ["state", "--help"],
                  ["serve", "--help"], ["pipeline", "push", "--help"]):
-        out = subprocess.run([sys.executable, "-m", "controller.cli", *args], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "hina.controller.cli", *args], capture_output=True,
                              text=True, cwd=ROOT, timeout=CLI_TIMEOUT_S).stdout
         assert "example:" in out and "hina-ctl" in out, args
 
 
 def test_cli_serve_answers_workers(ctl, embedded_switch, tmp_path):
-    from controller.config import JobConfig
-    from controller.state import ControllerState
-    from worker.jobclient import JobClient
+    from hina.controller.config import JobConfig
+    from hina.controller.state import ControllerState
+    from hina.worker.jobclient import JobClient
     state = ControllerState(jobs={5: embedded_switch.job(job_id=5, n_workers=1)})
     state.save(tmp_path / "ctl.json")
     listen = f"127.0.0.1:{free_port()}"
@@ -322,7 +322,7 @@ def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
     ``hina-worker join ... bench`` runs it too."""
     import torch
 
-    from worker.codecs import SketchedSgdCodec, reference_allreduce
+    from hina.worker.codecs import SketchedSgdCodec, reference_allreduce
 
     sw, n = embedded_switch, 2
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
@@ -375,7 +375,7 @@ def test_cli_sketched_sgd_job_to_workers(ctl, embedded_switch, tmp_path):
         reset = ctl.run("--election-id", "2", "reset", "--job", "1")
         assert "zeroed" in reset.stdout
         workers = [subprocess.Popen(
-            [sys.executable, "-m", "worker.cli", "join", "--controller", listen, "--job", "1",
+            [sys.executable, "-m", "hina.worker.cli", "join", "--controller", listen, "--job", "1",
              "--token-file", str(token_file), "--barrier-timeout", "30", "bench", "--codec",
              "sketched_sgd", "--size", "500", "--rounds", "2", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from scapy.packet import raw
 
-from controller.config import ConfigError, JobConfig, WorkerConfig, parse_worker
-from controller.inspect import decode_lanes, job_progress, reason_counts, slot_state
-from controller.jobs import JobError, JobManager, UnknownJobError
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
-from controller.state import ControllerState
-from controller.target import PipelineConfig, ThriftRegisters
+from hina.controller.config import ConfigError, JobConfig, WorkerConfig, parse_worker
+from hina.controller.inspect import decode_lanes, job_progress, reason_counts, slot_state
+from hina.controller.jobs import JobError, JobManager, UnknownJobError
+from hina.controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
+from hina.controller.state import ControllerState
+from hina.controller.target import PipelineConfig, ThriftRegisters
 from hina import pipeline
 from hina import protocol as P
 from hina.layers import HINA, HINAThc, HINAWords, pack_nibbles
@@ -397,7 +397,7 @@ def test_bmv2_job_lifecycle_and_register_paths(bmv2_switch, bmv2_pipeline):
     zeroed through BMv2's Thrift runtime in process and through the real ``simple_switch_CLI``
     (the fallback), which must agree: unsigned values, whole arrays, errors that name the
     register."""
-    from controller.bmv2 import Bmv2Thrift
+    from hina.controller.bmv2 import Bmv2Thrift
     with SwitchConnection(bmv2_switch.address) as conn:
         conn.set_pipeline(*bmv2_pipeline.build())
         via_thrift = ThriftRegisters(bmv2_switch.thrift_port, use_cli=False)
@@ -489,7 +489,7 @@ echo "RuntimeCmd: "
 def test_thrift_registers_speak_simple_switch_cli(tmp_path, monkeypatch):
     """The fallback path (no Thrift modules): one ``register_read NAME`` per register for any
     number of its cells, whole-array answers parsed, one ``register_write`` per zeroed cell."""
-    import controller.target as target
+    import hina.controller.target as target
     cli = tmp_path / "simple_switch_CLI"
     cli.write_text(FAKE_CLI)
     cli.chmod(0o755)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from controller.jobs import JobManager
-from controller.jobservice import serve
-from controller.p4runtime_client import SwitchConnection
+from hina.controller.jobs import JobManager
+from hina.controller.jobservice import serve
+from hina.controller.p4runtime_client import SwitchConnection
 from ctlutil import SKETCHED_SGD, TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads
-from worker.jobclient import TOKEN_ENV, JobClient, JobServiceError, Seat
+from hina.worker.jobclient import TOKEN_ENV, JobClient, JobServiceError, Seat
 
 N_WORKERS = 3
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_barrier_timeout_leave_and_lease(service, embedded_switch):
 def test_workers_aggregate_with_what_the_service_gave_them(service, embedded_switch,
                                                            embedded_pipeline):
     """End to end: job installed by the controller, parameters from the service, allreduce."""
-    from worker.transport import allreduce
+    from hina.worker.transport import allreduce
     address, jobs, _ = service
     with SwitchConnection(embedded_switch.address) as conn:
         conn.set_pipeline(*embedded_pipeline.build())
@@ -144,7 +144,7 @@ def test_sketched_sgd_workers_aggregate_like_the_reference(service, embedded_swi
     """A sketched_sgd job (k as a fraction of the bucket): every worker gets a SketchedSgdCodec
     with the job's parameters, and both rounds through the switch give, step after step (hash
     rotation, error feedback), exactly what reference_allreduce gives fresh codecs."""
-    from worker.codecs import SketchedSgdCodec, reference_allreduce
+    from hina.worker.codecs import SketchedSgdCodec, reference_allreduce
     address, jobs, _ = service
     with SwitchConnection(embedded_switch.address) as conn:
         conn.set_pipeline(*embedded_pipeline.build())
@@ -197,7 +197,7 @@ def test_sketched_sgd_seat_needs_its_parameters(service, embedded_switch):
 
 
 def _hina_worker(address: str, job_id: int, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "worker.cli", "join", "--controller", address,
+    return subprocess.Popen([sys.executable, "-m", "hina.worker.cli", "join", "--controller", address,
                              "--job", str(job_id), "--barrier-timeout", "30", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -239,7 +239,7 @@ class PersistedService:
     that moves the job's generation in the file as ``SwitchKeeper.bump`` does (no switch)."""
 
     def __init__(self, path, config, lease_s: float):
-        from controller.state import ControllerState
+        from hina.controller.state import ControllerState
         self.path, self.lease_s = path, lease_s
         ControllerState(None, {config.job_id: config}).save(path)
         self.address = f"127.0.0.1:{free_port()}"
@@ -248,7 +248,7 @@ class PersistedService:
         self.start()
 
     def bump(self, job_id: int, cause: str) -> int:
-        from controller.state import ControllerState
+        from hina.controller.state import ControllerState
         state = ControllerState.load(self.path)
         job = state.jobs[job_id]
         state.jobs[job_id] = job.replace(generation=job.generation + 1, generation_cause=cause)
@@ -257,7 +257,7 @@ class PersistedService:
         return job.generation + 1
 
     def start(self) -> None:
-        from controller.jobservice import StateFileJobs
+        from hina.controller.jobservice import StateFileJobs
         self.server = serve(StateFileJobs(self.path), self.address, lease_s=self.lease_s,
                             tokens=lambda: {1: SERVICE_TOKEN}, generation_bumper=self.bump)
 
@@ -266,7 +266,7 @@ class PersistedService:
         self.start()
 
     def generation(self) -> int:
-        from controller.state import ControllerState
+        from hina.controller.state import ControllerState
         return ControllerState.load(self.path).jobs[1].generation
 
     def close(self) -> None:
@@ -382,7 +382,7 @@ def test_a_restarted_worker_passes_a_barrier_the_others_passed(persisted):
 def test_seat_records_survive_other_writers_of_the_state_file(persisted):
     """A ``hina-ctl`` command that loaded the state file before a Join and saves it after keeps
     the Join's record; a deleted job's records go with it."""
-    from controller.state import ControllerState
+    from hina.controller.state import ControllerState
     loaded = ControllerState.load(persisted.path)
     a = persisted.client()
     a.join(1)

@@ -28,15 +28,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from controller.jobs import JobManager
-from controller.jobservice import StateFileJobs, serve
-from controller.p4runtime_client import SwitchConnection
-from controller.primary import PrimaryHold
-from controller.restarts import SwitchKeeper
-from controller.state import ControllerState
+from hina.controller.jobs import JobManager
+from hina.controller.jobservice import StateFileJobs, serve
+from hina.controller.p4runtime_client import SwitchConnection
+from hina.controller.primary import PrimaryHold
+from hina.controller.restarts import SwitchKeeper
+from hina.controller.state import ControllerState
 from ctlutil import free_port, wait_for
-from worker.agent import allreduce_following
-from worker.jobclient import JobClient
+from hina.worker.agent import allreduce_following
+from hina.worker.jobclient import JobClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "restart-test-token"
@@ -216,7 +216,7 @@ def test_a_crashed_worker_restarts_and_survivors_follow(controller):
             except Exception:
                 pass
     assert controller.job().generation == 2
-    shown = subprocess.run([sys.executable, "-m", "controller.cli", "--switch",
+    shown = subprocess.run([sys.executable, "-m", "hina.controller.cli", "--switch",
                             controller.switch.address, "--state", str(controller.state_path),
                             "job", "show", str(JOB), "--json"], capture_output=True, text=True,
                            cwd=ROOT, timeout=CLI_TIMEOUT_S)
@@ -224,7 +224,7 @@ def test_a_crashed_worker_restarts_and_survivors_follow(controller):
     assert data["generation"] == 2
     cause = data["generation_cause"]
     assert f"worker {crashed.index} restarted" in cause and "timed out" in cause, cause
-    text = subprocess.run([sys.executable, "-m", "controller.cli", "--state",
+    text = subprocess.run([sys.executable, "-m", "hina.controller.cli", "--state",
                            str(controller.state_path), "job", "show", str(JOB)],
                           capture_output=True, text=True, cwd=ROOT, timeout=CLI_TIMEOUT_S)
     assert "generation cause" in text.stdout and "timed out" in text.stdout
@@ -310,7 +310,7 @@ def test_a_result_split_by_a_switch_restart_is_refused_not_mixed(controller):
     NOTICE at once; the first call of the new generation finds worker 0 at step 0 and the others
     at step 1: worker 0's step 0 is refused (CallMismatch, it is behind), not summed with their
     step 1, and no worker waits its give-up time. Every worker is then exact in step 1."""
-    from worker.transport import CallMismatch
+    from hina.worker.transport import CallMismatch
     workers = [Worker(controller.address, give_up_s=30.0) for _ in range(N_WORKERS)]
     try:
         deaf = _Deaf(workers[0].transport.link)
@@ -354,7 +354,7 @@ def test_hina_ctl_serve_bumps_a_rerun_job(embedded_switch, embedded_pipeline, tm
         config = JobManager(conn).create_job(embedded_switch.job(job_id=JOB,
                                                                  n_workers=N_WORKERS))
     ControllerState(embedded_pipeline, {JOB: config}).save(state)
-    ctl = [sys.executable, "-m", "controller.cli", "--switch", embedded_switch.address,
+    ctl = [sys.executable, "-m", "hina.controller.cli", "--switch", embedded_switch.address,
            "--state", str(state), "--timeout", "3"]
     token = tmp_path / "token"
     subprocess.run(ctl + ["job", "token", str(JOB), "--token-file", str(token)], check=True,
@@ -484,7 +484,7 @@ def _worker_argv(controller, token: Path, out: Path, index: int, *extra: str) ->
 def _run_agent_argv(controller, token: Path, out: Path, index: int, *extra: str) -> list[str]:
     """``hina-worker join ... run -- python restart_worker.py --env ...`` for seat ``index``."""
     w = controller.switch.worker(index)
-    return [sys.executable, "-m", "worker.cli", "join", "--controller", controller.address,
+    return [sys.executable, "-m", "hina.worker.cli", "join", "--controller", controller.address,
             "--job", str(JOB), "--token-file", str(token), "--ip", w.ip, "--udp-port",
             str(w.udp_port), "run", "--", sys.executable, str(SCRIPT), "--env", "--out", str(out),
             "--give-up", "30", *extra]
@@ -533,7 +533,7 @@ def _kill_mid_step(spawn, argv_of, leader_only: bool = False) \
 
 
 def _job_show(controller) -> dict:
-    shown = subprocess.run([sys.executable, "-m", "controller.cli", "--switch",
+    shown = subprocess.run([sys.executable, "-m", "hina.controller.cli", "--switch",
                             controller.switch.address, "--state", str(controller.state_path),
                             "job", "show", str(JOB), "--json"], capture_output=True, text=True,
                            cwd=ROOT, timeout=CLI_TIMEOUT_S)

@@ -31,20 +31,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from controller.config import JobConfig
-from controller.jobs import JobManager
-from controller.jobservice import StateFileJobs, serve
-from controller.p4runtime_client import SwitchConnection
-from controller.primary import PrimaryHold
-from controller.restarts import SwitchKeeper
-from controller.state import ControllerState
-from controller.target import register_access
-from controller.tokens import TokenStore, tokens_path
+from hina.controller.config import JobConfig
+from hina.controller.jobs import JobManager
+from hina.controller.jobservice import StateFileJobs, serve
+from hina.controller.p4runtime_client import SwitchConnection
+from hina.controller.primary import PrimaryHold
+from hina.controller.restarts import SwitchKeeper
+from hina.controller.state import ControllerState
+from hina.controller.target import register_access
+from hina.controller.tokens import TokenStore, tokens_path
 from ctlutil import TEST_WORDS, bmv2_ports_missing, free_port, wait_for
 from hina.tls import ClientTls, ServerTls
-from worker.agent import allreduce_following
-from worker.jobclient import JobClient
-from worker.link import Endpoint
+from hina.worker.agent import allreduce_following
+from hina.worker.jobclient import JobClient
+from hina.worker.link import Endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "bmv2-restart-test-token"
@@ -80,7 +80,7 @@ def bmv2_ports(tmp_path):
     reason = bmv2_ports_missing()
     if reason:
         pytest.skip(reason)
-    from controller.faultsuite_procs import Bmv2SwitchProcess
+    from hina.controller.faultsuite_procs import Bmv2SwitchProcess
     sw = Bmv2SwitchProcess(N_WORKERS, tmp_path)
     try:
         yield sw
@@ -138,8 +138,8 @@ class Worker:
 
     def __init__(self, address: str, sw, heartbeat: bool = True, token: str = TOKEN,
                  timeout: float = 30.0):
-        from controller.faultsuite_procs import VethFrameLink
-        from worker.transport import Transport
+        from hina.controller.faultsuite_procs import VethFrameLink
+        from hina.worker.transport import Transport
         self.client = JobClient(address, token=token, heartbeat=heartbeat, timeout=5)
         deadline = time.monotonic() + timeout
         while True:           # the seat of a crashed worker is free once its lease ran out
@@ -290,7 +290,7 @@ def test_hina_ctl_serve_reinstalls_a_killed_bmv2_over_mutual_tls(pki, bmv2_pipel
     reason = bmv2_ports_missing()
     if reason:
         pytest.skip(reason)
-    from controller.faultsuite_procs import Bmv2SwitchProcess
+    from hina.controller.faultsuite_procs import Bmv2SwitchProcess
     sw = Bmv2SwitchProcess(N_WORKERS, tmp_path, tls=ServerTls(pki.server_cert, pki.server_key,
                                                               client_ca=pki.ca))
     client = ClientTls(pki.ca, pki.client_cert, pki.client_key)
@@ -302,7 +302,7 @@ def test_hina_ctl_serve_reinstalls_a_killed_bmv2_over_mutual_tls(pki, bmv2_pipel
         token = TokenStore(tokens_path(state)).issue(JOB)
         listen = f"127.0.0.1:{free_port()}"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "--switch", sw.address, "--state",
+            [sys.executable, "-m", "hina.controller.cli", "--switch", sw.address, "--state",
              str(state), "--timeout", "5", "--target", "bmv2", "--thrift-port",
              str(sw.thrift_port), "--tls-ca", pki.ca, "--tls-client-cert", pki.client_cert,
              "--tls-client-key", pki.client_key, "serve", "--listen", listen, "--lease", "2"],

@@ -9,7 +9,7 @@ import argparse
 
 import pytest
 
-from demo.digits import run_modes
+from hina.demo.digits import run_modes
 
 WORKERS = 4
 

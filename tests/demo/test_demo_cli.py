@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "demo.digits", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hina.demo.digits", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import faultsuite as F
+from hina.controller import faultsuite as F
 from hina.faults import MUTATIONS
 
 QUICK = F.COUNTS["quick"]

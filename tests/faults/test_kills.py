@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import faultsuite_kills as K
+from hina.controller import faultsuite_kills as K
 
 QUICK = K.KILL_COUNTS["quick"]
 
@@ -60,7 +60,7 @@ def test_killed_switch_embedded(no_leftovers):
 
 
 def test_killed_switch_bmv2(no_leftovers):
-    from controller.bmv2_dataplane import leftovers
+    from hina.controller.bmv2_dataplane import leftovers
     why = K.bmv2_missing()
     if why is not None:
         pytest.skip(f"BMv2 not installed: {why}")

@@ -13,7 +13,7 @@ from scapy.layers.l2 import Ether
 
 from hina import framing as F
 from hina import protocol as P
-from worker.link import FrameLink
+from hina.worker.link import FrameLink
 
 endpoints = st.builds(F.Endpoint, st.integers(0, (1 << 48) - 1), st.integers(0, (1 << 32) - 1),
                       st.integers(1, (1 << 16) - 1))

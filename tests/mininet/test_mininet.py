@@ -54,7 +54,7 @@ def _mininet_missing() -> str | None:
 
 
 def _bmv2_missing() -> str | None:
-    from controller.bmv2 import missing
+    from hina.controller.bmv2 import missing
     return _mininet_missing() or missing()
 
 
@@ -63,7 +63,7 @@ def _bmv2_missing() -> str | None:
 # ------------------------------------------------------------------------------------------------
 def _import_topo():
     pytest.importorskip("mininet.topo", reason="Mininet is not installed: apt-get install mininet")
-    from hina_mn import topo
+    from hina.mininet import topo
     return topo
 
 
@@ -87,7 +87,7 @@ def test_name_suffix_keeps_networks_apart():
     t = T.StarTopo(n_workers=2, suffix="ab1")
     assert (t.aggregator, t.control_bridge) == ("s1ab1", "mgmt0ab1")
     assert sorted(t.switches()) == ["mgmt0ab1", "s1ab1"] and t.worker_port("h2") == 2
-    from hina_mn.deploy import expected_interfaces
+    from hina.mininet.deploy import expected_interfaces
     assert {"s1ab1-eth1", "s1ab1-eth2", "mgmt0ab1"} <= expected_interfaces(t)
     for bad in ("toolong7", "Caps", "a-b"):
         with pytest.raises(ValueError, match="suffix="):
@@ -168,8 +168,8 @@ def _network(logs, target="embedded", loss=0.0, n_workers=N_WORKERS, control_net
              **kwargs):
     """A star network (not started yet) with its own node names, its logs (switch, workers,
     hina-ctl state) in a folder of ``logs``; BMv2 at BMV2_WORDS."""
-    from hina_mn import topo as T
-    from hina_mn.deploy import HinaNetwork, resolve_loss_method
+    from hina.mininet import topo as T
+    from hina.mininet.deploy import HinaNetwork, resolve_loss_method
     shape = T.LinkShape(loss=loss)
     method = resolve_loss_method("auto", target, shape)
     if target == "bmv2":
@@ -192,9 +192,8 @@ def _interfaces() -> set[str]:
 def _ctl(hn, *args: str):
     """``hina-ctl ... --json`` against the network's switch (a read-only session beside the
     launcher's primary one), parsed."""
-    from hina_mn.deploy import ROOT
     done = subprocess.run(hn.ctl_command(*args, "--json"), capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+                          timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -209,7 +208,7 @@ def _check_ctl_inspection(hn, reports, lossy: bool = False) -> None:
     sent, chunks started, every slot copy complete, and the last chunk's slot decoded to the
     exact sums of the workers' inputs."""
     from hina import protocol as P
-    from hina_mn import workloads as W
+    from hina.mininet import workloads as W
     totals = [{k: sum(res[k] for res in r.report["results"])
                for k in ("packets_sent", "retransmissions", "bytes_sent")} for r in reports]
     chunks = {t["packets_sent"] - t["retransmissions"] for t in totals}
@@ -375,7 +374,7 @@ def _proc_status(pid: int) -> str:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs):
-    from hina_mn.deploy import DeploymentError, leftover_interfaces
+    from hina.mininet.deploy import DeploymentError, leftover_interfaces
     hn = _start(logs, target, n_workers=2)
     try:
         # the switch side of every link and the control bridge are in the root namespace
@@ -384,7 +383,7 @@ def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs
         assert len(names) == 5 and names <= _interfaces()
         pid = hn.switch.proc.pid
         # an agent started but never recorded (an interrupt in between) is found and killed
-        from hina_mn.deploy import NETWORK_ENV
+        from hina.mininet.deploy import NETWORK_ENV
         stray = hn.workers[0].popen(["sleep", "600"],
                                     env=dict(os.environ, **{NETWORK_ENV: hn.topo.aggregator}))
         # its environment shows the tag once mnexec has exec'd (before, /proc shows ours)
@@ -407,8 +406,8 @@ def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs
 
 @needs_mininet
 def test_refuses_to_start_over_existing_interfaces_and_leaves_them_alone(tmp_path):
-    from hina_mn import topo as T
-    from hina_mn.deploy import DeploymentError, HinaNetwork
+    from hina.mininet import topo as T
+    from hina.mininet.deploy import DeploymentError, HinaNetwork
     topo = T.StarTopo(n_workers=1, suffix=_suffix())
     busy = f"{topo.aggregator}-eth1"
     subprocess.run(["ip", "link", "add", busy, "type", "veth", "peer", "name",
@@ -427,7 +426,7 @@ def test_launcher_ctrl_c_tears_everything_down(target, tmp_path):
     import signal
     import sys
     from pathlib import Path
-    from hina_mn.deploy import leftover_interfaces
+    from hina.mininet.deploy import leftover_interfaces
     root = Path(__file__).resolve().parents[2]
     suffix = _suffix()
     switch_ports = {f"s1{suffix}-eth1", f"s1{suffix}-eth2"}
@@ -481,7 +480,7 @@ def _switch_pid(suffix: str):
 def _worker_pids(suffix: str) -> list[int]:
     """Worker agents of the network ``s1<suffix>`` (the launcher sets ``HINA_MN_NETWORK``)."""
     return [pid for pid, args, env in _processes()
-            if any(a.endswith("host_worker.py") for a in args)
+            if "hina.mininet.host_worker" in args
             and f"HINA_MN_NETWORK=s1{suffix}" in env]
 
 

@@ -41,8 +41,8 @@ class RunningSwitch:
 def running_switch(request) -> Iterator[RunningSwitch]:
     """A switch (device 0, CPU port 255 unless ``@pytest.mark.switch(cpu_port=...)``) with a
     P4Runtime server on a free local port; no pipeline is loaded. Shut down afterwards."""
-    from softswitch.p4runtime_server import serve
-    from softswitch.switch import Switch
+    from hina.softswitch.p4runtime_server import serve
+    from hina.softswitch.switch import Switch
 
     marker = request.node.get_closest_marker("switch")
     options = dict(device_id=0, cpu_port=255)

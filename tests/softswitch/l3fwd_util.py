@@ -14,7 +14,7 @@ from pathlib import Path
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from softswitch.api import ActionCall, Lpm, TableEntry
+from hina.softswitch.api import ActionCall, Lpm, TableEntry
 
 PROGRAM = Path(__file__).parent / "programs" / "l3fwd.p4"
 TABLE = "MyIngress.ipv4_lpm"
@@ -35,7 +35,7 @@ def mac_to_int(mac: str) -> int:
 @functools.lru_cache(maxsize=None)
 def compile_l3fwd():
     """The compiled l3fwd program (compiled once per test session)."""
-    from softswitch.compiler import compile_file
+    from hina.softswitch.compiler import compile_file
     return compile_file(str(PROGRAM))
 
 

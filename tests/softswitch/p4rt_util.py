@@ -9,7 +9,7 @@ import time
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4info import build_p4info
+from hina.softswitch.p4info import build_p4info
 
 
 def ids(program) -> dict[str, int]:

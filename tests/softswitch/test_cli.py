@@ -18,9 +18,9 @@ from scapy.utils import rdpcap
 
 from l3fwd_util import (FORWARD, H2_IP, H2_MAC, IPV4_BITS, PROGRAM, TABLE, compile_l3fwd,
                         forwarded, free_tcp_port, ipv4_frame, mac_to_int, udp_endpoint)
-from softswitch import cli
-from softswitch.p4info import build_p4info, read_p4info_text
-from softswitch.p4runtime_server import encode_bytes, make_device_config
+from hina.softswitch import cli
+from hina.softswitch.p4info import build_p4info, read_p4info_text
+from hina.softswitch.p4runtime_server import encode_bytes, make_device_config
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 60          # compiling and importing grpc on a loaded 2-core machine
@@ -33,7 +33,7 @@ UDP_PORT_IN_READY = re.compile(r"(\d+)@udp:([\d.]+):(\d+)")
 
 
 def softswitch(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "softswitch", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "hina.softswitch", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             **kwargs)
 
@@ -184,7 +184,7 @@ def test_compile_writes_p4info_and_device_config(tmp_path):
 def test_compile_error_is_one_located_line(tmp_path):
     bad = tmp_path / "bad.p4"
     bad.write_text(PROGRAM.read_text().replace("ipv4_lpm.apply();", "ipv4_lpm.apply()"))
-    result = subprocess.run([sys.executable, "-m", "softswitch", "compile", str(bad),
+    result = subprocess.run([sys.executable, "-m", "hina.softswitch", "compile", str(bad),
                              "--p4info", str(tmp_path / "out.txt")],
                             cwd=REPO, capture_output=True, text=True, timeout=READY_TIMEOUT_S)
     assert result.returncode == 1
@@ -196,7 +196,7 @@ def test_compile_error_is_one_located_line(tmp_path):
 
 # -- bad arguments -----------------------------------------------------------------------------
 def test_bad_argument_in_a_process_is_one_line_exit_2():
-    result = subprocess.run([sys.executable, "-m", "softswitch", "--no-p4", "-i", "x@eth0"],
+    result = subprocess.run([sys.executable, "-m", "hina.softswitch", "--no-p4", "-i", "x@eth0"],
                             cwd=REPO, capture_output=True, text=True, timeout=READY_TIMEOUT_S)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

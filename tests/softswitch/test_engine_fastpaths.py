@@ -13,8 +13,8 @@ import zlib
 
 from test_engine_semantics import Harness
 
-from softswitch.api import ActionCall, Exact, Replica, TableEntry
-from softswitch.engine import externs
+from hina.softswitch.api import ActionCall, Exact, Replica, TableEntry
+from hina.softswitch.engine import externs
 
 ODD_FIELDS = ("bit<3> a; bit<5> b; int<8> c; bit<16> d; bit<4> e; bit<12> f; bit<24> g; "
               "bit<1> h; bit<7> i; bit<64> j; bit<40> k; int<16> m; bit<8> n;")

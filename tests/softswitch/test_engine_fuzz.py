@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from softswitch.api import Replica
-from softswitch.compiler import compile_file
+from hina.softswitch.api import Replica
+from hina.softswitch.compiler import compile_file
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PREFIXES = [b"", bytes(12) + b"\x88\xb5", bytes(12) + b"\x88\xb6", bytes(12) + b"\x88\xb7",
@@ -37,7 +37,7 @@ def test_random_frames_never_raise(dataplanes, prefix, body, port, name):
 def test_packed_and_field_list_hashes_agree(fields, algo):
     """The generated code's packed-int hash equals the field-list API other code (the worker)
     uses to mirror the switch's hashing."""
-    from softswitch.engine import externs
+    from hina.softswitch.engine import externs
     values = tuple(v & ((1 << w) - 1) for w, v in fields)
     widths = tuple(w for w, _ in fields)
     packed = 0

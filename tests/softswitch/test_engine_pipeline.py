@@ -5,10 +5,10 @@ import zlib
 
 import pytest
 
-from softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Range, Replica,
+from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Range, Replica,
                             TableEntry, Ternary)
-from softswitch.compiler import compile_source
-from softswitch.engine.externs import crc16_arc
+from hina.softswitch.compiler import compile_source
+from hina.softswitch.engine.externs import crc16_arc
 from test_engine_semantics import ETH, Harness
 
 TABLES = """

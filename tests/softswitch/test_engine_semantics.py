@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from softswitch.compiler import compile_source
+from hina.softswitch.compiler import compile_source
 
 ETHERTYPE = 0x88B5
 ETH = bytes.fromhex("0000000000aa0000000000bb") + ETHERTYPE.to_bytes(2, "big")

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from l3fwd_util import (H2_MAC, add_host_routes, compile_l3fwd, forwarded, ipv4_frame,
                         udp_endpoint)
-from softswitch.ports import UdpPort
-from softswitch.switch import Switch
+from hina.softswitch.ports import UdpPort
+from hina.softswitch.switch import Switch
 
 RECV_TIMEOUT_S = 5.0
 ETH_HEADER = 14

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from softswitch.api import ActionCall, Exact, P4UnsupportedError, TableEntry
-from softswitch.compiler import compile_source, generate_python, preprocess
+from hina.softswitch.api import ActionCall, Exact, P4UnsupportedError, TableEntry
+from hina.softswitch.compiler import compile_source, generate_python, preprocess
 
 PROGRAM = r"""
 #include <core.p4>

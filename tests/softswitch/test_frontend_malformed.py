@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.api import P4CompileError, P4UnsupportedError
-from softswitch.compiler import compile_file, compile_source
+from hina.softswitch.api import P4CompileError, P4UnsupportedError
+from hina.softswitch.compiler import compile_file, compile_source
 
 MALFORMED = Path(__file__).resolve().parent / "malformed"
 CASES = sorted(MALFORMED.glob("*.p4"))

@@ -9,8 +9,8 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from softswitch.api import Replica
-from softswitch.compiler import compile_file
+from hina.softswitch.api import Replica
+from hina.softswitch.compiler import compile_file
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -89,6 +89,6 @@ def test_program_info_matches_p4c(programs, name):
 
 def test_compiled_source_recompiles(programs):
     """CompiledProgram.source (the device config) compiles again to the same program."""
-    from softswitch.compiler import compile_source
+    from hina.softswitch.compiler import compile_source
     again = compile_source(programs["tables"].source, "tables.p4")
     assert again.info == programs["tables"].info

@@ -25,8 +25,8 @@ from scapy.utils import rdpcap
 
 from l3fwd_util import (H1_IP, H1_MAC, H2_IP, H2_MAC, ROUTER_MAC, UDP_TEST_PORT,
                         add_host_routes, compile_l3fwd, ipv4_frame)
-from softswitch.ports import PortError, parse_port_spec
-from softswitch.switch import Switch
+from hina.softswitch.ports import PortError, parse_port_spec
+from hina.softswitch.switch import Switch
 
 pytestmark = pytest.mark.root
 

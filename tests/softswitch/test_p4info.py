@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import GOLDEN, PROGRAMS
-from softswitch.api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo,
+from hina.softswitch.api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo,
                             DigestInfo, MatchFieldInfo, ParamInfo, ProgramInfo, RegisterInfo,
                             StructFieldInfo, TableInfo)
-from softswitch.p4info import (TEXT_HEADER, assign_ids, build_p4info, encode_value,
+from hina.softswitch.p4info import (TEXT_HEADER, assign_ids, build_p4info, encode_value,
                                jenkins_one_at_a_time, p4info_to_text, read_p4info_text,
                                shortest_unique_suffixes, write_p4info_text)
 
@@ -81,7 +81,7 @@ def test_handwritten_program_info_gives_the_expected_messages(tmp_path):
 
 @pytest.mark.parametrize("program", ["tables", "ops"])
 def test_golden_programs_give_p4c_p4info(program):
-    compiler = pytest.importorskip("softswitch.compiler")
+    compiler = pytest.importorskip("hina.softswitch.compiler")
     info = compiler.compile_file(str(GOLDEN / f"{program}.p4")).info
     golden_path = GOLDEN / f"{program}.p4info.txt"
     assert build_p4info(info) == read_p4info_text(str(golden_path))
@@ -89,7 +89,7 @@ def test_golden_programs_give_p4c_p4info(program):
 
 
 def test_controller_header_program_compiles_to_p4info():
-    compiler = pytest.importorskip("softswitch.compiler")
+    compiler = pytest.importorskip("hina.softswitch.compiler")
     p4info = build_p4info(compiler.compile_file(str(PROGRAMS / "p4rt_cpu.p4")).info)
     names = {h.preamble.name: [m.name for m in h.metadata]
              for h in p4info.controller_packet_metadata}
@@ -151,7 +151,7 @@ def test_type_info_only_when_p4c_writes_it():
 
 def test_program_info_is_what_p4c_front_and_mid_end_leave():
     """The facts of programs/p4info_view.p4 (test_p4info_parity.py checks them against p4c)."""
-    compiler = pytest.importorskip("softswitch.compiler")
+    compiler = pytest.importorskip("hina.softswitch.compiler")
     info = compiler.compile_file(str(PROGRAMS / "p4info_view.p4")).info
     actions = {a.name: [p.name for p in a.params] for a in info.actions}
     assert list(actions) == [

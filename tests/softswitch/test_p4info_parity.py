@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from controller import bmv2
-from softswitch.compiler import compile_file
-from softswitch.p4info import build_p4info, p4info_to_text, read_p4info_text
-from softswitch.p4runtime_server import Pipeline
+from hina.controller import bmv2
+from hina.softswitch.compiler import compile_file
+from hina.softswitch.p4info import build_p4info, p4info_to_text, read_p4info_text
+from hina.softswitch.p4runtime_server import Pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM_ROOTS = ("p4", "bench", "tests")

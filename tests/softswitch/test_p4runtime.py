@@ -11,12 +11,12 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from conftest import GOLDEN, PROGRAMS
 from p4rt_util import RawClient, ids
 
-compiler = pytest.importorskip("softswitch.compiler")
+compiler = pytest.importorskip("hina.softswitch.compiler")
 shell = pytest.importorskip("p4runtime_sh.shell")
 
-from softswitch.p4info import build_p4info, read_p4info_text, write_p4info_text  # noqa: E402
-from softswitch.p4runtime_server import make_device_config  # noqa: E402
-from softswitch.ports import InProcessPort  # noqa: E402
+from hina.softswitch.p4info import build_p4info, read_p4info_text, write_p4info_text  # noqa: E402
+from hina.softswitch.p4runtime_server import make_device_config  # noqa: E402
+from hina.softswitch.ports import InProcessPort  # noqa: E402
 
 PROGRAM = PROGRAMS / "p4rt_cpu.p4"
 CPU_PORT = 255                    # the program's CPU_PORT; running_switch's default cpu_port

@@ -13,10 +13,10 @@ from p4.v1 import p4runtime_pb2
 from conftest import PROGRAMS
 from p4rt_util import RawClient, ids
 
-compiler = pytest.importorskip("softswitch.compiler")
+compiler = pytest.importorskip("hina.softswitch.compiler")
 
-from softswitch.p4info import build_p4info  # noqa: E402
-from softswitch.p4runtime_server import make_device_config  # noqa: E402
+from hina.softswitch.p4info import build_p4info  # noqa: E402
+from hina.softswitch.p4runtime_server import make_device_config  # noqa: E402
 
 FUZZ_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                          suppress_health_check=[HealthCheck.function_scoped_fixture])

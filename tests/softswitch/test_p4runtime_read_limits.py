@@ -21,10 +21,10 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from conftest import pick_free_port
 from p4rt_util import ids
 
-compiler = pytest.importorskip("softswitch.compiler")
+compiler = pytest.importorskip("hina.softswitch.compiler")
 
-from softswitch.p4runtime_server import serve  # noqa: E402
-from softswitch.switch import Switch  # noqa: E402
+from hina.softswitch.p4runtime_server import serve  # noqa: E402
+from hina.softswitch.switch import Switch  # noqa: E402
 
 BIG, MID, SMALL = 1 << 17, 30000, 1024
 PROGRAM = f"""
@@ -168,7 +168,7 @@ def test_frames_wait_for_the_copy_of_an_answer_not_for_its_encoding(program, mon
     30,000 entities are encoded and sent (the dataplane used to stall for all of it). Checked
     where it happens, not by timing: while each batch of the answer is encoded, another thread
     takes the switch lock (it could not if the server held it), and frames keep flowing."""
-    from softswitch import p4runtime_server
+    from hina.softswitch import p4runtime_server
     mid = ids(program)[INGRESS + "mid"]
     free_while_encoding: list[bool] = []
     responses = p4runtime_server._Reader.responses

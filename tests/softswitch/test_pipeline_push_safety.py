@@ -22,13 +22,13 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from conftest import PROGRAMS
 
-compiler = pytest.importorskip("softswitch.compiler")
+compiler = pytest.importorskip("hina.softswitch.compiler")
 
-from softswitch.frontend.cpp_sandbox import (DEFAULT_LIMITS, PARENT_ENV,  # noqa: E402
+from hina.softswitch.frontend.cpp_sandbox import (DEFAULT_LIMITS, PARENT_ENV,  # noqa: E402
                                              CppLimitError, clean_env, landlock_abi, run_limited)
-from softswitch.frontend.preprocess import cpp_command, run_cpp  # noqa: E402
-from softswitch.p4info import build_p4info  # noqa: E402
-from softswitch.p4runtime_server import (MAX_DEVICE_CONFIG_BYTES,  # noqa: E402
+from hina.softswitch.frontend.preprocess import cpp_command, run_cpp  # noqa: E402
+from hina.softswitch.p4info import build_p4info  # noqa: E402
+from hina.softswitch.p4runtime_server import (MAX_DEVICE_CONFIG_BYTES,  # noqa: E402
                                          make_bundle_device_config, make_device_config)
 
 PROGRAM = PROGRAMS / "p4rt_cpu.p4"

@@ -11,9 +11,9 @@ from scapy.utils import rdpcap
 
 from l3fwd_util import (H2_MAC, add_host_routes, compile_l3fwd, forwarded, ipv4_frame,
                         udp_endpoint)
-from softswitch.ports import (InProcessPort, PortError, PortLoss, PortSpec, UdpPort,
+from hina.softswitch.ports import (InProcessPort, PortError, PortLoss, PortSpec, UdpPort,
                              parse_loss_spec, parse_port_spec, pcap_stem)
-from softswitch.switch import Switch
+from hina.softswitch.switch import Switch
 
 RECV_TIMEOUT_S = 2.0
 LOSS_TRIALS = 4000

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from l3fwd_util import PROGRAM as L3FWD
-from softswitch.stf import (Expectation, StfError, parse_match, parse_wildcard_number,
+from hina.softswitch.stf import (Expectation, StfError, parse_match, parse_wildcard_number,
                             resolve_name, run_stf, run_stf_text, stf_field_name)
-from softswitch.api import Lpm, MatchFieldInfo, Ternary
+from hina.softswitch.api import Lpm, MatchFieldInfo, Ternary
 
 HERE = Path(__file__).resolve().parent
 STF_DIR = HERE / "stf"
@@ -28,7 +28,7 @@ STF_PROGRAMS = {
 
 @pytest.fixture(scope="module")
 def features():
-    from softswitch.compiler import compile_file
+    from hina.softswitch.compiler import compile_file
     return compile_file(str(FEATURES))
 
 
@@ -143,7 +143,7 @@ def test_expectation_wildcards_and_length():
 # -- the CLI -----------------------------------------------------------------------------------
 def test_stf_subcommand_exit_status():
     def run(stf: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "softswitch", "stf", str(stf), str(L3FWD)],
+        return subprocess.run([sys.executable, "-m", "hina.softswitch", "stf", str(stf), str(L3FWD)],
                               cwd=REPO, capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S)
 
     passing = run(STF_DIR / "l3fwd.stf")

@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from hina import programs
+
 
 @pytest.fixture(autouse=True)
 def _one_intra_op_thread():
@@ -17,6 +19,6 @@ def _one_intra_op_thread():
 @pytest.fixture(scope="session")
 def program():
     """p4/hina.p4 compiled for the embedded target with the tests' lane count (switchjob.WORDS)."""
-    from softswitch.compiler import compile_file
-    from switchjob import ROOT, WORDS
-    return compile_file(str(ROOT / "p4" / "hina.p4"), defines={"HINA_WORDS": str(WORDS)})
+    from hina.softswitch.compiler import compile_file
+    from hina.testing.switchjob import WORDS
+    return compile_file(str(programs.HINA_P4), defines={"HINA_WORDS": str(WORDS)})

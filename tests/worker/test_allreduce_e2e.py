@@ -21,13 +21,13 @@ import pytest
 import torch
 
 from hina import protocol as P
-from softswitch.ports import UdpPort
-from switchjob import SWITCH, WORDS, LocalJob, run_workers
-from worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
+from hina.softswitch.ports import UdpPort
+from hina.testing.switchjob import SWITCH, WORDS, LocalJob, run_workers
+from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
                            ThcCodec, reference_allreduce)
-from worker.link import Endpoint, FrameLink
-from worker.packetizer import build_aggregates, layout_for
-from worker.transport import TransportTimeout, allreduce
+from hina.worker.link import Endpoint, FrameLink
+from hina.worker.packetizer import build_aggregates, layout_for
+from hina.worker.transport import TransportTimeout, allreduce
 
 NUMEL = 6000
 SEED = 11
@@ -52,7 +52,7 @@ CODECS = {
 }
 
 try:  # THC on the fused Triton kernels, where they run on CPU tensors (Triton's interpreter)
-    from worker.codecs import thc_triton as _thc_triton
+    from hina.worker.codecs import thc_triton as _thc_triton
     if _thc_triton.AVAILABLE and _thc_triton.INTERPRET:
         CODECS["thc-triton"] = (lambda n, r: ThcCodec(n, rank=r, seed=SEED, triton=True), "dense", 0.3)
 except ImportError:
@@ -213,7 +213,7 @@ GIVE_UP_S = 2.0
 
 def _long_allreduce(seat, out) -> None:
     """A worker process: one large fixed-point allreduce; reports how it ended."""
-    from demo.local import connect_worker
+    from hina.demo.local import connect_worker
     torch.set_num_threads(1)
     transport = connect_worker(seat, min_rto=0.05, max_rto=0.5, give_up_s=GIVE_UP_S)
     codec = FixedPointCodec(seat.n_workers, rank=seat.index)
@@ -229,7 +229,7 @@ def _long_allreduce(seat, out) -> None:
 
 def test_killed_worker_fails_the_others_in_bounded_time():
     """Three worker processes through the switch process; one gets SIGKILL mid-allreduce."""
-    from demo.local import LocalDeployment
+    from hina.demo.local import LocalDeployment
     n = 3
     with LocalDeployment(n, words=64) as dep:
         seats = dep.create_job(job_id=1, n_slots=8)

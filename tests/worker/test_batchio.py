@@ -10,9 +10,9 @@ import pytest
 
 from hina import framing as F
 from hina import protocol as P
-from switchjob import LocalJob, run_workers
-from worker import batchio
-from worker.link import FrameLink, UdpLink
+from hina.testing.switchjob import LocalJob, run_workers
+from hina.worker import batchio
+from hina.worker.link import FrameLink, UdpLink
 
 pytestmark = pytest.mark.skipif(batchio.available() is not None,
                                 reason=f"batched I/O unavailable: {batchio.available()}")

@@ -3,7 +3,7 @@ failed all-reduce undone by snapshot/restore leaves no trace (a retry is a clean
 import pytest
 import torch
 
-from worker.codecs import (CodecError, FixedPointCodec, LaneOp, LosslessSketchCodec, NonFiniteGradientError,
+from hina.worker.codecs import (CodecError, FixedPointCodec, LaneOp, LosslessSketchCodec, NonFiniteGradientError,
                            SketchCodec, SketchedSgdCodec, ThcCodec, reference_aggregate, reference_agree,
                            reference_allreduce)
 

@@ -43,10 +43,10 @@ def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from worker.codecs import ThcCodec
-    from worker.ddp_hook import HinaState, hina_hook
-    from worker.link import Endpoint, FrameLink
-    from worker.transport import JobParams, Transport
+    from hina.worker.codecs import ThcCodec
+    from hina.worker.ddp_hook import HinaState, hina_hook
+    from hina.worker.link import Endpoint, FrameLink
+    from hina.worker.transport import JobParams, Transport
 
     torch.set_num_threads(1)
     warnings = _collect_warnings()
@@ -119,7 +119,7 @@ class _NoticeLink:
         import numpy as np
 
         from hina import protocol as P
-        from worker.packetizer import HEADER_DTYPE
+        from hina.worker.packetizer import HEADER_DTYPE
         if self.silent:
             return
         h = np.frombuffer(bytes(message)[:P.HEADER_BYTES], dtype=HEADER_DTYPE).copy()
@@ -138,9 +138,9 @@ def _train_stale(rank: int, init: str, out) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from worker.codecs import ThcCodec
-    from worker.ddp_hook import HinaState, hina_hook
-    from worker.transport import JobParams, Transport
+    from hina.worker.codecs import ThcCodec
+    from hina.worker.ddp_hook import HinaState, hina_hook
+    from hina.worker.transport import JobParams, Transport
 
     torch.set_num_threads(1)
     warnings = _collect_warnings()
@@ -201,7 +201,7 @@ class _DeafToResults:
         import time
 
         from hina import protocol as P
-        from worker.packetizer import parse_header
+        from hina.worker.packetizer import parse_header
         deadline = time.monotonic() + timeout
         while True:
             message = self.link.recv(max(0.0, deadline - time.monotonic()))
@@ -217,7 +217,7 @@ class _DeafToResults:
 
 
 def _codec(name: str, rank: int):
-    from worker.codecs import SketchCodec, ThcCodec
+    from hina.worker.codecs import SketchCodec, ThcCodec
     return ThcCodec(WORLD, rank=rank) if name == "thc" else \
         SketchCodec(WORLD, rows=3, columns=64, k=16)
 
@@ -226,9 +226,9 @@ def _train_one_deaf(rank: int, init: str, link_args, params, codec_name: str, ou
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from worker.ddp_hook import HinaState, hina_hook
-    from worker.link import FrameLink
-    from worker.transport import Transport
+    from hina.worker.ddp_hook import HinaState, hina_hook
+    from hina.worker.link import FrameLink
+    from hina.worker.transport import Transport
 
     torch.set_num_threads(1)
     warnings = _collect_warnings()
@@ -260,7 +260,7 @@ def test_a_fallen_back_bucket_leaves_the_codec_as_it_was_on_every_worker(program
     both fall back to fp32. Both codecs must then hold what they held before each bucket:
     nothing, here (the buckets never went through the switch as far as training is concerned);
     FetchSGD's sketches, which every worker must hold alike, stay alike."""
-    from switchjob import LocalJob
+    from hina.testing.switchjob import LocalJob
     job = LocalJob(program, WORLD, n_slots=16)    # a window that holds a bucket's whole stream
     ctx = mp.get_context("spawn")
     out = ctx.Queue()

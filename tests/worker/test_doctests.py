@@ -4,8 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["hina.hashing", "worker.codecs.base", "worker.codecs.fixedpoint", "worker.codecs.hadamard",
-           "worker.codecs.packing", "worker.codecs.sketch", "worker.codecs.thc", "worker.codecs.thc_table"]
+MODULES = ["hina.hashing", "hina.worker.codecs.base", "hina.worker.codecs.fixedpoint", "hina.worker.codecs.hadamard",
+           "hina.worker.codecs.packing", "hina.worker.codecs.sketch", "hina.worker.codecs.thc", "hina.worker.codecs.thc_table"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from switchjob import LocalJob
-from worker.codecs import FixedPointCodec
-from worker.engine import AggregationEngine
+from hina.testing.switchjob import LocalJob
+from hina.worker.codecs import FixedPointCodec
+from hina.worker.engine import AggregationEngine
 
 
 def test_submit_returns_a_pending_future_completed_with_the_mean(program):
@@ -82,8 +82,8 @@ def _train(rank: int, init: str, seat, steps: int, join: bool, out) -> None:
     from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from demo.local import connect_worker
-    from worker.ddp_hook import HinaState, hina_hook
+    from hina.demo.local import connect_worker
+    from hina.worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
@@ -150,7 +150,7 @@ def _run(seats, steps: int, join: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def deployment():
-    from demo.local import LocalDeployment
+    from hina.demo.local import LocalDeployment
     with LocalDeployment(WORLD, words=64) as dep:
         yield dep
 

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from worker.codecs.base import reference_aggregate, reference_agree
-from worker.codecs.errors import CodecError, NonFiniteGradientError
-from worker.codecs.fixedpoint import (EXPONENT_MIN, FixedPointCodec, block_exponents, headroom_bits,
+from hina.worker.codecs.base import reference_aggregate, reference_agree
+from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
+from hina.worker.codecs.fixedpoint import (EXPONENT_MIN, FixedPointCodec, block_exponents, headroom_bits,
                                       shifts, to_fixed)
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from hina import protocol as P
-from switchjob import WORDS, LocalJob, run_workers
-from worker.packetizer import HEADER_DTYPE
-from worker.transport import GenerationChanged, JobParams, Transport, TransportError
+from hina.testing.switchjob import WORDS, LocalJob, run_workers
+from hina.worker.packetizer import HEADER_DTYPE
+from hina.worker.transport import GenerationChanged, JobParams, Transport, TransportError
 
 
 def _data(rng, n, chunks):
@@ -213,7 +213,7 @@ class _CrashesAfterAgreeing:
         self.link, self.crashed = link, threading.Event()
 
     def send(self, message):
-        from worker.packetizer import parse_header
+        from hina.worker.packetizer import parse_header
         if parse_header(message)["op"] != P.Op.MAX:
             self.crashed.set()
             raise _Crashed("killed")
@@ -227,7 +227,7 @@ class _CrashesAfterAgreeing:
 
 
 def _stateful_codec(name: str, n: int, rank: int):
-    from worker.codecs import SketchedSgdCodec, ThcCodec
+    from hina.worker.codecs import SketchedSgdCodec, ThcCodec
     if name == "thc":
         return ThcCodec(n, rank=rank, seed=11)
     return SketchedSgdCodec(n, rows=3, columns=64, k=16, momentum=0.5, rotate=2)
@@ -248,8 +248,8 @@ def test_retry_after_a_restart_is_the_clean_call(program, codec_name):
     worker's step 1 and step 2 equal, bit for bit, what the codecs give when nothing failed."""
     import torch
 
-    from worker.agent import allreduce_following
-    from worker.codecs import reference_allreduce
+    from hina.worker.agent import allreduce_following
+    from hina.worker.codecs import reference_allreduce
     n = 3
     grads = [_step_grads(s, n) for s in range(3)]
     clean = [_stateful_codec(codec_name, n, r) for r in range(n)]        # never fails
@@ -312,7 +312,7 @@ def test_a_worker_restarted_at_another_call_is_refused_not_summed(program):
     """Worker 0 restarts from an older checkpoint (call 3) while the others are at call 5: the
     first call of the new generation finds the workers at calls 3..5, so nothing is summed;
     the worker behind raises at once, the others (ahead) are told to wait for it."""
-    from worker.transport import CallMismatch
+    from hina.worker.transport import CallMismatch
     n = 3
     job = LocalJob(program, n, n_slots=4)
     rng = np.random.default_rng(8)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from worker.codecs.hadamard import fwht, fwht_butterfly, fwht_into, hadamard_matrix, irht, random_signs, rht
+from hina.worker.codecs.hadamard import fwht, fwht_butterfly, fwht_into, hadamard_matrix, irht, random_signs, rht
 
 # float32 transform of unit-variance data: rounding error ~ eps * sqrt(log2 B) per value
 ATOL = 1e-5 * 8
@@ -52,14 +52,14 @@ def test_fwht_into_matches_fwht_with_scale_and_keeps_src(block):
 
 # ----------------------------------------------------------------------- opt-in native kernel
 def _native_or_skip():
-    from worker.codecs.hadamard import native_kernel
+    from hina.worker.codecs.hadamard import native_kernel
     if native_kernel() is None:
         pytest.skip("native kernel unavailable (no C++ compiler)")
 
 
 @pytest.mark.parametrize("block", [1, 2, 8, 16, 32, 1024, 1 << 13])
 def test_native_fwht_matches_fwht_with_factors_and_offset(block):
-    from worker.codecs.hadamard import native_fwht_into
+    from hina.worker.codecs.hadamard import native_fwht_into
     _native_or_skip()
     gen = torch.Generator().manual_seed(block)
     x = torch.randn(3 * block, generator=gen)
@@ -80,7 +80,7 @@ def test_native_fwht_matches_fwht_with_factors_and_offset(block):
 
 
 def test_native_fwht_refuses_what_it_cannot_take():
-    from worker.codecs.hadamard import native_fwht_into
+    from hina.worker.codecs.hadamard import native_fwht_into
     x = torch.randn(64)
     assert native_fwht_into(x.double(), 32, torch.empty(64, dtype=torch.float64)) is None
     assert native_fwht_into(torch.randn(128)[::2], 32, torch.empty(64)) is None

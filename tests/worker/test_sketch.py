@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from hina.hashing import sketch_hash_scalar
-from worker.codecs.base import reference_aggregate, reference_agree
-from worker.codecs.errors import CodecError, NonFiniteGradientError
-from worker.codecs.fixedpoint import agreement_codes
-from worker.codecs.sketch import (LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, CountSketch, LosslessSketchCodec,
+from hina.worker.codecs.base import reference_aggregate, reference_agree
+from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
+from hina.worker.codecs.fixedpoint import agreement_codes
+from hina.worker.codecs.sketch import (LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, CountSketch, LosslessSketchCodec,
                                   SketchCodec, bitmap_from_indices, encode_sparse_pairs, indices_from_bitmap,
                                   median_of_rows, peel)
 

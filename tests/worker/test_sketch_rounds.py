@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from hina import protocol as P
-from worker.codecs import (EncodedLanes, FixedPointCodec, LaneOp, LaneStream, SketchedSgdCodec,
+from hina.worker.codecs import (EncodedLanes, FixedPointCodec, LaneOp, LaneStream, SketchedSgdCodec,
                            reference_aggregate, reference_agree, reference_allreduce)
-from worker.codecs.errors import CodecError, NonFiniteGradientError
-from worker.codecs.subword import fields_per_lane, from_subword, lanes_for, magnitude_bits, to_subword
-from worker.transport import allreduce
+from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
+from hina.worker.codecs.subword import fields_per_lane, from_subword, lanes_for, magnitude_bits, to_subword
+from hina.worker.transport import allreduce
 
 N = 4
 
@@ -197,7 +197,7 @@ def test_transport_allreduce_runs_every_round():
 
 
 def test_demo_configuration_is_ten_times_smaller_than_fp32_with_headers():
-    from demo.digits import L2_L4_BYTES, make_codec, make_model
+    from hina.demo.digits import L2_L4_BYTES, make_codec, make_model
     n_params = sum(p.numel() for p in make_model().parameters())
     codec = make_codec("sketch", N, 0)
     lanes = [codec.cs.rows + codec.value_blocks,                              # MAX agreement

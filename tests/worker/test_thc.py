@@ -4,12 +4,12 @@ import math
 import pytest
 import torch
 
-from worker.codecs.base import (LaneOp, float_to_max_code, reference_aggregate, reference_agree)
-from worker.codecs.errors import CodecError, NonFiniteGradientError
-from worker.codecs.hadamard import fwht, random_signs
-from worker.codecs.packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
-from worker.codecs.thc import ThcCodec, quantise_two_stage
-from worker.codecs.thc_table import DEFAULT_T, DEFAULT_TABLE, clamp_error, expected_variance
+from hina.worker.codecs.base import (LaneOp, float_to_max_code, reference_aggregate, reference_agree)
+from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
+from hina.worker.codecs.hadamard import fwht, random_signs
+from hina.worker.codecs.packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
+from hina.worker.codecs.thc import ThcCodec, quantise_two_stage
+from hina.worker.codecs.thc_table import DEFAULT_T, DEFAULT_TABLE, clamp_error, expected_variance
 
 EPS32 = torch.finfo(torch.float32).eps
 #: a two-sided normal quantile: a mean of many draws stays within Z_BOUND standard errors (p ~ 1e-9
@@ -32,7 +32,7 @@ def _path(path):
     if path == "compiled" and not _compiled_available():
         pytest.skip("compiled THC unavailable (no C++ compiler)")
     if path == "triton":
-        from worker.codecs import thc_triton
+        from hina.worker.codecs import thc_triton
         if not thc_triton.AVAILABLE:
             pytest.skip("Triton is not installed")
         if not thc_triton.INTERPRET:
@@ -336,7 +336,7 @@ def test_compiled_matches_eager(d):
 
 def test_compiled_switch_env_and_fallback(monkeypatch, tmp_path, caplog):
     """Off by default; HINA_THC_COMPILE=1 turns it on; no compiler: one warning, eager path."""
-    import worker.codecs.hadamard as hadamard
+    import hina.worker.codecs.hadamard as hadamard
     monkeypatch.delenv("HINA_THC_COMPILE", raising=False)
     assert not ThcCodec(1).compiled
     monkeypatch.setenv("HINA_THC_COMPILE", "1")

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from worker.codecs.thc_table import (DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, PUBLISHED_TABLE,
+from hina.worker.codecs.thc_table import (DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, PUBLISHED_TABLE,
                                      check_table, clamp_error, expected_variance, optimise_table,
                                      threshold_from_overflow)
 

@@ -9,13 +9,13 @@ import math
 import pytest
 import torch
 
-from worker.codecs.base import float_from_max_code, reference_aggregate, reference_agree
-from worker.codecs.hadamard import fwht, random_signs
-from worker.codecs.packing import unpack_nibbles
-from worker.codecs.thc import ThcCodec, _rounding_luts
-from worker.codecs.thc_table import DEFAULT_TABLE
+from hina.worker.codecs.base import float_from_max_code, reference_aggregate, reference_agree
+from hina.worker.codecs.hadamard import fwht, random_signs
+from hina.worker.codecs.packing import unpack_nibbles
+from hina.worker.codecs.thc import ThcCodec, _rounding_luts
+from hina.worker.codecs.thc_table import DEFAULT_TABLE
 
-K = pytest.importorskip("worker.codecs.thc_triton")
+K = pytest.importorskip("hina.worker.codecs.thc_triton")
 if not K.AVAILABLE:
     pytest.skip("Triton is not installed", allow_module_level=True)
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -181,7 +181,7 @@ def test_codec_on_kernels_tracks_the_eager_codec(n):
 @pytest.fixture
 def fresh_self_check(monkeypatch):
     """The kernels' once-per-process self-check runs again (and its verdict is dropped after)."""
-    import worker.codecs.thc as thc
+    import hina.worker.codecs.thc as thc
     monkeypatch.setattr(thc, "_KERNELS_VERIFIED", {})
 
 

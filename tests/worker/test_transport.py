@@ -13,8 +13,8 @@ import torch
 
 from hina import pipeline
 from hina import protocol as P
-from switchjob import WORDS, LocalJob, run_workers
-from worker.transport import TransportTimeout, allreduce
+from hina.testing.switchjob import WORDS, LocalJob, run_workers
+from hina.worker.transport import TransportTimeout, allreduce
 
 
 @pytest.mark.parametrize("n_workers", [2, 4, 8])
@@ -90,7 +90,7 @@ def test_missing_worker_fails_fast_with_clear_error(program):
 
 
 def test_allreduce_thc_mean_within_bound(program):
-    from worker.codecs.thc import ThcCodec
+    from hina.worker.codecs.thc import ThcCodec
     n = 4
     codecs = [ThcCodec(n_workers=n, rank=w) for w in range(n)]
     job = LocalJob(program, n, n_slots=16, table=codecs[0].table)

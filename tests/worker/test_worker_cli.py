@@ -14,7 +14,7 @@ BAD_DEVICES = ["tpu", "cuda:x"] + ([] if torch.cuda.is_available() else ["cuda"]
 def test_bench_device_refused_before_joining(device):
     """An unusable --device is a usage error (exit 2, one line) without contacting the
     controller (the address here has nothing listening)."""
-    done = subprocess.run([sys.executable, "-m", "worker.cli", "join", "--controller", "127.0.0.1:9",
+    done = subprocess.run([sys.executable, "-m", "hina.worker.cli", "join", "--controller", "127.0.0.1:9",
                            "--job", "1", "bench", "--device", device],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 2, done.stderr

@@ -15,7 +15,7 @@ randomized Hadamard transform and normalisation a coordinate is close to N(0, 1)
 (the clamped mass sits on the levels 0 and g and costs no variance). The objective is a sum over
 adjacent level pairs, so dynamic programming over the ``g + 1`` integers finds the exact optimum.
 
-Run ``python -m worker.codecs.thc_table --bits 4 --granularity 30 --overflow 0.03125`` to print a
+Run ``python -m hina.worker.codecs.thc_table --bits 4 --granularity 30 --overflow 0.03125`` to print a
 table; :data:`DEFAULT_TABLE` is its output for the defaults.
 """
 from __future__ import annotations

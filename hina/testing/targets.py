@@ -21,14 +21,14 @@ import functools
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from softswitch.api import CompiledProgram, ProgramInfo, Replica, TableEntry
+from hina.softswitch.api import CompiledProgram, ProgramInfo, Replica, TableEntry
+from hina import programs
 
-ROOT = Path(__file__).resolve().parent.parent
-HINA_P4 = ROOT / "p4" / "hina.p4"
+HINA_P4 = programs.HINA_P4
 
 def bmv2_missing() -> Optional[str]:
     """Why real BMv2 cannot run here (one line), or ``None`` when it can."""
-    from controller.bmv2_dataplane import harness_missing
+    from hina.controller.bmv2_dataplane import harness_missing
     return harness_missing()
 
 
@@ -75,7 +75,7 @@ class Target(abc.ABC):
 @functools.lru_cache(maxsize=8)
 def compile_embedded(p4_path: str, defines: tuple[tuple[str, int], ...]) -> CompiledProgram:
     """Compile once per (program, defines) for the whole test session."""
-    from softswitch.compiler import compile_file
+    from hina.softswitch.compiler import compile_file
     return compile_file(p4_path, defines=dict(defines) or None)
 
 
@@ -85,7 +85,7 @@ class EmbeddedTarget(Target):
     name = "embedded"
 
     def __init__(self):
-        from softswitch.switch import Switch
+        from hina.softswitch.switch import Switch
         self.switch = Switch(device_id=0)
         self.info: Optional[ProgramInfo] = None
 
@@ -136,7 +136,7 @@ def shared_bmv2():
     :data:`Bmv2Target.PORTS`), started on first use: each test loads its program afresh on it
     instead of starting a switch and 32 interfaces of its own. :func:`close_shared_bmv2`
     (a session finalizer in ``conftest.py``) stops it."""
-    from controller.bmv2_dataplane import Bmv2Dataplane
+    from hina.controller.bmv2_dataplane import Bmv2Dataplane
     dp = _SHARED.get("bmv2")
     if dp is None or not dp.switch.alive():
         if dp is not None:

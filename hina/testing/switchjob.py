@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from pathlib import Path
 
 from hina import pipeline
 from hina import protocol as P
-from softswitch.ports import PortLoss, UdpPort
-from softswitch.switch import Switch
-from worker.link import Endpoint, FrameLink
-from worker.transport import JobParams, Transport
+from hina.softswitch.ports import PortLoss, UdpPort
+from hina.softswitch.switch import Switch
+from hina.worker.link import Endpoint, FrameLink
+from hina.worker.transport import JobParams, Transport
 
-ROOT = Path(__file__).resolve().parents[2]
 WORDS = 64                       # small packets keep the embedded target quick in tests
 SWITCH = Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)
 

@@ -1,7 +1,7 @@
 """Test helpers: install HINA jobs on a target, build worker frames, read results back.
 
 The entry-building knowledge lives in :mod:`hina.pipeline`; this module only applies it to a
-:class:`bmv2_tests.target.Target` and adds the frame plumbing the tests share.
+:class:`hina.testing.targets.Target` and adds the frame plumbing the tests share.
 """
 from __future__ import annotations
 

@@ -7,11 +7,11 @@ what the controller installed). The host reaches the switch with an ordinary UDP
 
 Usage (what ``run.py`` runs on host ``hI``)::
 
-    python mininet/host_worker.py --rank 0 --workers 4 --job-id 1 --slots 32 --words 128 \\
+    python -m hina.mininet.host_worker --rank 0 --workers 4 --job-id 1 --slots 32 --words 128 \\
         --thc-table 0,3,5,... --bind 10.0.0.1:40000 --switch 10.0.0.254:48864 \\
         --mode allreduce --codec sum,thc --size 65536
 
-    python mininet/host_worker.py ... --mode ddp --codec thc --steps 6 \\
+    python -m hina.mininet.host_worker ... --mode ddp --codec thc --steps 6 \\
         --master 192.168.0.1:29500 --ifname h1-eth1
 
 Output (stdout, last line): ``{"rank": 0, "mode": "allreduce", "results": [{"codec": "sum",
@@ -28,12 +28,8 @@ import os
 import sys
 import time
 import traceback
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]     # hina_mn, and the project (demo, worker, hina)
-
-from hina_mn import workloads as W                # noqa: E402
+from hina.mininet import workloads as W
 
 MODES = ("allreduce", "ddp")
 DDP_BATCH = 32
@@ -75,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_transport(args):
-    from worker.link import UdpLink
-    from worker.transport import JobParams, Transport
+    from hina.worker.link import UdpLink
+    from hina.worker.transport import JobParams, Transport
     table = tuple(int(v) for v in args.thc_table.split(",")) if args.thc_table else None
     job = JobParams(args.job_id, args.workers, args.slots, args.words, table)
     kwargs = {} if args.min_rto is None else {"min_rto": args.min_rto}
@@ -92,7 +88,7 @@ def _stats(transport) -> dict:
 def run_allreduce(args, codecs: list[str]) -> list[dict]:
     """Each codec ``args.rounds`` times on the workload of :mod:`hina_mn.workloads`."""
     from hina import protocol as P
-    from worker.transport import allreduce
+    from hina.worker.transport import allreduce
     transport = make_transport(args)
     results = []
     try:
@@ -137,8 +133,8 @@ def run_ddp(args, codec_name: str) -> list[dict]:
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from demo.digits import load_digits_split, make_model
-    from worker.ddp_hook import HinaState, hina_hook
+    from hina.demo.digits import load_digits_split, make_model
+    from hina.worker.ddp_hook import HinaState, hina_hook
     if args.master is None:
         raise SystemExit("--mode ddp needs --master IP:PORT")
     torch.set_num_threads(1)

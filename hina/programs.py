@@ -1,0 +1,30 @@
+"""Where HINA's P4 programs are, in the checkout and installed alike.
+
+The programs live in ``p4/`` at the top of the checkout (beside this package); a wheel installs
+the same files as package data under ``hina/p4/`` (``pyproject.toml`` maps ``hina.p4`` to
+``p4/``). ``p4/`` is deliberately not a Python package: the name ``p4`` belongs to p4runtime's
+generated protobuf modules (``p4.v1``, ``p4.config.v1``), which a ``p4/__init__.py`` in the
+checkout would hide.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _find_p4_dir() -> Path:
+    for candidate in (_HERE / "p4", _HERE.parent / "p4"):    # installed, then the checkout
+        if (candidate / "hina.p4").is_file():
+            return candidate
+    return _HERE / "p4"     # nothing found: paths below name where an install puts them
+
+
+#: the folder of the P4 programs (``p4/`` in the checkout, ``hina/p4/`` when installed)
+P4_DIR = _find_p4_dir()
+#: the aggregation program for v1model (BMv2 and the embedded target)
+HINA_P4 = P4_DIR / "hina.p4"
+#: its include folder (one file per concern)
+P4_INCLUDE = P4_DIR / "include"
+#: the STF tests of the program
+P4_STF_DIR = P4_DIR / "tests"
