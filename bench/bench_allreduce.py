@@ -9,7 +9,7 @@ shown to be the limit.
 
 Usage::
 
-    python bench/bench_allreduce.py [--sizes 1000000,16000000] [--codecs fixed,thc,sketch] [--workers 4]
+    python bench/bench_allreduce.py [--sizes 1000000,16000000] [--codecs fixed,thc,fetchsgd] [--workers 4]
 """
 from __future__ import annotations
 
@@ -29,22 +29,21 @@ from hina import protocol as P
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
 
-CODECS = ("fixed", "thc", "sketch", "lossless")
+#: registry names (hina.codecs) benchmarked
+CODECS = ("fixed", "thc", "fetchsgd", "lossless")
 SINK_PACKETS = 20000
 
 
 def make_codec(name: str, n: int, rank: int, size: int):
-    from hina.worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchCodec, ThcCodec
-    if name == "thc":
-        return ThcCodec(n, rank=rank)
-    if name == "fixed":
-        return FixedPointCodec(n, rank=rank)
-    if name == "sketch":       # 10x fewer counters than coordinates, 5 rows
-        cols = 1 << max(7, int(np.log2(size / 50)))
-        return SketchCodec(n, rows=5, columns=cols, k=0.01)
-    if name == "lossless":
-        return LosslessSketchCodec(n, columns=1 << max(7, int(np.log2(size / 30))))
-    raise ValueError(name)
+    from hina.worker.codecs import registry
+    params = {
+        "thc": {},
+        "fixed": {},
+        # 10x fewer counters than coordinates, 5 rows
+        "fetchsgd": dict(rows=5, columns=1 << max(7, int(np.log2(size / 50))), k=0.01),
+        "lossless": dict(columns=1 << max(7, int(np.log2(size / 30)))),
+    }
+    return registry.build(name, n, rank, **params[name])
 
 
 def _worker(rank, n, seat, codec_name, size, init, out, transport_kwargs):
@@ -93,7 +92,7 @@ def sink_rate(words: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000000,16000000")
-    ap.add_argument("--codecs", default="fixed,thc,sketch")
+    ap.add_argument("--codecs", default="fixed,thc,fetchsgd")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS)
     ap.add_argument("--slots", type=int, default=64, help="the job's slots (window)")

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from hina import codecs as codec_names
 from hina import pipeline
 from hina import protocol as P
 
@@ -40,20 +41,14 @@ __all__ = ["ConfigError", "WorkerConfig", "JobConfig", "CODECS", "parse_worker",
 DEFAULT_SWITCH_IP = "10.0.0.254"
 DEFAULT_SWITCH_MAC = "02:00:00:00:00:fe"
 
-#: codec name -> lane operation of its main stream (worker/codecs; docs/codecs.md). Every codec
-#: also runs a MAX agreement round; ``lossless`` adds an OR bitmap stream.
-CODECS = {
-    "thc": "LUT_SUM",
-    "fixedpoint": "SUM",
-    "sketch": "SUM",
-    "sketched_sgd": "SUM",
-    "lossless": "SUM",
-    "max": "MAX",
-    "or": "OR",
-}
-SKETCH_CODECS = ("sketch", "sketched_sgd", "lossless")
-DEFAULT_SKETCH_ROWS = {"sketch": 5, "sketched_sgd": 3, "lossless": 3}
-DEFAULT_SKETCH_COLUMNS = {"sketch": 1 << 16, "sketched_sgd": 1 << 12, "lossless": 1 << 12}
+#: codec name -> lane operation of its main stream, for every codec a job can run (the
+#: registry, :mod:`hina.codecs`, less ``fp32``, which does not go through the switch). Every
+#: worker codec also runs a MAX agreement round; ``lossless`` adds an OR bitmap stream.
+CODECS = {name: codec_names.lookup(name).lane_op
+          for name in codec_names.names(through_switch=True)}
+SKETCH_CODECS = tuple(name for name in CODECS if codec_names.lookup(name).sketch)
+DEFAULT_SKETCH_ROWS = {"fetchsgd": 5, "sketched_sgd": 3, "lossless": 3}
+DEFAULT_SKETCH_COLUMNS = {"fetchsgd": 1 << 16, "sketched_sgd": 1 << 12, "lossless": 1 << 12}
 
 #: ``sketched_sgd`` (worker.codecs.SketchedSgdCodec, two rounds: a summed sketch picks k
 #: candidates, then their exact sums) defaults, applied when a field is 0. ``k`` is either a count
@@ -223,9 +218,13 @@ class JobConfig:
             P.check_generation(self.generation)
         except ValueError as exc:
             raise ConfigError(f"job {self.job_id}: {exc}") from None
-        if self.codec not in CODECS:
-            raise ConfigError(f"job {self.job_id}: unknown codec {self.codec!r} "
-                              f"(known: {', '.join(CODECS)})")
+        try:
+            info = codec_names.lookup(self.codec)
+        except codec_names.UnknownCodecError as exc:
+            raise ConfigError(f"job {self.job_id}: {exc}") from None
+        if not info.through_switch:
+            raise ConfigError(f"job {self.job_id}: codec {self.codec!r} does not go through the "
+                              "switch (plain all-reduce): it needs no job")
         if not self.workers:
             raise ConfigError(f"job {self.job_id}: no workers")
         if len(self.workers) > P.MAX_WORKERS:
@@ -344,6 +343,8 @@ class JobConfig:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "JobConfig":
         data = dict(data)
+        # state written by earlier versions names some codecs otherwise (hina.codecs)
+        data["codec"] = codec_names.upgrade_stored_name(data.get("codec", ""))
         data["workers"] = tuple(WorkerConfig(**w) for w in data["workers"])
         if data.get("thc_table") is not None:
             data["thc_table"] = tuple(data["thc_table"])

@@ -726,7 +726,7 @@ def row_jobservice_fuzz(requests: int, rpc_timeout_s: float = 20.0, seed: int = 
     started = time.monotonic()
     workers = tuple(WorkerConfig(ip=f"10.0.1.{w}", udp_port=40000 + w, port=w + 1,
                                  mac=f"02:00:00:00:01:{w:02x}") for w in range(2))
-    jobs = {1: JobConfig(job_id=1, codec="fixedpoint", workers=workers, n_slots=4, words=WORDS)}
+    jobs = {1: JobConfig(job_id=1, codec="fixed", workers=workers, n_slots=4, words=WORDS)}
     address = f"127.0.0.1:{_free_tcp_port()}"
     server = serve(lambda: jobs, address, lease_s=5.0, tokens=lambda: dict.fromkeys(jobs, JOB_TOKEN))
     channel = grpc.insecure_channel(address)

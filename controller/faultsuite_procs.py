@@ -402,7 +402,7 @@ class Deployment:
             registers = register_access(switch.kind, conn, switch.thrift_port)
             try:
                 config = JobManager(conn, registers=registers, target=switch.kind).create_job(
-                    JobConfig(job_id=JOB, codec="fixedpoint", n_slots=N_SLOTS, words=WORDS,
+                    JobConfig(job_id=JOB, codec="fixed", n_slots=N_SLOTS, words=WORDS,
                               workers=tuple(switch.worker_config(w)
                                             for w in range(n_workers))))
             finally:

@@ -9,14 +9,13 @@ loss curves to ``out/demo_loss.png`` (and the figures to ``out/demo_results.json
 
 Usage::
 
-    python -m hina.demo.digits [--workers 4] [--epochs 12] [--modes fp32,thc,sketch,lossless,fixed]
+    python -m hina.demo.digits [--workers 4] [--epochs 12] [--modes fp32,thc,sketched_sgd,lossless,fixed]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,7 +33,8 @@ from hina import protocol as P
 
 from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
 
-MODES = ("fp32", "thc", "sketch", "lossless", "fixed")
+#: the demo's modes: codec registry names (hina.codecs), fp32 first as the baseline
+MODES = ("fp32", "thc", "sketched_sgd", "lossless", "fixed")
 #: Ethernet + IPv4 + UDP bytes around every HINA message on the wire.
 L2_L4_BYTES = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
 HIDDEN = 128
@@ -77,23 +77,24 @@ def make_model() -> nn.Module:
 
 
 def make_codec(mode: str, n_workers: int, rank: int):
-    """The codec of ``mode``; the sketch is sized for >= 10x compression of the model."""
-    from hina.worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchedSgdCodec, ThcCodec
-    if mode == "thc":
-        return ThcCodec(n_workers, rank=rank, seed=SEED)
-    if mode == "sketch":
-        # Sketched SGD, two rounds (worker.codecs.SketchedSgdCodec; docs/codecs.md says why not
-        # FetchSGD here). Per step: 1 packet of MAX (3 row + 120 value-block exponents), 1 packet
-        # of the 3 x 128 sketch (10-bit cells, 3 per int32 lane), 4 packets of the exact sums of
-        # the 2560 candidates (6-bit fields, 5 per lane): 6 x (54 + 512) B = 3396 B vs 38440 B
-        # of fp32 gradient for the 9610 parameters: 11.3x.
-        return SketchedSgdCodec(n_workers, rows=3, columns=128, k=2560, sketch_bits=10,
-                                value_bits=6, value_blocks=120, rotate=8, seed=SEED)
-    if mode == "lossless":
-        return LosslessSketchCodec(n_workers, columns=1 << 12, seed=SEED)
-    if mode == "fixed":
-        return FixedPointCodec(n_workers, rank=rank)
-    raise ValueError(f"mode={mode!r}: one of {MODES}")
+    """The codec of ``mode`` (a registry name), with the demo's parameters; the sketch is
+    sized for >= 10x compression of the model."""
+    from hina.worker.codecs import registry
+    params = {
+        "thc": dict(seed=SEED),
+        # Sketched SGD, two rounds (docs/codecs.md says why not FetchSGD here). Per step: 1
+        # packet of MAX (3 row + 120 value-block exponents), 1 packet of the 3 x 128 sketch
+        # (10-bit cells, 3 per int32 lane), 4 packets of the exact sums of the 2560 candidates
+        # (6-bit fields, 5 per lane): 6 x (54 + 512) B = 3396 B vs 38440 B of fp32 gradient
+        # for the 9610 parameters: 11.3x.
+        "sketched_sgd": dict(rows=3, columns=128, k=2560, sketch_bits=10, value_bits=6,
+                             value_blocks=120, rotate=8, seed=SEED),
+        "lossless": dict(columns=1 << 12, seed=SEED),
+        "fixed": {},
+    }
+    if mode not in params:
+        raise ValueError(f"mode={mode!r}: one of {MODES[1:]} (fp32 has no codec)")
+    return registry.build(mode, n_workers, rank, **params[mode])
 
 
 def _train_worker(rank: int, mode: str, seat: Optional[WorkerSeat], n_workers: int,

@@ -189,40 +189,31 @@ class Seat:
         return Transport(self.link(), self.job_params(), **kwargs)
 
     def codec(self):
-        """The job's codec for this worker (``thc``, ``fixedpoint``, ``sketch``,
-        ``sketched_sgd``, ``lossless``).
+        """The job's codec for this worker, built by the codec registry
+        (:func:`hina.worker.codecs.registry.from_job`) from the parameters the job service sent.
 
-        ``sketched_sgd`` is :class:`~worker.codecs.SketchedSgdCodec` without codec momentum (the
-        optimiser's momentum runs on the decoded update, as in demo/digits.py).
+        Raises:
+            JobServiceError: ``UNIMPLEMENTED`` for a job of a raw lane op (no worker codec) or a
+                codec this worker does not know (an older worker than the controller);
+                ``FAILED_PRECONDITION`` for parameters the codec refuses.
         """
-        from . import codecs
-        c, n = self.codec_params, self.n_workers
-        if c.name == "thc":
-            return codecs.ThcCodec(n, rank=self.worker_index, seed=c.rht_seed, table=c.thc_table,
-                                   granularity=c.thc_granularity)
-        if c.name == "fixedpoint":
-            return codecs.FixedPointCodec(n, rank=self.worker_index)
-        if c.name == "sketch":
-            return codecs.SketchCodec(n, rows=c.sketch_rows, columns=c.sketch_columns,
-                                      seed=c.sketch_seed)
-        if c.name == "sketched_sgd":
-            if bool(c.sketch_k) == bool(c.sketch_k_fraction):
-                raise JobServiceError("codec sketched_sgd: the job service sent "
-                                      f"k={c.sketch_k} and k_fraction={c.sketch_k_fraction}; "
-                                      "exactly one must be set (controller too old?)",
-                                      "FAILED_PRECONDITION")
-            try:
-                return codecs.SketchedSgdCodec(
-                    n, rows=c.sketch_rows, columns=c.sketch_columns,
-                    k=c.sketch_k or float(c.sketch_k_fraction), seed=c.sketch_seed,
-                    rotate=c.sketch_rotate, sketch_bits=c.sketch_bits, value_bits=c.value_bits,
-                    value_blocks=c.value_blocks)
-            except ValueError as exc:
-                raise JobServiceError(f"codec sketched_sgd: {exc}", "FAILED_PRECONDITION") from None
-        if c.name == "lossless":
-            return codecs.LosslessSketchCodec(n, columns=c.sketch_columns, seed=c.sketch_seed)
-        raise JobServiceError(f"codec {c.name!r} has no worker-side codec (it is a raw lane op)",
-                              "UNIMPLEMENTED")
+        from hina import codecs as names
+
+        from .codecs import registry
+        c = self.codec_params
+        try:
+            info = names.lookup(c.name)
+        except names.UnknownCodecError as exc:
+            raise JobServiceError(f"{exc}: is this worker older than the job's controller?",
+                                  "UNIMPLEMENTED") from None
+        if info.kind != "codec":
+            raise JobServiceError(f"codec {c.name!r} is a raw {info.lane_op} lane op: the job "
+                                  "carries integers, there is no worker-side codec",
+                                  "UNIMPLEMENTED")
+        try:
+            return registry.from_job(c, self.n_workers, self.worker_index)
+        except ValueError as exc:
+            raise JobServiceError(f"codec {c.name}: {exc}", "FAILED_PRECONDITION") from None
 
 
 class JobClient:

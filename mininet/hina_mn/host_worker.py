@@ -148,7 +148,7 @@ def run_ddp(args, codec_name: str) -> list[dict]:
         x_tr, y_tr, x_te, y_te = load_digits_split()
         loss_fn = nn.CrossEntropyLoss()
         shard = torch.arange(args.rank, len(x_tr), args.workers)
-        momentum = 0.0 if codec_name == "sketch" else 0.9   # FetchSGD keeps its own momentum
+        momentum = 0.0 if codec_name == "fetchsgd" else 0.9   # FetchSGD keeps its own momentum
 
         def train(model, steps: int) -> tuple[list[float], list[float]]:
             opt = torch.optim.SGD(model.parameters(), lr=DDP_LR, momentum=momentum)

@@ -29,7 +29,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-CODECS = ("sum", "fixed", "thc", "sketch", "lossless", "sketched_sgd")
+#: registry names (hina.codecs) this workload exercises
+CODECS = ("sum", "fixed", "thc", "fetchsgd", "lossless", "sketched_sgd")
 SUM_RANGE = 1 << 20                 # |input| < 2**20: 32 workers sum without overflow
 SKETCH_ROWS, SKETCH_MIN_COLUMNS, SKETCH_HEAVY = 5, 1 << 11, 16
 #: Coordinates per sketch column: with fewer columns, noise mass (sqrt(d / columns)) hides heavy
@@ -70,46 +71,44 @@ def thc_table() -> tuple[int, ...]:
 
 def make_codec(name: str, n_workers: int, rank: int, seed: int, size: int):
     """The codec of ``name`` for worker ``rank`` and ``size`` coordinates (None for ``sum``:
-    raw SUM lanes)."""
-    from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
-                               SketchedSgdCodec, ThcCodec)
+    raw SUM lanes), built by the codec registry with this workload's parameters."""
+    from hina.worker.codecs import registry
     if name == "sum":
         return None
-    if name == "sketched_sgd":
-        return SketchedSgdCodec(n_workers, seed=seed, **SKETCHED_SGD)
-    if name == "fixed":
-        return FixedPointCodec(n_workers, rank=rank)
-    if name == "thc":
-        return ThcCodec(n_workers, rank=rank, seed=seed, table=thc_table())
-    if name == "sketch":
-        return SketchCodec(n_workers, rows=SKETCH_ROWS, columns=sketch_columns(size),
-                           k=SKETCH_HEAVY, momentum=0.0, error_feedback=False, seed=seed)
-    if name == "lossless":
-        return LosslessSketchCodec(n_workers, columns=LOSSLESS_COLUMNS, seed=seed)
-    raise ValueError(f"codec={name!r}: one of {CODECS}")
+    params = {
+        "sketched_sgd": dict(seed=seed, **SKETCHED_SGD),
+        "fixed": {},
+        "thc": dict(seed=seed, table=thc_table()),
+        "fetchsgd": dict(rows=SKETCH_ROWS, columns=sketch_columns(size), k=SKETCH_HEAVY,
+                         momentum=0.0, error_feedback=False, seed=seed),
+        "lossless": dict(columns=LOSSLESS_COLUMNS, seed=seed),
+    }
+    if name not in params:
+        raise ValueError(f"codec={name!r}: one of {CODECS}")
+    return registry.build(name, n_workers, rank, **params[name])
 
 
 def make_ddp_codec(name: str, n_workers: int, rank: int, seed: int):
     """The codec of DDP mode (training the digits MLP of ``demo/digits.py``, ~9.6k parameters).
 
-    ``sum`` trains through SUM lanes with the fixed-point codec; the sketch keeps FetchSGD's
+    ``sum`` trains through SUM lanes with the fixed-point codec; ``fetchsgd`` keeps FetchSGD's
     momentum in sketch space (the optimiser then adds none); ``sketched_sgd`` is the demo's
-    ``sketch`` mode (3 x 128 sketch, 2560 candidates, 8 hash seeds).
+    ``sketched_sgd`` mode (3 x 128 sketch, 2560 candidates, 8 hash seeds).
     """
-    from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec,
-                               SketchedSgdCodec, ThcCodec)
-    if name == "sketched_sgd":
-        return SketchedSgdCodec(n_workers, rows=3, columns=128, k=2560, sketch_bits=10,
-                                value_bits=6, value_blocks=120, rotate=8, seed=seed)
-    if name in ("sum", "fixed"):
-        return FixedPointCodec(n_workers, rank=rank)
-    if name == "thc":
-        return ThcCodec(n_workers, rank=rank, seed=seed, table=thc_table())
-    if name == "sketch":
-        return SketchCodec(n_workers, rows=5, columns=128, k=0.1, momentum=0.9, seed=seed)
-    if name == "lossless":
-        return LosslessSketchCodec(n_workers, columns=1 << 12, seed=seed)
-    raise ValueError(f"codec={name!r}: one of {CODECS}")
+    from hina.worker.codecs import registry
+    if name == "sum":
+        name = "fixed"
+    params = {
+        "sketched_sgd": dict(rows=3, columns=128, k=2560, sketch_bits=10, value_bits=6,
+                             value_blocks=120, rotate=8, seed=seed),
+        "fixed": {},
+        "thc": dict(seed=seed, table=thc_table()),
+        "fetchsgd": dict(rows=5, columns=128, k=0.1, momentum=0.9, seed=seed),
+        "lossless": dict(columns=1 << 12, seed=seed),
+    }
+    if name not in params:
+        raise ValueError(f"codec={name!r}: one of {CODECS}")
+    return registry.build(name, n_workers, rank, **params[name])
 
 
 def _heavy(size: int, seed: int) -> torch.Tensor:
@@ -125,7 +124,7 @@ def make_input(name: str, rank: int, size: int, seed: int):
     gen = torch.Generator().manual_seed(seed * 1000 + rank + 1)
     if name in ("fixed", "thc"):
         return torch.randn(size, generator=gen)
-    if name in ("sketch", "sketched_sgd"):
+    if name in ("fetchsgd", "sketched_sgd"):
         g = torch.randn(size, generator=gen) * SKETCH_NOISE
         g[_heavy(size, seed)] += SKETCH_SPIKE
         return g
@@ -164,7 +163,7 @@ def evaluate(name: str, result, n_workers: int, size: int, seed: int) -> dict:
                        heavy_recovered=len(found & heavy), heavy=len(heavy),
                        nonzeros=len(found))
         metrics["ok"] = metrics["equals_reference"] and heavy <= found
-    elif name == "sketch":
+    elif name == "fetchsgd":
         heavy = _heavy(size, seed)
         found = set(result.nonzero().reshape(-1).tolist())
         tau = SKETCH_NOISE * math.sqrt(size / sketch_columns(size))

@@ -116,7 +116,7 @@ class EmbeddedSwitch:
         return f"{w.ip}:{w.udp_port},port={w.port},mac={w.mac},tunnel={w.tunnel_local}>" \
                f"{w.tunnel_switch}"
 
-    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixedpoint",
+    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixed",
             **kwargs) -> JobConfig:
         return _job(self, job_id, n_workers, codec, **kwargs)
 
@@ -256,7 +256,7 @@ class Bmv2PortSwitch:
         w = self.worker(index)
         return f"{w.ip}:{w.udp_port},port={w.port},mac={w.mac}"
 
-    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixedpoint",
+    def job(self, job_id: int = 1, n_workers: int = 2, codec: str = "fixed",
             **kwargs) -> JobConfig:
         return _job(self, job_id, n_workers, codec, **kwargs)
 
@@ -270,7 +270,7 @@ class Bmv2PortSwitch:
 
 
 
-#: sketched_sgd parameters of the tests: demo/digits.py's "sketch" mode (rows 3, columns 128,
+#: sketched_sgd parameters of the tests: demo/digits.py's "sketched_sgd" mode (rows 3, columns 128,
 #: 10-bit cells, 6-bit values, 120 value blocks, 8 hash seeds), k scaled to the test's bucket.
 SKETCHED_SGD = {"sketch_rows": 3, "sketch_columns": 128, "sketch_seed": 11, "sketch_bits": 10,
                 "value_bits": 6, "value_blocks": 120, "sketch_rotate": 8}

@@ -285,7 +285,7 @@ def test_hina_ctl_issues_prints_rotates_and_deletes_tokens(embedded_switch, embe
     ctl = lambda *a: _ctl(embedded_switch.address, state, *a)        # noqa: E731
     assert _run(ctl("pipeline", "push", "-D", "HINA_WORDS=64")).returncode == 0
     token_file = tmp_path / "job1.token"
-    create = _run(ctl("job", "create", "--id", "1", "--codec", "fixedpoint", "--slots", "4",
+    create = _run(ctl("job", "create", "--id", "1", "--codec", "fixed", "--slots", "4",
                       "--worker", embedded_switch.worker_arg(0), "--token-file", str(token_file)))
     assert create.returncode == 0 and f"token in {token_file}" in create.stdout
     token = token_file.read_text().strip()
@@ -508,7 +508,7 @@ def test_serve_holds_the_primary_role(any_switch, tmp_path):
                 SwitchConnection(address, election_id=election_id, timeout=5)
         # hina-ctl's one-shot commands say what to do
         _one_line(_run(_ctl(address, state, "job", "create", "--id", "1", "--codec",
-                            "fixedpoint", "--worker", "10.0.1.1:1", bmv2=bmv2)),
+                            "fixed", "--worker", "10.0.1.1:1", bmv2=bmv2)),
                   "holds the primary role: write beside it with a higher --election-id")
         # a higher election id takes over, writes, and hands the role back when it leaves: then
         # writes with serve's election id are the primary's again (the id is no secret: only

@@ -150,7 +150,7 @@ def test_hina_ctl_drives_bmv2_over_mutual_tls(pki, mtls_bmv2, bmv2_pipeline, tmp
     # the right ones: push, a job, its state and the counters (P4Runtime and Thrift)
     done = _run(ctl(*client, *push))
     assert done.returncode == 0, done.stderr
-    done = _run(ctl(*client, "job", "create", "--id", "1", "--codec", "fixedpoint", "--slots",
+    done = _run(ctl(*client, "job", "create", "--id", "1", "--codec", "fixed", "--slots",
                     "4", "--worker", "10.0.1.1:40000,port=1", "--worker",
                     "10.0.1.2:40000,port=2"))
     assert done.returncode == 0, done.stderr

@@ -75,12 +75,12 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
     out = ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}").stdout
     assert "pushed" in out and f"({sw.kind})" in out
 
-    job = ctl.json("job", "create", "--id", "1", "--codec", "fixedpoint", "--slots", "4",
+    job = ctl.json("job", "create", "--id", "1", "--codec", "fixed", "--slots", "4",
                    "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
-    assert (job["job_id"], job["codec"], job["reg_base"], job["words"]) == (1, "fixedpoint", 0,
+    assert (job["job_id"], job["codec"], job["reg_base"], job["words"]) == (1, "fixed", 0,
                                                                             TEST_WORDS)
     assert [w["ip"] for w in job["workers"]] == ["10.0.1.1", "10.0.1.2"]
-    assert ctl.json("job", "list") == [{"job": 1, "codec": "fixedpoint", "lane_op": "SUM",
+    assert ctl.json("job", "list") == [{"job": 1, "codec": "fixed", "lane_op": "SUM",
                                         "workers": 2, "slots": 4, "reg_base": 0, "lut_id": 0,
                                         "words": TEST_WORDS, "generation": 1}]
     shown = ctl.json("job", "show", "1")
@@ -160,7 +160,7 @@ def test_cli_bump_generation_rewrites_admission_and_survives_resync(traffic_swit
     sw = traffic_switch
     ctl = Ctl(sw, tmp_path / "ctl.json")
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
-    ctl.run("job", "create", "--id", "2", "--codec", "fixedpoint", "--slots", "2",
+    ctl.run("job", "create", "--id", "2", "--codec", "fixed", "--slots", "2",
             "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
     assert _send(sw, 0, 2, [1] * TEST_WORDS) is None
     assert _send(sw, 1, 2, [2] * TEST_WORDS) is not None          # gen 1 used slot 0, seq 0
@@ -275,7 +275,7 @@ def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_p
     # another controller is primary: this one is refused, with one line
     with SwitchConnection(embedded_switch.address, election_id=100) as primary:
         primary.set_pipeline(*embedded_pipeline.build())
-        _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "fixedpoint",
+        _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "fixed",
                                 "--worker", "10.0.1.1:1", ok=False), 1,
                         "another controller is primary")
         # reads still work beside the primary
@@ -411,6 +411,6 @@ def test_cli_sketched_sgd_bad_parameters_are_one_line(ctl, args, code, text):
 
 
 def test_cli_sketched_sgd_flags_need_the_codec(ctl):
-    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "sketch", "--worker",
+    _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "fetchsgd", "--worker",
                             "10.0.1.1:1", "--value-bits", "8", ok=False), 1,
                     "job 1: value_bits is only for codec sketched_sgd")

@@ -221,7 +221,7 @@ def test_sketched_sgd_config_defaults_and_state_round_trip(embedded_switch, tmp_
     assert ControllerState.load(tmp_path / "ctl.json").jobs == state.jobs
 
     old = {"version": 1, "pipeline": None, "jobs": []}
-    for config in (embedded_switch.job(job_id=4, codec="sketch"), job):
+    for config in (embedded_switch.job(job_id=4, codec="fetchsgd"), job):
         data = config.to_json()
         for key in SKETCHED_SGD_FIELDS:
             del data[key]
@@ -249,7 +249,7 @@ def test_sketched_sgd_bad_parameters_are_refused(embedded_switch, changes, messa
 
 
 def test_sketched_sgd_parameters_only_for_sketched_sgd(embedded_switch):
-    for codec in ("fixedpoint", "sketch", "thc"):
+    for codec in ("fixed", "fetchsgd", "thc"):
         with pytest.raises(ConfigError, match="sketch_rotate is only for codec sketched_sgd"):
             embedded_switch.job(codec=codec, sketch_rotate=4)
 
@@ -279,7 +279,7 @@ def test_slot_state_after_traffic_sum(tconn, traffic_switch):
     sw, conn = traffic_switch, tconn
     regs = sw.registers(conn)
     jobs = JobManager(conn, registers=regs)
-    job = jobs.create_job(sw.job(job_id=5, n_workers=2, codec="fixedpoint", reg_base=8))
+    job = jobs.create_job(sw.job(job_id=5, n_workers=2, codec="fixed", reg_base=8))
     links = [sw.link(w) for w in job.workers]
     try:
         a = [i - 20 for i in range(TEST_WORDS)]
@@ -358,7 +358,7 @@ def test_resync_after_switch_restart(embedded_switch, embedded_pipeline, tmp_pat
         jobs = JobManager(conn)
         state = ControllerState(embedded_pipeline)
         for config in (embedded_switch.job(job_id=1, codec="thc"),
-                       embedded_switch.job(job_id=2, codec="fixedpoint")):
+                       embedded_switch.job(job_id=2, codec="fixed")):
             config = jobs.create_job(config)
             state.jobs[config.job_id] = config
         state.save(state_path)
@@ -405,7 +405,7 @@ def test_bmv2_job_lifecycle_and_register_paths(bmv2_switch, bmv2_pipeline):
         jobs = JobManager(conn, registers=via_thrift)
         workers = tuple(WorkerConfig(f"10.0.1.{i + 1}", 40000, i + 1, f"02:00:00:00:01:{i:02x}")
                         for i in range(2))
-        job = jobs.create_job(JobConfig(job_id=1, codec="fixedpoint", workers=workers,
+        job = jobs.create_job(JobConfig(job_id=1, codec="fixed", workers=workers,
                                         n_slots=4, reg_base=2, words=TEST_WORDS))
         assert len(conn.read_entries(pipeline.WORKER_ADMISSION)) == 2
         assert slot_state(via_thrift, job, 0)["pools"][0]["in_use"] is False

@@ -117,7 +117,7 @@ def test_workers_aggregate_with_what_the_service_gave_them(service, embedded_swi
     with SwitchConnection(embedded_switch.address) as conn:
         conn.set_pipeline(*embedded_pipeline.build())
         config = JobManager(conn).create_job(embedded_switch.job(job_id=3, n_workers=N_WORKERS,
-                                                                 codec="fixedpoint"))
+                                                                 codec="fixed"))
     jobs[3] = config
     grads = [torch.randn(3 * TEST_WORDS, generator=torch.Generator().manual_seed(i))
              for i in range(N_WORKERS)]
@@ -207,8 +207,8 @@ def test_hina_worker_bench_and_run(service, embedded_switch, embedded_pipeline):
     with SwitchConnection(embedded_switch.address) as conn:
         conn.set_pipeline(*embedded_pipeline.build())
         jobs[4] = JobManager(conn).create_job(embedded_switch.job(job_id=4, n_workers=2,
-                                                                  codec="fixedpoint"))
-    procs = [_hina_worker(address, 4, "bench", "--codec", "fixedpoint", "--size", "500",
+                                                                  codec="fixed"))
+    procs = [_hina_worker(address, 4, "bench", "--codec", "fixed", "--size", "500",
                           "--rounds", "2", "--json") for _ in range(2)]
     reports = []
     for proc in procs:

@@ -95,7 +95,7 @@ def _install(sw, pipeline, state_path: Path, tls=None) -> None:
         registers = register_access("bmv2", conn, sw.thrift_port)
         try:
             config = JobManager(conn, registers=registers, target="bmv2").create_job(
-                JobConfig(job_id=JOB, codec="fixedpoint", n_slots=4, words=TEST_WORDS,
+                JobConfig(job_id=JOB, codec="fixed", n_slots=4, words=TEST_WORDS,
                           workers=tuple(sw.worker_config(w) for w in range(N_WORKERS))))
         finally:
             registers.close()

@@ -18,7 +18,7 @@ WORKERS = 4
 def results():
     args = argparse.Namespace(workers=WORKERS, epochs=4, batch=32, lr=0.05, words=128, slots=32,
                               loss=0.0)
-    return {r.mode: r for r in run_modes(["fp32", "thc", "sketch"], args)}
+    return {r.mode: r for r in run_modes(["fp32", "thc", "sketched_sgd"], args)}
 
 
 @pytest.mark.slow
@@ -31,7 +31,7 @@ def test_thc_matches_fp32_accuracy(results):
 
 @pytest.mark.slow
 def test_sketch_accuracy_at_10x_compression(results):
-    fp32, sketch = results["fp32"], results["sketch"]
+    fp32, sketch = results["fp32"], results["sketched_sgd"]
     # compression against the fp32 gradient, with every header of every packet counted
     fp32_gradient_bytes = 4 * sketch.n_params
     assert fp32_gradient_bytes / sketch.bytes_per_step >= 10, sketch.bytes_per_step

@@ -207,7 +207,7 @@ def test_wheel_aggregates_a_job_end_to_end(installed, tmp_path):
         workers = [f"10.0.1.{i + 1}:40000,port={i + 1},mac=02:00:00:00:01:{i:02x},"
                    f"tunnel=127.0.0.1:{wk_ports[i]}>127.0.0.1:{sw_ports[i]}" for i in range(2)]
         create = _run(installed, tmp_path, *ctl, "job", "create", "--id", "1", "--codec",
-                      "fixedpoint", "--slots", "4", *[a for w in workers for a in ("--worker", w)])
+                      "fixed", "--slots", "4", *[a for w in workers for a in ("--worker", w)])
         assert create.returncode == 0, create.stderr
         token = tmp_path / "job1.token"
         assert _run(installed, tmp_path, *ctl, "job", "token", "1", "--token-file",
@@ -217,7 +217,7 @@ def test_wheel_aggregates_a_job_end_to_end(installed, tmp_path):
         assert "listening" in serve.stdout.readline()
         bench = [start("hina-worker", "join", "--controller", listen, "--job", "1",
                        "--token-file", str(token), "--barrier-timeout", "60", "bench",
-                       "--codec", "fixedpoint", "--size", "3000", "--rounds", "2", "--json")
+                       "--codec", "fixed", "--size", "3000", "--rounds", "2", "--json")
                  for _ in range(2)]
         reports = []
         for proc in bench:

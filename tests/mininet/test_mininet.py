@@ -32,10 +32,10 @@ N_WORKERS = 4
 LOSS_PCT = 2.0
 #: Every codec of the workload (hina_mn.workloads.CODECS), "sum" last: its exact sums are what
 #: the slots hold afterwards, which the hina-ctl inspection checks.
-ALL_CODECS = ("fixed", "thc", "sketch", "lossless", "sketched_sgd", "sum")
+ALL_CODECS = ("fixed", "thc", "fetchsgd", "lossless", "sketched_sgd", "sum")
 #: On the embedded target (a Python switch: packets are dear) the codecs that send few of them,
 #: and SUM, last.
-CODECS = ("thc", "sketch", "lossless", "sketched_sgd", "sum")
+CODECS = ("thc", "fetchsgd", "lossless", "sketched_sgd", "sum")
 BMV2_WORKERS = 3
 BMV2_WORDS = 64
 DDP_STEPS = 6
@@ -337,7 +337,7 @@ class TestBmv2Star:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_allreduce_with_loss_on_every_link_is_still_exact(target, logs):
-    codecs = ("thc", "sketch", "sum") if target == "embedded" else ALL_CODECS
+    codecs = ("thc", "fetchsgd", "sum") if target == "embedded" else ALL_CODECS
     n_workers = N_WORKERS if target == "embedded" else BMV2_WORKERS
     hn = _start(logs, target, loss=LOSS_PCT, n_workers=n_workers, control_network=False)
     try:

@@ -35,7 +35,7 @@ SEED = 11
 #: codec name -> (factory(n_workers, rank), gradient kind, bound on the NMSE against the mean)
 CODECS = {
     # block fixed point: 2**-20-ish relative rounding per block
-    "fixedpoint": (lambda n, r: FixedPointCodec(n, rank=r), "dense", 1e-8),
+    "fixed": (lambda n, r: FixedPointCodec(n, rank=r), "dense", 1e-8),
     # THC b=4: NMSE of the mean of n workers is ~0.1/n on Gaussian data; loose bound
     "thc": (lambda n, r: ThcCodec(n, rank=r, seed=SEED), "dense", 0.3),
     # Sketched SGD: 64 planted heavy coordinates among the k=256 candidates (a 3 x 1024 sketch
@@ -126,7 +126,7 @@ def test_allreduce_equals_reference_and_is_within_bound(program, name, n):
 
 
 @pytest.mark.parametrize("loss", [0.01, 0.05])
-@pytest.mark.parametrize("name", ["fixedpoint", "thc", "sketched_sgd"])
+@pytest.mark.parametrize("name", ["fixed", "thc", "sketched_sgd"])
 def test_loss_changes_nothing_but_retransmissions(program, name, loss):
     n = 4
     grads = _grads(CODECS[name][1], n)
@@ -162,7 +162,7 @@ def test_forged_frames_change_no_result(program):
     sockets of its own: into worker 0's and worker 1's switch ports (UDP tunnels whose peer it is
     not: the port drops them) and into a switch port of its own (admission drops them as
     WRONG_PORT). Both workers still get results bit-equal to the reference."""
-    n, name = 2, "fixedpoint"
+    n, name = 2, "fixed"
     grads = _grads("dense", n)
     codecs = [CODECS[name][0](n, w) for w in range(n)]
     job = LocalJob(program, n, n_slots=8)

@@ -11,7 +11,7 @@ WIRE = {LaneOp.SUM: torch.int32, LaneOp.LUTSUM: torch.uint8, LaneOp.MAX: torch.u
 FACTORIES = {
     "thc": lambda n: ThcCodec(n),
     "fixed": lambda n: FixedPointCodec(n, block=8),
-    "sketch": lambda n: SketchCodec(n, rows=3, columns=64, k=2),
+    "fetchsgd": lambda n: SketchCodec(n, rows=3, columns=64, k=2),
     "lossless": lambda n: LosslessSketchCodec(n, columns=64),
 }
 
@@ -65,7 +65,7 @@ def test_non_tensor_refused():
 STATEFUL = {
     "thc": lambda n, r: ThcCodec(n, rank=r, seed=3),
     "fixed_stochastic": lambda n, r: FixedPointCodec(n, block=8, stochastic=True, rank=r),
-    "sketch": lambda n, r: SketchCodec(n, rows=3, columns=64, k=4),
+    "fetchsgd": lambda n, r: SketchCodec(n, rows=3, columns=64, k=4),
     "sketched_sgd": lambda n, r: SketchedSgdCodec(n, rows=3, columns=64, k=8, momentum=0.5,
                                                   rotate=3),
     "lossless": lambda n, r: LosslessSketchCodec(n, columns=64),
@@ -128,7 +128,7 @@ def test_restored_retry_equals_a_clean_call(name, stage, fail_at):
 
 
 @pytest.mark.parametrize("name,stage", [("thc", "encode"), ("fixed_stochastic", "encode"),
-                                        ("sketched_sgd", "agreement"), ("sketch", "decode")])
+                                        ("sketched_sgd", "agreement"), ("fetchsgd", "decode")])
 def test_without_restore_a_retry_differs(name, stage):
     """The state restore puts back is real: without it, the retry is not the clean call."""
     n, key = 2, 0

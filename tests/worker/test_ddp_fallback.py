@@ -253,7 +253,7 @@ def _train_one_deaf(rank: int, init: str, link_args, params, codec_name: str, ou
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("codec_name", ["thc", "sketch"])
+@pytest.mark.parametrize("codec_name", ["thc", "fetchsgd"])
 def test_a_fallen_back_bucket_leaves_the_codec_as_it_was_on_every_worker(program, codec_name):
     """Through the embedded switch: worker 0's call of every hooked bucket completes (decode
     ran, error feedback moved on), worker 1 loses its results and times out, so the vote makes

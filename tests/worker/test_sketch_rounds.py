@@ -199,7 +199,7 @@ def test_transport_allreduce_runs_every_round():
 def test_demo_configuration_is_ten_times_smaller_than_fp32_with_headers():
     from hina.demo.digits import L2_L4_BYTES, make_codec, make_model
     n_params = sum(p.numel() for p in make_model().parameters())
-    codec = make_codec("sketch", N, 0)
+    codec = make_codec("sketched_sgd", N, 0)
     lanes = [codec.cs.rows + codec.value_blocks,                              # MAX agreement
              lanes_for(codec.cs.rows * codec.cs.columns, codec.sketch_bits),  # round 1
              lanes_for(codec._k(n_params), codec.value_bits)]                 # round 2

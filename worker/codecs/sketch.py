@@ -238,7 +238,7 @@ class SketchCodec(Codec):
     Returns from ``decode``: the sparse update ``delta`` (k nonzeros), dense, gradient-shaped.
     """
 
-    name = "sketch"
+    name = "fetchsgd"
 
     def __init__(self, n_workers: int, rows: int = 5, columns: int = 1 << 16, k: float = 0.01,
                  momentum: float = 0.9, error_feedback: bool = True, seed: int = 0) -> None:

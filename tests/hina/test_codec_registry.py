@@ -1,0 +1,78 @@
+"""One codec registry (hina.codecs): every entry point takes its names from it, every worker
+codec is built by the one registry of builders, and old or ambiguous names get a clear error."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hina import codecs as names
+from hina.controller.config import CODECS, ConfigError, JobConfig, WorkerConfig
+from hina.worker.codecs import registry
+
+#: small parameters for every builder (the defaults of some are sized for big buckets)
+SMALL = {"fetchsgd": dict(rows=3, columns=64, k=4), "sketched_sgd": dict(rows=3, columns=64, k=8),
+         "lossless": dict(columns=256)}
+
+
+def test_names_are_distinct_and_every_worker_codec_has_one_builder():
+    assert len(set(names.REGISTRY)) == len(names.REGISTRY)
+    assert set(registry.builders()) == set(names.names(kind="codec"))
+
+
+@pytest.mark.parametrize("name", names.names(kind="codec"))
+def test_built_codec_carries_its_registry_name_and_lane_op(name):
+    codec = registry.build(name, n_workers=2, rank=1, **SMALL.get(name, {}))
+    assert codec.name == name
+    x = torch.randn(300)
+    lanes = codec.encode(x, codec.agreement(x))
+    from hina.worker.transport import _OP_OF_LANE      # the codec's lane op -> the wire's op
+    assert names.lookup(name).lane_op in {_OP_OF_LANE[s.op].name for s in lanes.streams}
+
+
+def test_every_entry_point_takes_names_from_the_registry():
+    from hina.demo import digits
+    from hina.mininet import workloads
+    assert set(CODECS) == set(names.names(through_switch=True))
+    assert all(CODECS[n] == names.lookup(n).lane_op for n in CODECS)
+    assert set(digits.MODES) <= set(names.REGISTRY) and digits.MODES[0] == "fp32"
+    assert set(workloads.CODECS) <= set(names.REGISTRY)
+    help_text = subprocess.run([sys.executable, "-m", "hina.controller.cli", "job", "create",
+                                "--help"], capture_output=True, text=True).stdout
+    assert "{" + ",".join(CODECS) + "}" in help_text.replace("\n", "").replace(" ", "")
+
+
+def test_renamed_and_unknown_names_are_refused_clearly():
+    with pytest.raises(names.UnknownCodecError, match="'fetchsgd'.*'sketched_sgd'"):
+        registry.build("sketch", 2)
+    with pytest.raises(names.UnknownCodecError, match="now called fixed"):
+        names.lookup("fixedpoint")
+    with pytest.raises(names.UnknownCodecError, match="known: fp32, thc"):
+        names.lookup("zip")
+    with pytest.raises(ValueError, match="not aggregated through the switch"):
+        registry.build("fp32", 2)
+    with pytest.raises(ValueError, match="raw SUM lane op"):
+        registry.build("sum", 2)
+    worker = WorkerConfig(ip="10.0.0.1", udp_port=1, port=1, mac="02:00:00:00:00:01")
+    with pytest.raises(ConfigError, match="does not go through the switch"):
+        JobConfig(job_id=1, codec="fp32", workers=(worker,))
+    with pytest.raises(ConfigError, match="job 1: unknown codec 'sketch'"):
+        JobConfig(job_id=1, codec="sketch", workers=(worker,))
+
+
+def test_state_written_with_old_names_loads_under_the_new_ones():
+    worker = WorkerConfig(ip="10.0.0.1", udp_port=1, port=1, mac="02:00:00:00:00:01")
+    for old, new in (("fixedpoint", "fixed"), ("sketch", "fetchsgd")):
+        data = JobConfig(job_id=1, codec=new, workers=(worker,)).to_json()
+        data["codec"] = old
+        assert JobConfig.from_json(data).codec == new
+
+
+def test_registering_twice_or_a_bad_name_is_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        names.register(names.CodecInfo("thc", "LUT_SUM", "again"))
+    with pytest.raises(ValueError, match="lower-case"):
+        names.register(names.CodecInfo("Bad-Name", "SUM", "x"))
+    assert "Bad-Name" not in names.REGISTRY
