@@ -34,6 +34,7 @@ from typing import Callable, Optional, Sequence
 
 from hina.worker.link import FrameLink
 
+from .bmv2 import free_tcp_port
 from .faultsuite import WORDS
 
 __all__ = ["VethFrameLink", "Child", "EmbeddedSwitchProcess", "Bmv2SwitchProcess",
@@ -55,12 +56,6 @@ _EVENT_TIMEOUT_S = 90.0        # generous: a loaded 2-core machine starts proces
 # ------------------------------------------------------------------------------------------
 # Small helpers
 # ------------------------------------------------------------------------------------------
-def _free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _free_udp_ports(n: int) -> list[int]:
     socks = []
     try:
@@ -260,7 +255,7 @@ class EmbeddedSwitchProcess:
     def __init__(self, n_ports: int, logdir: Path):
         ports = _free_udp_ports(2 * n_ports)
         self.switch_ports, self.worker_ports = ports[:n_ports], ports[n_ports:]
-        self.address = f"127.0.0.1:{_free_tcp_port()}"
+        self.address = f"127.0.0.1:{free_tcp_port()}"
         self.thrift_port = None
         self.logdir, self.starts = Path(logdir), 0
         self.cmd = [sys.executable, "-m", "hina.softswitch", "--no-p4", "--grpc-server-addr",
@@ -410,7 +405,7 @@ class Deployment:
         ControllerState(self.pipeline, {JOB: config}).save(self.state_path)
         self.token_file = self.logdir / "job.token"
         write_token_file(self.token_file, TokenStore(tokens_path(self.state_path)).issue(JOB))
-        self.listen = f"127.0.0.1:{_free_tcp_port()}"
+        self.listen = f"127.0.0.1:{free_tcp_port()}"
         self._names: dict[str, int] = {}
 
     def _name(self, base: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hina.controller import faultsuite as F
+from hina.controller import faultsuite_rpc as R
 from hina.faults import MUTATIONS
 
 QUICK = F.COUNTS["quick"]
@@ -56,8 +57,8 @@ def test_link_faults(fault):
 
 
 def test_p4runtime_fuzz():
-    _check(F.row_p4runtime_fuzz(QUICK["rpc"]))
+    _check(R.row_p4runtime_fuzz(QUICK["rpc"]))
 
 
 def test_jobservice_fuzz():
-    _check(F.row_jobservice_fuzz(QUICK["rpc"]))
+    _check(R.row_jobservice_fuzz(QUICK["rpc"]))
