@@ -133,9 +133,10 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
 
     .. warning::
         Non-finite gradients (NaN/Inf) are not sent through the switch (the codec refuses them:
-        they would poison every worker's decode): the bucket falls back to the fp32 all-reduce on
-        every worker, which carries them as plain DDP would, after the other workers' switch path
-        gave up (``give_up_s``), since only the worker that found them knows.
+        they would poison every worker's decode): the worker that found them sends a poisoned
+        agreement round instead, every other worker's codec refuses the aggregated value at
+        once, and the bucket falls back to the fp32 all-reduce on every worker together, which
+        carries them as plain DDP would (no worker waits for ``give_up_s``).
     """
     tensor = bucket.buffer()
     warming_up = state.iteration < state.start_iter

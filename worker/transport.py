@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Hashable, Optional, Protocol, Sequence
+from typing import Hashable, Optional, Protocol
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from hina import protocol as P
 from hina.framing import SMALL_BATCH
 
 from .codecs.base import MAX_ROUNDS, Codec, LaneOp, LaneStream
-from .codecs.errors import CodecError
+from .codecs.errors import CodecError, NonFiniteGradientError
 from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header,
                          result_payload_dtype)
 
@@ -562,6 +562,24 @@ def _reduce_stream(transport: Transport, stream: LaneStream) -> torch.Tensor:
     return torch.from_numpy(result).to(stream.data.device)
 
 
+#: An agreement code above every other in the MAX, and non-finite to every codec (a NaN's bits
+#: for float codes, the refused exponent code for fixed-point ones).
+POISON_CODE = (1 << 32) - 1
+
+
+def _announce_non_finite(transport: "Transport", codec: Codec, tensor: torch.Tensor,
+                         key: Hashable) -> None:
+    """This worker's gradient is not finite and its codec refused it: still send the agreement
+    round, every code :data:`POISON_CODE`, so that every other worker's encode refuses the
+    aggregated value at once (``NonFiniteGradientError``, "agreed") instead of waiting for this
+    worker's lanes until it gives up; all then fall back together at the same call. The round's
+    length is that of a zero gradient's agreement (the codec state this touches is restored by
+    whoever handles the failure, as for any failed call)."""
+    numel = codec.agreement(torch.zeros_like(tensor), key).numel()
+    poison = torch.full((numel,), POISON_CODE, dtype=torch.int64).to(torch.uint32)
+    _reduce_stream(transport, LaneStream(LaneOp.MAX, poison, numel, name="agreement"))
+
+
 def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
               key: Hashable = 0, call_id: Optional[int] = None) -> torch.Tensor:
     """The mean over the job's workers of ``tensor``, aggregated by the switch through ``codec``.
@@ -594,12 +612,19 @@ def allreduce(tensor: torch.Tensor, codec: Codec, transport: Transport,
             restarted in another generation: the message names both generations),
             :class:`CallMismatch` (the workers are at different calls) and
             :class:`TransportTimeout` say why.
+        NonFiniteGradientError: this worker's ``tensor`` holds NaN/Inf ("local"; its poisoned
+            agreement round still goes out), or another worker's does ("agreed"): every worker
+            of the call raises it at once.
     """
     if codec.n_workers != transport.job.n_workers:
         raise ValueError(f"codec.n_workers={codec.n_workers} differs from the job's "
                          f"n_workers={transport.job.n_workers}")
     transport.begin_call(call_id)
-    agreement = codec.agreement(tensor, key)
+    try:
+        agreement = codec.agreement(tensor, key)
+    except NonFiniteGradientError:
+        _announce_non_finite(transport, codec, tensor, key)
+        raise
     agreed = _reduce_stream(transport, LaneStream(LaneOp.MAX, agreement.reshape(-1),
                                                   agreement.numel(), name="agreement"))
     encoded = codec.encode(tensor, agreed, key)

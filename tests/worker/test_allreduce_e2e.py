@@ -255,3 +255,35 @@ def test_killed_worker_fails_the_others_in_bounded_time():
         assert kind == "timeout", (kind, index, message)
         assert "stopped contributing" in message[0]
         assert at - killed_at < GIVE_UP_S + 10, at - killed_at
+
+
+@pytest.mark.parametrize("name", ["fixed", "thc", "sketched_sgd"])
+def test_a_non_finite_gradient_fails_every_worker_at_once(program, name):
+    """One worker's gradient holds a NaN: its codec refuses it, but its agreement round still
+    goes out, poisoned, so every other worker's encode refuses the aggregated value at once
+    ("agreed") instead of waiting for the missing lanes until it gives up (20 s here). The
+    next allreduce of the same transports works again (a failed call leaves no half state)."""
+    from hina.worker.codecs import NonFiniteGradientError
+    n = 3
+    kind = "heavy" if name == "sketched_sgd" else "dense"
+    grads = _grads(kind, n)
+    bad = [g.clone() for g in grads]
+    bad[1][17] = float("nan")
+    job = LocalJob(program, n, n_slots=8, table=tuple(ThcCodec(n).table))
+    transports = job.transports(min_rto=0.03, give_up_s=20.0)
+    try:
+        codecs = [CODECS[name][0](n, w) for w in range(n)]
+        started = time.monotonic()
+        _, errors = run_workers(lambda w, t: allreduce(bad[w], codecs[w], t, key=0), transports)
+        took = time.monotonic() - started
+        assert all(isinstance(e, NonFiniteGradientError) for e in errors), errors
+        assert [e.where for e in errors] == ["agreed", "local", "agreed"]
+        assert took < 5.0, f"the workers learnt of the NaN after {took:.1f} s"
+        fresh = [CODECS[name][0](n, w) for w in range(n)]
+        results, errors = run_workers(lambda w, t: allreduce(grads[w], fresh[w], t, key=0),
+                                      transports)
+        assert errors == [None] * n, errors
+        want = reference_allreduce([CODECS[name][0](n, w) for w in range(n)], grads)
+        assert all(torch.equal(results[w], want[w]) for w in range(n))
+    finally:
+        job.close()
