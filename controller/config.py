@@ -47,8 +47,9 @@ DEFAULT_SWITCH_MAC = "02:00:00:00:00:fe"
 CODECS = {name: codec_names.lookup(name).lane_op
           for name in codec_names.names(through_switch=True)}
 SKETCH_CODECS = tuple(name for name in CODECS if codec_names.lookup(name).sketch)
-DEFAULT_SKETCH_ROWS = {"fetchsgd": 5, "sketched_sgd": 3, "lossless": 3}
-DEFAULT_SKETCH_COLUMNS = {"fetchsgd": 1 << 16, "sketched_sgd": 1 << 12, "lossless": 1 << 12}
+DEFAULT_SKETCH_ROWS = {"fetchsgd": 5, "sketched_sgd": 3, "lossless": 3, "adaptive": 3}
+DEFAULT_SKETCH_COLUMNS = {"fetchsgd": 1 << 16, "sketched_sgd": 1 << 12, "lossless": 1 << 12,
+                          "adaptive": 1 << 12}
 
 #: ``sketched_sgd`` (worker.codecs.SketchedSgdCodec, two rounds: a summed sketch picks k
 #: candidates, then their exact sums) defaults, applied when a field is 0. ``k`` is either a count
@@ -236,13 +237,14 @@ class JobConfig:
                 raise ConfigError(f"job {self.job_id}: workers {seen[w.key]} and {i} share the "
                                   f"address {w.key}; the switch tells workers apart by it")
             seen[w.key] = i
-        if self.codec == "thc":
+        if info.lut:          # thc, adaptive: the switch maps THC's indices through a LUT
             table = tuple(self.thc_table or pipeline.THC_DEFAULT_TABLE)
             object.__setattr__(self, "thc_table", table)
             if not self.thc_granularity:
                 object.__setattr__(self, "thc_granularity", max(table))
         elif self.thc_table is not None:
-            raise ConfigError(f"job {self.job_id}: a THC table is only for codec thc")
+            raise ConfigError(f"job {self.job_id}: a THC table is only for codecs with a LUT "
+                              f"({', '.join(n for n in CODECS if codec_names.lookup(n).lut)})")
         if self.codec in SKETCH_CODECS:
             if not self.sketch_rows:
                 object.__setattr__(self, "sketch_rows", P.SKETCH_ROWS if self.in_switch_sketch
@@ -251,6 +253,9 @@ class JobConfig:
                 object.__setattr__(self, "sketch_columns", DEFAULT_SKETCH_COLUMNS[self.codec])
         elif self.in_switch_sketch:
             raise ConfigError(f"job {self.job_id}: in-switch sketching needs a sketch codec")
+        if self.codec == "adaptive" and self.in_switch_sketch:
+            raise ConfigError(f"job {self.job_id}: codec adaptive: the workers sketch; in-switch "
+                              "sketching is not for it")
         if self.codec == "sketched_sgd":
             self._check_sketched_sgd()
         else:

@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 from p4.v1 import p4runtime_pb2
 
+from hina import codecs as codec_names
 from hina import pipeline
 from hina import protocol as P
 from hina.pipeline import JobSpec
@@ -137,7 +138,7 @@ class JobManager:
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except (ConfigError, ValueError) as exc:
             raise JobError(str(exc)) from None
-        if config.codec == "thc" and config.lut_id == 0:
+        if codec_names.lookup(config.codec).lut and config.lut_id == 0:
             config = config.replace(lut_id=self._free_lut_id())
         return config
 

@@ -18,6 +18,7 @@ fixed      SUM       per-block fixed point in int32 lanes
 fetchsgd   SUM       count sketch with momentum and error feedback (FetchSGD)
 sketched_sgd SUM     two rounds: a summed sketch picks candidates, then their exact sums
 lossless   SUM       nonzero bitmap (OR) + count sketch with peeling: exact for sparse data
+adaptive   (varies)  per bucket and step: lossless when sparse enough to peel, else THC
 sum        SUM       raw int32 lanes, no codec (the job carries integers)
 max        MAX       raw lanes, element-wise maximum
 or         OR        raw lanes, bitwise or
@@ -45,12 +46,14 @@ class CodecInfo:
             job carries raw integers: no worker codec), or ``"baseline"`` (not through the
             switch at all).
         sketch: the job has a count sketch's shape (rows, columns, seed).
+        lut: the job installs THC's table in the switch's LUT.
     """
     name: str
     lane_op: str
     summary: str
     kind: str = "codec"
     sketch: bool = False
+    lut: bool = False
 
     @property
     def through_switch(self) -> bool:
@@ -118,7 +121,7 @@ def upgrade_stored_name(name: str) -> str:
 register(CodecInfo("fp32", "", "plain fp32 all-reduce (gloo/NCCL), not through the switch",
                    kind="baseline"))
 register(CodecInfo("thc", "LUT_SUM", "THC: randomized Hadamard, 4-bit table indices summed by "
-                                     "the switch's lookup table"))
+                                     "the switch's lookup table", lut=True))
 register(CodecInfo("fixed", "SUM", "per-block fixed point in int32 lanes (exact to its step)"))
 register(CodecInfo("fetchsgd", "SUM", "FetchSGD: count sketch with momentum and error "
                                       "feedback, top-k unsketched", sketch=True))
@@ -126,6 +129,8 @@ register(CodecInfo("sketched_sgd", "SUM", "Sketched SGD: a summed sketch picks k
                                           "a second round sums them exactly", sketch=True))
 register(CodecInfo("lossless", "SUM", "nonzero bitmap (OR) + count sketch with peeling: exact "
                                       "for sparse gradients", sketch=True))
+register(CodecInfo("adaptive", "SUM", "per bucket: lossless for buckets sparse enough to peel, "
+                                       "THC for the others", sketch=True, lut=True))
 register(CodecInfo("sum", "SUM", "raw int32 lanes summed (no codec)", kind="raw"))
 register(CodecInfo("max", "MAX", "raw lanes, element-wise maximum (no codec)", kind="raw"))
 register(CodecInfo("or", "OR", "raw lanes, bitwise or (no codec)", kind="raw"))

@@ -29,7 +29,11 @@ def test_built_codec_carries_its_registry_name_and_lane_op(name):
     x = torch.randn(300)
     lanes = codec.encode(x, codec.agreement(x))
     from hina.worker.transport import _OP_OF_LANE      # the codec's lane op -> the wire's op
-    assert names.lookup(name).lane_op in {_OP_OF_LANE[s.op].name for s in lanes.streams}
+    ops = {_OP_OF_LANE[s.op].name for s in lanes.streams}
+    if name == "adaptive":      # its second round is the chosen codec's agreement (MAX lanes)
+        assert ops == {"MAX"} and codec.last_choice[0] == "thc"     # 300 values: THC is cheaper
+    else:
+        assert names.lookup(name).lane_op in ops
 
 
 def test_every_entry_point_takes_names_from_the_registry():
@@ -60,6 +64,20 @@ def test_renamed_and_unknown_names_are_refused_clearly():
         JobConfig(job_id=1, codec="fp32", workers=(worker,))
     with pytest.raises(ConfigError, match="job 1: unknown codec 'sketch'"):
         JobConfig(job_id=1, codec="sketch", workers=(worker,))
+
+
+def test_a_job_of_the_adaptive_codec_gets_a_lut_and_a_sketch_and_its_workers_build_it():
+    from hina.worker.jobclient import CodecParams
+    worker = WorkerConfig(ip="10.0.0.1", udp_port=1, port=1, mac="02:00:00:00:00:01")
+    job = JobConfig(job_id=1, codec="adaptive", workers=(worker,), rht_seed=4, sketch_seed=6)
+    assert job.thc_table and job.sketch_columns == 1 << 12 and job.lane_op == "SUM"
+    params = CodecParams("adaptive", job.lane_op, job.thc_table, job.thc_granularity,
+                         job.rht_seed, job.sketch_rows, job.sketch_columns, job.sketch_seed)
+    codec = registry.from_job(params, 1, 0)
+    assert codec.name == "adaptive" and codec.dense.table == job.thc_table
+    assert codec.sparse.cs.columns == job.sketch_columns and codec.sparse.cs.seed == 6
+    with pytest.raises(ConfigError, match="in-switch sketching is not for it"):
+        JobConfig(job_id=1, codec="adaptive", workers=(worker,), in_switch_sketch=True)
 
 
 def test_state_written_with_old_names_loads_under_the_new_ones():

@@ -23,7 +23,7 @@ import torch
 from hina import protocol as P
 from hina.softswitch.ports import UdpPort
 from hina.testing.switchjob import SWITCH, WORDS, LocalJob, run_workers
-from hina.worker.codecs import (FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
+from hina.worker.codecs import (AdaptiveCodec, FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
                            ThcCodec, reference_allreduce)
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
@@ -49,6 +49,11 @@ CODECS = {
     # lossless sketch: a sparse union support well under the peeling threshold: exact up to the
     # fixed-point rounding
     "lossless": (lambda n, r: LosslessSketchCodec(n, columns=1 << 9, seed=SEED), "sparse", 1e-8),
+    # per bucket: lossless for the sparse gradients (exact), THC for the dense ones
+    "adaptive-sparse": (lambda n, r: AdaptiveCodec(n, rank=r, seed=SEED, columns=1 << 9,
+                                                   sketch_seed=SEED), "sparse", 1e-8),
+    "adaptive-dense": (lambda n, r: AdaptiveCodec(n, rank=r, seed=SEED, columns=1 << 9,
+                                                  sketch_seed=SEED), "dense", 0.3),
 }
 
 try:  # THC on the fused Triton kernels, where they run on CPU tensors (Triton's interpreter)

@@ -17,10 +17,11 @@ from .packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
 from .sketch import (CountSketch, LosslessSketchCodec, SketchCodec, SketchedSgdCodec, SparsePairs,
                      encode_sparse_pairs)
 from .thc import ThcCodec
+from .adaptive import AdaptiveCodec
 from .thc_table import DEFAULT_TABLE, PUBLISHED_TABLE, optimise_table
 
 __all__ = [
-    "Codec", "CodecError", "CountSketch", "DEFAULT_TABLE", "EVEN_COORD_IN_HIGH_NIBBLE", "EncodedLanes",
+    "AdaptiveCodec", "Codec", "CodecError", "CountSketch", "DEFAULT_TABLE", "EVEN_COORD_IN_HIGH_NIBBLE", "EncodedLanes",
     "FixedPointCodec", "LaneOp", "LaneOverflowError", "LaneStream", "LosslessSketchCodec",
     "NonFiniteGradientError", "PUBLISHED_TABLE", "SketchCodec", "SketchedSgdCodec", "SparsePairs", "ThcCodec",
     "encode_sparse_pairs", "float_from_max_code", "float_to_max_code", "optimise_table", "pack_nibbles",

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from hina import codecs as names
 
+from .adaptive import AdaptiveCodec
 from .base import Codec
 from .fixedpoint import FixedPointCodec
 from .sketch import LosslessSketchCodec, SketchCodec, SketchedSgdCodec
@@ -70,6 +71,10 @@ _BUILDERS: dict[str, Builder] = {
     "lossless": Builder(
         lambda n, rank, **kw: LosslessSketchCodec(n, **kw),
         lambda c: dict(columns=c.sketch_columns, seed=c.sketch_seed)),
+    "adaptive": Builder(
+        lambda n, rank, **kw: AdaptiveCodec(n, rank=rank, **kw),
+        lambda c: dict(seed=c.rht_seed, table=c.thc_table, granularity=c.thc_granularity,
+                       columns=c.sketch_columns, sketch_seed=c.sketch_seed)),
 }
 
 

@@ -1,0 +1,122 @@
+"""The adaptive codec: per bucket and step, the lossless sketch where the union support is sure
+to peel and costs fewer bytes, THC elsewhere; the same choice on every worker; results equal to
+the chosen codec's own (so sparse buckets are exact to the fixed-point step); a failed call
+restored leaves nothing behind."""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hina.worker.codecs import (AdaptiveCodec, LosslessSketchCodec, ThcCodec, reference_aggregate,
+                                reference_agree, reference_allreduce)
+
+N, NUMEL, COLUMNS = 4, 8192, 256
+
+
+def _codecs(n=N, columns=COLUMNS):
+    return [AdaptiveCodec(n, rank=r, seed=3, columns=columns, sketch_seed=5) for r in range(n)]
+
+
+def _sparse(nnz_per_worker, n=N, numel=NUMEL, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        g = torch.zeros(numel)
+        idx = torch.randperm(numel, generator=gen)[:nnz_per_worker]
+        g[idx] = torch.randn(len(idx), generator=gen)
+        out.append(g)
+    return out
+
+
+def test_capacity_and_choice():
+    c = _codecs()[0]
+    assert c.capacity == int(0.818 * 3 * COLUMNS)
+    fits = c.capacity // N
+    assert c.choose(NUMEL, fits) == "lossless"
+    assert c.choose(NUMEL, fits + 1) == "thc"               # might not peel: never risked
+    # a bucket so small that the sketch costs more than THC's bytes: THC even when sparse
+    assert c.choose(1000, 1) == "thc"
+
+
+def test_sparse_bucket_is_the_lossless_codecs_result_bit_for_bit():
+    grads = _sparse(40)
+    codecs = _codecs()
+    out = reference_allreduce(codecs, grads)
+    assert [c.last_choice[0] for c in codecs] == ["lossless"] * N
+    want = reference_allreduce([LosslessSketchCodec(N, columns=COLUMNS, seed=5)
+                                for _ in range(N)], grads)
+    assert all(torch.equal(o, w) for o, w in zip(out, want))
+
+
+def test_dense_bucket_is_thcs_result_bit_for_bit():
+    gen = torch.Generator().manual_seed(1)
+    grads = [torch.randn(NUMEL, generator=gen) for _ in range(N)]
+    codecs = _codecs()
+    out = reference_allreduce(codecs, grads)
+    assert [c.last_choice[0] for c in codecs] == ["thc"] * N
+    want = reference_allreduce([ThcCodec(N, rank=r, seed=3) for r in range(N)], grads)
+    assert all(torch.equal(o, w) for o, w in zip(out, want))
+
+
+def test_one_dense_worker_makes_every_worker_choose_thc():
+    grads = _sparse(40)
+    grads[2] = torch.randn(NUMEL)
+    codecs = _codecs()
+    reference_allreduce(codecs, grads)
+    assert [c.last_choice[0] for c in codecs] == ["thc"] * N
+
+
+@settings(max_examples=12, deadline=None)
+@given(nnz=st.integers(0, int(0.818 * 3 * COLUMNS) // N), seed=st.integers(0, 2**16), scale=st.floats(1e-3, 1e3))
+def test_random_sparse_gradients_are_exact_to_the_fixed_point_step(nnz, seed, scale):
+    """Whatever the sparsity below the capacity: lossless chosen, bit-equal to the lossless
+    codec's own reference, and within its fixed-point rounding of the true mean."""
+    grads = [g * scale for g in _sparse(nnz, seed=seed)]
+    codecs = _codecs()
+    out = reference_allreduce(codecs, grads)
+    assert codecs[0].last_choice[0] == "lossless"
+    want = reference_allreduce([LosslessSketchCodec(N, columns=COLUMNS, seed=5)
+                                for _ in range(N)], grads)
+    assert all(torch.equal(o, w) for o, w in zip(out, want))
+    mean = torch.stack(grads).mean(0)
+    # The fixed-point step: 2**-s with s = 29 - E - ceil(log2 n) - 1 and 2**E above the
+    # largest cell mass (at most a worker's whole L1 mass M): step < M * 2**(1 - 29 + 2 + 1),
+    # and the mean's rounding error is at most half a step.
+    mass = max(float(g.abs().sum()) for g in grads)
+    assert float((out[0] - mean).abs().max()) <= 0.5 * mass * 2.0 ** -25
+
+
+def test_a_failed_call_restored_changes_nothing():
+    """Agreement and the first rounds, then the call is thrown away and every codec restored:
+    the next call gives what it gives on codecs that never saw the failed one."""
+    gen = torch.Generator().manual_seed(2)
+    dense = [torch.randn(NUMEL, generator=gen) for _ in range(N)]
+    codecs, fresh = _codecs(), _codecs()
+    snaps = [c.snapshot(0) for c in codecs]
+    agreed = reference_agree([c.agreement(g, 0) for c, g in zip(codecs, dense)])
+    lanes = [c.encode(g, agreed, 0) for c, g in zip(codecs, dense)]
+    round2 = reference_aggregate(lanes)
+    [c.followup(round2, agreed, 0, l.meta) for c, l in zip(codecs, lanes)]   # THC lanes, lost
+    for c, s in zip(codecs, snaps):
+        c.restore(0, s)
+    for _ in range(2):       # error feedback carries over: two steps
+        got = reference_allreduce(codecs, dense)
+        want = reference_allreduce(fresh, dense)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_bad_rounds_are_refused():
+    c = _codecs()[0]
+    g = torch.zeros(NUMEL)
+    with pytest.raises(Exception, match="expected 1 nonzero count"):
+        c.encode(g, torch.zeros(2, dtype=torch.uint32))
+    with pytest.raises(Exception, match="exceeds"):
+        c.encode(g, torch.tensor([NUMEL + 1], dtype=torch.int64).to(torch.uint32))
+    from hina.worker.codecs import NonFiniteGradientError
+    with pytest.raises(NonFiniteGradientError, match="agreed"):
+        c.encode(g, torch.tensor([(1 << 32) - 1], dtype=torch.int64).to(torch.uint32))
+    g[3] = float("nan")
+    with pytest.raises(NonFiniteGradientError, match="local"):
+        c.agreement(g)
