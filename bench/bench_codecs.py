@@ -45,7 +45,7 @@ import torch
 from hina.worker.codecs.base import Codec, reference_aggregate, reference_agree
 from hina.worker.codecs.fixedpoint import FixedPointCodec
 from hina.worker.codecs.hadamard import cuda_kernel_available
-from hina.worker.codecs.sketch import LosslessSketchCodec, SketchCodec
+from hina.worker.codecs import LosslessSketchCodec, SketchCodec
 from hina.worker.codecs.thc import ThcCodec
 from hina.worker.codecs.thc_table import PUBLISHED_TABLE
 

@@ -8,9 +8,10 @@ from hina.hashing import sketch_hash_scalar
 from hina.worker.codecs.base import reference_aggregate, reference_agree
 from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
 from hina.worker.codecs.fixedpoint import agreement_codes
-from hina.worker.codecs.sketch import (LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, CountSketch, LosslessSketchCodec,
-                                  SketchCodec, bitmap_from_indices, encode_sparse_pairs, indices_from_bitmap,
-                                  median_of_rows, peel)
+from hina.worker.codecs.lossless import (LosslessSketchCodec, bitmap_from_indices, encode_sparse_pairs,
+                                         indices_from_bitmap, peel)
+from hina.worker.codecs.sketch import (LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, CountSketch, SketchCodec,
+                                       median_of_rows)
 
 Z_BOUND = 6.0
 

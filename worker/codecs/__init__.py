@@ -14,8 +14,9 @@ from .base import (Codec, EncodedLanes, LaneOp, LaneOverflowError, LaneStream, f
 from .errors import CodecError, NonFiniteGradientError
 from .fixedpoint import FixedPointCodec
 from .packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
-from .sketch import (CountSketch, LosslessSketchCodec, SketchCodec, SketchedSgdCodec, SparsePairs,
-                     encode_sparse_pairs)
+from .lossless import LosslessSketchCodec, SparsePairs, encode_sparse_pairs
+from .sketch import CountSketch, SketchCodec
+from .sketched_sgd import SketchedSgdCodec
 from .thc import ThcCodec
 from .adaptive import AdaptiveCodec
 from .thc_table import DEFAULT_TABLE, PUBLISHED_TABLE, optimise_table

@@ -27,7 +27,8 @@ import torch
 
 from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_gradient
 from .errors import CodecError, NonFiniteGradientError
-from .sketch import BITMAP_WORD_BITS, LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, LosslessSketchCodec
+from .lossless import LosslessSketchCodec
+from .sketch import BITMAP_WORD_BITS, LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD
 from .thc import ThcCodec
 
 __all__ = ["AdaptiveCodec"]

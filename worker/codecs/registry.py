@@ -25,7 +25,9 @@ from hina import codecs as names
 from .adaptive import AdaptiveCodec
 from .base import Codec
 from .fixedpoint import FixedPointCodec
-from .sketch import LosslessSketchCodec, SketchCodec, SketchedSgdCodec
+from .lossless import LosslessSketchCodec
+from .sketch import SketchCodec
+from .sketched_sgd import SketchedSgdCodec
 from .thc import ThcCodec
 
 __all__ = ["Builder", "build", "from_job", "builders"]
