@@ -2,7 +2,7 @@
 
 Embedding and MoE gradients are zero outside the rows a batch touched; the rest of a model is
 dense. :class:`AdaptiveCodec` chooses, for every bucket and step, between a codec for sparse
-data (:class:`~.sketch.LosslessSketchCodec`: exact, bytes set by the sketch size) and one for
+data (:class:`~.lossless.LosslessSketchCodec`: exact, bytes set by the sketch size) and one for
 dense data (:class:`~.thc.ThcCodec`: about 2.5 bytes per coordinate up and down), and every
 worker chooses the same way without extra coordination beyond one small switch round.
 
