@@ -13,7 +13,6 @@ the cached build is used when there is one (``controller.bmv2.compile_p4c``). Ne
 the BMv2 toolchain; prints one line and exits 2 otherwise.
 """
 from __future__ import annotations
-from hina import programs
 
 import argparse
 import os
@@ -21,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from hina import programs
 
 ROOT = Path(__file__).resolve().parents[1]
 HINA_P4 = programs.HINA_P4

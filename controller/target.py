@@ -9,7 +9,6 @@
   its Thrift runtime (:class:`ThriftRegisters`: whole arrays per call, in process).
 """
 from __future__ import annotations
-from hina import programs
 
 import hashlib
 import logging
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Mapping, Optional, Protocol, Sequence
 
 from p4.config.v1 import p4info_pb2
+
+from hina import programs
 
 from .bmv2 import CACHE_ENV, Bmv2Error, Bmv2Thrift, cache_dir, compile_p4c, thrift_missing
 from .config import ConfigError
