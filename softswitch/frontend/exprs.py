@@ -10,6 +10,8 @@ from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT
                     StackT, StringT, StructT, TypeVar, Void, width_of)
 
 BITS_PER_BYTE = 8
+# Symbols that are values (a member of one is a field, not an enum member).
+VALUE_KINDS = ("var", "param", "const", "instance")
 # Size methods of headers and structs (fixed-size types: minimum == actual size).
 SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes")
 
@@ -53,7 +55,7 @@ class ExprChecker:
             e.sym = sym
             if sym.kind == "const":
                 e.const = sym.const
-            if sym.kind in ("var", "param", "const", "instance"):
+            if sym.kind in VALUE_KINDS:
                 return sym.type
             return ObjT(sym.kind, sym.decl)
         if isinstance(e, ir.TypeMember):
@@ -62,6 +64,11 @@ class ExprChecker:
                     raise error(e, f"error.{e.member}: no such error")
                 e.const = self.errors_list.index(e.member)
                 return ErrorT()
+            sym = scope.lookup(e.type_name)
+            if sym is not None and sym.kind in VALUE_KINDS:
+                # `hdr.h` where a parameter (or variable) `hdr` shadows `header hdr`: the lexer
+                # saw a type name (as p4c's does), the innermost declaration is the value
+                return self.check_member(ir.value_member(e), scope)
             t = self.types.get(e.type_name)
             if isinstance(t, EnumT):
                 if e.member not in t.members:

@@ -35,8 +35,12 @@ class TypeNamePostLex:
     """Retype NAME/'<'/'>' tokens using a pre-scan of the declared type names.
 
     Declared types (header, struct, enum, extern, parser, control, package, typedef, type) are
-    type names everywhere; type parameters (``extern register<T, I>``, ``T lookahead<T>()``)
-    only inside the declaration that introduces them, so ``T`` may still name a variable.
+    type names from their declaration to the end of the program, as p4c's lexer has them (it
+    asks the parser's symbol table, which knows the declarations read so far): a name declared
+    later is still an ordinary identifier before it, so a program may declare ``header hdr`` or
+    ``parser p`` although core.p4 and v1model.p4 (included first) use ``hdr`` and ``p`` as
+    parameter names. Type parameters (``extern register<T, I>``, ``T lookahead<T>()``) are type
+    names only inside the declaration that introduces them, so ``T`` may still name a variable.
     """
 
     always_accept = ("NAME", "LT", "GT", "SHR")
@@ -44,16 +48,16 @@ class TypeNamePostLex:
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         toks = list(stream)
         type_names, scoped = _scan_type_names(toks)
+        n = len(toks)
 
         def is_type(i: int) -> bool:
             name = str(toks[i])
-            if name in type_names:
+            if type_names.get(name, n) <= i:
                 return True
             return any(lo <= i <= hi for lo, hi in scoped.get(name, ()))
 
         depth = 0
         prev = None
-        n = len(toks)
         for i, tok in enumerate(toks):
             if tok.type == "NAME" and is_type(i):
                 # `Type.member` / `Type(` / `Type x` / `Type<`: a type name unless it is clearly
@@ -128,8 +132,9 @@ def _type_params(toks: list, i: int) -> list:
 
 
 def _scan_type_names(toks: list) -> tuple:
-    """(global type names, {type parameter: [(first, last) token index ranges]})."""
-    names: set = set()
+    """({global type name: index of its first declaration's name token},
+    {type parameter: [(first, last) token index ranges]})."""
+    names: dict = {}
     scoped: dict = {}
 
     def add_scoped(params: list, lo: int, hi: int) -> None:
@@ -162,14 +167,14 @@ def _scan_type_names(toks: list) -> tuple:
             if text == "extern" and j + 1 < n and toks[j].type == "NAME" and toks[j + 1].type == "NAME":
                 continue                                     # extern R name(...): R is a type
             if j < n and toks[j].type == "NAME":
-                names.add(str(toks[j]))
+                names.setdefault(str(toks[j]), j)
                 add_scoped(_type_params(toks, j + 1), i, _decl_end(toks, j))
         elif text in ("typedef", "type") and (i == 0 or toks[i - 1].type != "DOT"):
             j = i + 1
             while j < n and toks[j].type != "SEMICOLON":
                 j += 1
             if j - 1 > i + 1 and toks[j - 1].type == "NAME":
-                names.add(str(toks[j - 1]))
+                names.setdefault(str(toks[j - 1]), j - 1)
     return names, scoped
 
 

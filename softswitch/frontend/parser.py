@@ -85,17 +85,11 @@ class IRBuilder(Transformer):
     def name(self, children):
         return str(children[0])
 
+    # every kind of name is its one token's text
+    any_name = type_decl_name = decl_name = member = name
+
     def kw_name(self, children):
         return str(children[0]) if children else ""
-
-    def any_name(self, children):
-        return str(children[0])
-
-    def type_decl_name(self, children):
-        return str(children[0])
-
-    def member(self, children):
-        return str(children[0])
 
     # --------------------------------------------------------------------------- types
     @v_args(meta=True)
