@@ -17,7 +17,8 @@ included, so a controller written against a P4Info from real p4c works unchanged
   ``@brief`` and ``@description`` (the ``doc`` field) and ``@hidden``: tables and actions so
   annotated get ids and count for aliases, but are not listed.
 * ``type_info`` is present when p4c touches it: a table, an action parameter, a register, a
-  digest or a controller header is listed.
+  counter, a meter, a digest or a controller header is listed, or a control calls an extern
+  function.
 
 Example::
 
@@ -240,7 +241,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         _set_bits(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
     type_info = p4info.type_info
-    if (p4info.tables or p4info.registers or p4info.controller_packet_metadata or info.digests
+    if (p4info.tables or p4info.registers or p4info.counters or p4info.meters
+            or p4info.controller_packet_metadata or info.digests or info.calls_extern_functions
             or any(a.params for a in p4info.actions)):
         type_info.SetInParent()      # p4c's type converter ran: `type_info {}` even if empty
     for digest in info.digests:

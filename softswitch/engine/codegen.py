@@ -197,11 +197,15 @@ class ProgramGen(CodeGen):
             pn = f"p_{p.name}"
             self.names[self._param_sym(p)] = pn
             params.append(pn)
-        if any(p.direction in ("out", "inout") for p in d.params):
-            raise unsupported(d, "functions with out/inout parameters")
+        outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
+                and not isinstance(p.resolved, (StructT, StackT))]
+        if outs and d.ret.kind != "void":
+            raise unsupported(d, "functions that return a value and have out/inout parameters")
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
         self.stmt(d.body)
+        if outs:                    # called as a statement: returns its outs, as actions do
+            self._fix_returns(outs)
         o.dedent()
 
     def _find_sym(self, d) -> Sym:
@@ -269,8 +273,6 @@ class ProgramGen(CodeGen):
         for loc in d.locals:
             if isinstance(loc, ir.ActionDecl):
                 self.gen_action(loc, in_control=True)
-            elif isinstance(loc, ir.FunctionDecl):
-                raise unsupported(loc, "functions declared inside a control")
         for loc in d.locals:
             if isinstance(loc, ir.TableDecl):
                 self.gen_table(loc)

@@ -100,6 +100,8 @@ class ExprGen:
             return f"({a} and {b})"
         if op == "||":
             return f"({a} or {b})"
+        if op in ("==", "!=") and isinstance(lt, (StructT, StackT)):
+            return f"({'' if op == '==' else 'not '}RT.equal({a}, {b}))"
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"({a} {op} {b})"
         if op in ("&", "|", "^"):

@@ -269,8 +269,6 @@ class ExprChecker:
             lt = rt
         if op in self.COMPARE and op in ("==", "!="):
             t = self.join(e, lt, rt)
-            if isinstance(t, (StructT, StackT)):
-                raise unsupported(e, f"comparison of {t} values")
             self.unify_int(e.left, t)
             self.unify_int(e.right, t)
             if e.left.const is not None and e.right.const is not None:

@@ -272,8 +272,6 @@ class Checker(ExprChecker):
             self.check_action(loc, scope)
         elif isinstance(loc, ir.TableDecl):
             self.check_table(loc, scope)
-        elif isinstance(loc, ir.FunctionDecl):
-            self.check_function(loc, scope)
         else:
             raise unsupported(loc, type(loc).__name__)
 
