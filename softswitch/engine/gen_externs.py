@@ -172,6 +172,7 @@ class ExternGen:
                     raise unsupported(a, f"extract into {a.type}")
                 else:
                     self.inline_extract(self.g(a), a.type)
+                    self.union_siblings_invalid(a)
             elif method == "advance":
                 o.line(f"C.advance({self.g(e.args[0])})")
             elif method == "lookahead":

@@ -318,6 +318,19 @@ class StmtGen:
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{j}]")
 
+    def union_siblings_invalid(self, header: ir.Expr) -> None:
+        """After ``header`` became valid: if it is a member of a header_union, the union's
+        other members become invalid (P4_16: at most one member of a union is valid)."""
+        if not isinstance(header, ir.Member):
+            return
+        union = header.expr.type
+        if not (isinstance(union, StructT) and union.kind == "header_union"):
+            return
+        u = self.g(header.expr)
+        for name, _ in union.fields:
+            if name != header.member:
+                self.out.line(f"{u}.{pyfield(name)}._v = False")
+
     def call_stmt(self, e) -> None:
         o = self.out
         if isinstance(e, ir.CtorCall):
@@ -328,6 +341,7 @@ class StmtGen:
             h = self.g(e.func.expr)
             if kind[1] == "setValid":
                 o.line(f"{h}.set_valid()")
+                self.union_siblings_invalid(e.func.expr)
             elif kind[1] == "setInvalid":
                 o.line(f"{h}._v = False")
             else:

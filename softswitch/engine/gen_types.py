@@ -37,8 +37,6 @@ class TypesGen:
         for name, t in self.ck.types.items():
             if not isinstance(t, StructT) or name not in self.struct_classes:
                 continue
-            if t.kind == "header_union":
-                raise unsupported(ir.Node(), "header_union")
             cls = self.struct_classes[name]
             fields = [pyfield(n) for n, _ in t.fields]
             is_hdr = t.kind == "header"
@@ -118,6 +116,12 @@ class TypesGen:
                 o.indent()
                 o.line("return (" + "".join(f"self.{pf}, " for pf in fields) + ")")
                 o.dedent()
+                if t.kind == "header_union":      # isValid(): one of its headers is valid
+                    o.line("@property")
+                    o.line("def _v(self):")
+                    o.indent()
+                    o.line("return " + " or ".join(f"self.{pf}._v" for pf in fields))
+                    o.dedent()
             o.dedent()
             o.line("")
 

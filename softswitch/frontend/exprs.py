@@ -167,7 +167,8 @@ class ExprChecker:
         if isinstance(bt, StructT):
             ft = bt.field_type(e.member)
             if ft is None:
-                if bt.kind in ("header", "header_union") and e.member in ("isValid", "setValid", "setInvalid"):
+                if (bt.kind == "header" and e.member in ("isValid", "setValid", "setInvalid")
+                        or bt.kind == "header_union" and e.member == "isValid"):
                     return ObjT("method", (bt, e.member))
                 if e.member in SIZE_METHODS:
                     return ObjT("method", (bt, e.member))

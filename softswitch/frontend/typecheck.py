@@ -108,8 +108,6 @@ class Checker(ExprChecker):
         elif isinstance(d, ir.Typedef):
             self.declare_type(d, d.name, self.resolve_type(d.type_ref))
         elif isinstance(d, ir.StructLike):
-            if d.kind == "header_union":
-                raise unsupported(d, "header_union")
             if d.type_params:
                 raise unsupported(d, f"generic {d.kind} types")
             t = StructT(d.kind, d.name, [], d.annotations)
@@ -122,6 +120,10 @@ class Checker(ExprChecker):
                 ft = self.resolve_type(f.type_ref, {p: TypeVar(p) for p in d.type_params})
                 if d.kind == "header" and not isinstance(ft, (Bits, Varbit, Bool, EnumT)):
                     raise error(f, f"field {f.name} of header {d.name}: type {ft} is not allowed in a header")
+                if d.kind == "header_union" and not (isinstance(ft, StructT)
+                                                     and ft.kind == "header"):
+                    raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
+                                   "a header")
                 if isinstance(ft, Varbit):
                     raise unsupported(f, "varbit header fields")
                 if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from bmv2_tests.target import bmv2_missing, shared_bmv2
+from bmv2_tests.target import bmv2_missing, close_shared_bmv2, shared_bmv2
 from controller import bmv2
 from softswitch.api import P4CompileError, P4UnsupportedError
 from softswitch.compiler import compile_file
@@ -41,6 +41,15 @@ _EXPECTED_ERROR = re.compile(r"//\s*error:\s*(\d+):\s*(.*)")
 #: A program the embedded target does not run as BMv2 does says why in a line of its own:
 #: ``// xfail-embedded: REASON`` (``tests/softswitch/test_p4info_parity.py`` reads it too).
 _EMBEDDED_XFAIL = re.compile(r"^// xfail-embedded: (.*)$", re.MULTILINE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_shared_bmv2():
+    """The session's BMv2 switch (``bmv2_tests.target.shared_bmv2``, which the first BMv2 case
+    starts) goes with the session. (No conftest.py here: the tests of tests/softswitch import
+    theirs as ``conftest``.)"""
+    yield
+    close_shared_bmv2()
 
 
 def _cases():

@@ -1,5 +1,4 @@
 // A header union: one member extracted by the parser is valid, the other not; setValid on one invalidates the other.
-// xfail-embedded: P4UnsupportedError: header_union types are not implemented
 #include <core.p4>
 #include <v1model.p4>
 
