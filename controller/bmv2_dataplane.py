@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
+from p4.v1 import p4runtime_pb2
+
 from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
@@ -510,6 +512,24 @@ class Bmv2Dataplane:
 
     def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None:
         self.thrift.counter_write(name, index, bytes_, packets)
+
+    def direct_counter_read(self, table: str, entry: TableEntry) -> tuple[int, int]:
+        """(bytes, packets) of ``entry``'s direct counter, read over P4Runtime
+        (``DirectCounterEntry``: the entry named by its match and priority)."""
+        fields = self.info.table(table).match_fields
+        try:
+            match = self.conn.require_index().table_entry(table, _entry_match(entry, fields),
+                                                          None, priority=entry.priority)
+            request = p4runtime_pb2.DirectCounterEntry(table_entry=match)
+            found = self.conn.read([p4runtime_pb2.Entity(direct_counter_entry=request)],
+                                   f"direct counter of {table}")
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        if len(found) != 1:
+            raise ControlError("NOT_FOUND", f"{table}: no entry with that match for its "
+                                            f"direct counter ({len(found)} answers)")
+        data = found[0].direct_counter_entry.data
+        return data.byte_count, data.packet_count
 
     # -- teardown ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -37,7 +37,7 @@ __all__ = ["ConfigError", "WorkerConfig", "JobConfig", "CODECS", "parse_worker",
            "format_mac", "parse_host_port", "allocate", "DEFAULT_SWITCH_IP", "DEFAULT_SWITCH_MAC"]
 
 #: The switch's address on the aggregation network: the destination of the workers' requests
-#: (the same defaults as demo/local.py and bmv2_tests/jobs.py).
+#: (the same defaults as demo/local.py and hina/testing/frames.py).
 DEFAULT_SWITCH_IP = "10.0.0.254"
 DEFAULT_SWITCH_MAC = "02:00:00:00:00:fe"
 

@@ -210,6 +210,9 @@ class ProgramInfo:
     direct_meters: tuple[DirectMeterInfo, ...] = ()
     digests: tuple[DigestInfo, ...] = ()
     controller_headers: tuple[ControllerHeaderInfo, ...] = ()
+    # A control calls an extern function (mark_to_drop, hash, clone, ...): p4c's P4Info then
+    # has a type_info (its type converter ran), even an empty one.
+    calls_extern_functions: bool = False
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:

@@ -17,7 +17,8 @@ included, so a controller written against a P4Info from real p4c works unchanged
   ``@brief`` and ``@description`` (the ``doc`` field) and ``@hidden``: tables and actions so
   annotated get ids and count for aliases, but are not listed.
 * ``type_info`` is present when p4c touches it: a table, an action parameter, a register, a
-  digest or a controller header is listed.
+  counter, a meter, a digest or a controller header is listed, or a control calls an extern
+  function.
 
 Example::
 
@@ -35,7 +36,9 @@ from typing import Iterable, Mapping, Optional
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from .api import ActionCall, ActionInfo, ProgramInfo, TableInfo
+from .api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
+                  DigestInfo, DirectCounterInfo, DirectMeterInfo, MatchFieldInfo, MeterInfo,
+                  ParamInfo, ProgramInfo, RegisterInfo, StructFieldInfo, TableInfo)
 
 # p4c prints these two comment lines at the top of every text P4Info.
 TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
@@ -238,7 +241,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         _set_bits(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
     type_info = p4info.type_info
-    if (p4info.tables or p4info.registers or p4info.controller_packet_metadata or info.digests
+    if (p4info.tables or p4info.registers or p4info.counters or p4info.meters
+            or p4info.controller_packet_metadata or info.digests or info.calls_extern_functions
             or any(a.params for a in p4info.actions)):
         type_info.SetInParent()      # p4c's type converter ran: `type_info {}` even if empty
     for digest in info.digests:
@@ -280,6 +284,74 @@ def read_p4info_text(path: str) -> p4info_pb2.P4Info:
     """Parse a text P4Info file (as p4c or :func:`write_p4info_text` wrote it)."""
     with open(path, encoding="utf-8") as src:
         return parse_p4info_text(src.read())
+
+
+def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
+    """The :class:`ProgramInfo` a P4Info describes (the inverse of :func:`build_p4info`, as far
+    as P4Info says it): how a program p4c compiled is driven by name (the STF runner over real
+    BMv2) without the embedded front end. Left out because P4Info does not carry them: initial
+    default action arguments, annotations, hidden objects, controller header type names.
+    """
+    actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
+    tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+    directs = {c.preamble.id: c.preamble.name
+               for c in list(p4info.direct_counters) + list(p4info.direct_meters)}
+    scopes = {v[0]: k for k, v in _SCOPES.items()}
+    kinds = {v: k for k, v in _MATCH_TYPES.items()}
+
+    def counter_unit(spec) -> str:
+        return p4info_pb2.CounterSpec.Unit.Name(spec.unit)
+
+    def meter_unit(spec) -> str:
+        return p4info_pb2.MeterSpec.Unit.Name(spec.unit)
+
+    def direct(t, kind) -> Optional[str]:
+        names = [directs[i] for i in t.direct_resource_ids if i in directs]
+        named = {c.preamble.name for c in getattr(p4info, kind)}
+        return next((n for n in names if n in named), None)
+
+    def bits(type_spec) -> tuple[int, bool]:
+        b = type_spec.bitstring
+        return (b.int.bitwidth, True) if b.HasField("int") else (b.bit.bitwidth, False)
+
+    return ProgramInfo(
+        arch=p4info.pkg_info.arch or "v1model",
+        tables=tuple(TableInfo(
+            name=t.preamble.name,
+            match_fields=tuple(MatchFieldInfo(m.name, m.bitwidth, kinds[m.match_type])
+                               for m in t.match_fields),
+            action_refs=tuple(ActionRefInfo(actions[r.id], scopes[r.scope])
+                              for r in t.action_refs),
+            size=t.size,
+            const_default_action=(actions[t.const_default_action_id]
+                                  if t.const_default_action_id else None),
+            is_const=t.is_const_table,
+            has_initial_entries=getattr(t, "has_initial_entries", False),
+            direct_counter=direct(t, "direct_counters"),
+            direct_meter=direct(t, "direct_meters")) for t in p4info.tables),
+        actions=tuple(ActionInfo(a.preamble.name,
+                                 tuple(ParamInfo(p.name, p.bitwidth) for p in a.params))
+                      for a in p4info.actions),
+        registers=tuple(RegisterInfo(r.preamble.name, bits(r.type_spec)[0], r.size,
+                                     signed=bits(r.type_spec)[1]) for r in p4info.registers),
+        counters=tuple(CounterInfo(c.preamble.name, counter_unit(c.spec), c.size)
+                       for c in p4info.counters),
+        direct_counters=tuple(DirectCounterInfo(c.preamble.name, counter_unit(c.spec),
+                                                tables[c.direct_table_id])
+                              for c in p4info.direct_counters),
+        meters=tuple(MeterInfo(m.preamble.name, meter_unit(m.spec), m.size)
+                     for m in p4info.meters),
+        direct_meters=tuple(DirectMeterInfo(m.preamble.name, meter_unit(m.spec),
+                                            tables[m.direct_table_id])
+                            for m in p4info.direct_meters),
+        digests=tuple(DigestInfo(d.preamble.name, tuple(
+            StructFieldInfo(m.name, bits(m.type_spec)[0])
+            for m in p4info.type_info.structs[d.type_spec.struct.name].members))
+            for d in p4info.digests),
+        controller_headers=tuple(ControllerHeaderInfo(
+            h.preamble.name, h.preamble.name,
+            tuple(StructFieldInfo(m.name, m.bitwidth) for m in h.metadata))
+            for h in p4info.controller_packet_metadata))
 
 
 # --------------------------------------------------------------------------------------------

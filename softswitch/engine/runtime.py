@@ -83,6 +83,20 @@ def mod(a: int, b: int) -> int:
     return a % b if b else 0
 
 
+def equal(a, b) -> bool:
+    """P4's ``==`` on headers, structs and header stacks: two headers are equal when both are
+    invalid, or both valid with equal fields; structs and stacks field by field (element by
+    element)."""
+    if isinstance(a, Stack):
+        return all(equal(x, y) for x, y in zip(a.items, b.items))
+    if not hasattr(a, "values"):
+        return a == b
+    valid = getattr(a, "_v", None)
+    if valid is not None and not (valid and b._v):
+        return valid == b._v
+    return all(equal(x, y) for x, y in zip(a.values(), b.values()))
+
+
 def pack_valid(parts: tuple) -> tuple:
     """(packed int, bits) of (valid, value, width) parts, leaving out invalid headers' fields
     as BMv2's field-list deparser does."""
@@ -384,7 +398,8 @@ class Registry:
             direct_meters=tuple(DirectMeterInfo(d.name, d.unit, d.table) for d in direct_meters),
             digests=tuple(DigestInfo(n, tuple(StructFieldInfo(f, w) for f, w in fields))
                           for n, fields in digests.items()),
-            controller_headers=controller_headers)
+            controller_headers=controller_headers,
+            calls_extern_functions=view.extern_calls)
 
 
 # ------------------------------------------------------------------------------ dataplane
@@ -479,6 +494,7 @@ class V1Dataplane:
                 pass
         payload = data[payload_off:]
         clone_req, resubmit = C.clone_req, C.resubmit
+        cut = C.truncate          # truncate() in ingress: BMv2 keeps it with the packet
         if clone_req is not None and clone_req[0] == CLONE_I2E:
             self._clone_i2e(port, data, meta, clone_req, result, work)
         if C.learn is not None:
@@ -505,16 +521,17 @@ class V1Dataplane:
                 # The last replica takes the packet's own headers and metadata: every earlier
                 # replica has copied them already and nothing reads them afterwards.
                 if i == last:
-                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work)
+                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work, cut)
                 else:
-                    self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work)
+                    self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work,
+                                      cut)
             return
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:
                 C.trace.append("dropped in ingress (egress_spec == drop port)")
             return
         std.instance_type = PKT_INSTANCE_TYPE_NORMAL
-        self._egress_pass(hdr, meta, std, payload, std.egress_spec, result, work)
+        self._egress_pass(hdr, meta, std, payload, std.egress_spec, result, work, cut)
 
     def _clone_i2e(self, port, data, meta, req, result, work) -> None:
         _, session, fl = req
@@ -540,7 +557,9 @@ class V1Dataplane:
 
     def _egress_pass(self, hdr, meta, std, payload, port, result, work, truncate=0,
                      depth=0) -> None:
-        """Egress for one packet instance; E2E clones run after it (bounded by MAX_PASSES)."""
+        """Egress for one packet instance; E2E clones run after it (bounded by MAX_PASSES).
+        ``truncate``: the length the frame is cut to (a clone session's, or what ingress
+        asked), unless egress calls truncate() itself."""
         C = self.C
         std.egress_port = port
         std.egress_spec = 0

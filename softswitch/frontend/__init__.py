@@ -7,9 +7,10 @@ Modules, in pipeline order:
 * :mod:`.cpp_sandbox` runs cpp under limits (memory, CPU, output, time, its own process group)
   and, for pushed programs, Landlock; :mod:`.bundle` preprocesses a program pushed over
   P4Runtime confined to its own files and ``p4include``;
-* ``p4.lark`` is the LALR(1) grammar; :mod:`.parser` lexes, retypes type names like p4c's lexer,
-  parses and builds the IR;
+* ``p4.lark`` is the LALR(1) grammar; :mod:`.lexer` retypes tokens (type names, type-argument
+  brackets) like p4c's lexer; :mod:`.parser` parses and builds the IR;
 * :mod:`.ir` declares the IR nodes (dataclasses with source spans);
-* :mod:`.types` the checked types; :mod:`.typecheck` resolves names, checks types and widths,
-  folds constants, and rejects invalid programs with ``file:line:col: error: ...``.
+* :mod:`.types` the checked types; :mod:`.scope` symbols and scopes; :mod:`.typecheck` resolves
+  names and checks declarations and statements, :mod:`.exprs` expressions (widths, constant
+  folding); both reject invalid programs with ``file:line:col: error: ...``.
 """

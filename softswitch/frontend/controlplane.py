@@ -64,10 +64,13 @@ class ControlPlaneView:
         externs: fully qualified names of the extern instances (register, counter, meter,
             direct_counter, direct_meter) that remain; a direct resource also needs a remaining
             table that uses it.
+        extern_calls: whether a remaining apply block or action calls an extern function
+            (``mark_to_drop``, ``hash``, ...): p4c's P4Info then has ``type_info``.
     """
     tables: tuple[str, ...] = ()
     actions: tuple[ActionUse, ...] = ()
     externs: frozenset[str] = frozenset()
+    extern_calls: bool = False
 
 
 def local_name(decl, default: str) -> str:
@@ -104,6 +107,7 @@ def control_plane_view(checker) -> ControlPlaneView:
     scanner = _ControlScanner(top_actions, no_action.decl if no_action is not None else None)
     tables: dict[str, None] = {}
     actions: dict[str, ActionUse] = {}
+    extern_calls = False
     externs = {qualified_name(local_name(d, d.name), None) for d in program.decls
                if isinstance(d, ir.Instantiation) and isinstance(d.resolved, ExternT)}
     for arg in checker.main.args if checker.main is not None else ():
@@ -115,7 +119,9 @@ def control_plane_view(checker) -> ControlPlaneView:
             actions.setdefault(use.name, use)
         tables.update(dict.fromkeys(block.tables))
         externs.update(block.externs)
-    return ControlPlaneView(tuple(tables), tuple(actions.values()), frozenset(externs))
+        extern_calls = extern_calls or block.extern_calls
+    return ControlPlaneView(tuple(tables), tuple(actions.values()), frozenset(externs),
+                            extern_calls)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,6 +136,7 @@ class _Control:
     globals_in_locals: list = field(default_factory=list)  # top-level ActionDecls, first use
     globals_in_body: list = field(default_factory=list)
     table_globals: set = field(default_factory=set)       # ids of top-level actions tables list
+    extern_calls: bool = False                            # an extern function is called
 
     def block_actions(self) -> list[ActionUse]:
         """The P4Info actions of this instance as a ``V1Switch`` block: the top-level actions it
@@ -158,8 +165,13 @@ class _ControlScanner:
         called = {id(d) for kind, d in events if kind == "action"}
         remaining_tables = [d for d in decl.locals
                             if isinstance(d, ir.TableDecl) and id(d) in applied]
-        bound = {id(a) for t in remaining_tables for a in self._table_actions(t)}
+        used_actions = [a for t in remaining_tables for a in self._table_actions(t)]
+        bound = {id(a) for a in used_actions}
         out = _Control()
+        in_actions: list = []                    # what remaining actions call counts too
+        for action in used_actions + [d for kind, d in events if kind == "action"]:
+            _scan_stmt(action.body, in_actions)
+        out.extern_calls = any(kind == "extern_func" for kind, _ in events + in_actions)
         children: dict[int, _Control] = {}
         for loc in decl.locals:
             if isinstance(loc, ir.TableDecl) and id(loc) in applied:
@@ -183,6 +195,7 @@ class _ControlScanner:
                 out.externs += child.externs
                 out.globals_in_locals += child.globals_in_locals
                 out.table_globals |= child.table_globals
+                out.extern_calls = out.extern_calls or child.extern_calls
         for kind, d in events:
             if kind == "action" and id(d) in self.top_actions:
                 out.globals_in_body.append(d)
@@ -213,7 +226,8 @@ def _constant(e) -> Optional[bool]:
 
 def _scan_stmt(s, events: list) -> None:
     """Append ``(kind, decl)`` for what statement ``s`` uses, in order: ``("table", TableDecl)``
-    applied, ``("control", Instantiation)`` applied, ``("action", ActionDecl)`` called. Branches
+    applied, ``("control", Instantiation)`` applied, ``("action", ActionDecl)`` called,
+    ``("extern_func", name)`` an extern function called. Branches
     under a constant condition that are never taken use nothing."""
     if isinstance(s, ir.Block):
         for x in s.stmts:
@@ -257,6 +271,8 @@ def _scan_expr(e, events: list) -> None:
         events.append(("control", e.func.expr.sym.decl))
     elif kind == ("action",) and isinstance(e.func.sym.decl, ir.ActionDecl):
         events.append(("action", e.func.sym.decl))
+    elif kind is not None and kind[0] == "extern_func":
+        events.append(("extern_func", kind[1]))
 
 
 def _children(e: ir.Expr) -> Iterator[ir.Expr]:

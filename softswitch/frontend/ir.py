@@ -98,6 +98,16 @@ class Member(Expr):
     member: str
 
 
+def value_member(e: TypeMember) -> Member:
+    """Turn ``e`` (``Name.member`` parsed with ``Name`` as a type) into the Member of the value
+    ``Name``, in place, so that its parent now holds the Member; returns it."""
+    name, member = e.type_name, e.member
+    del e.type_name
+    e.__class__ = Member
+    e.expr, e.member = Path(name, span=e.span), member
+    return e
+
+
 @dataclass
 class Index(Expr):
     expr: Expr

@@ -3,190 +3,19 @@
 Three steps:
 
 1. lark's basic lexer tokenises the text (``p4.lark``);
-2. :class:`TypeNamePostLex` retypes tokens as p4c's lexer does: identifiers that name a type
-   become ``TYPE_NAME``; a ``<`` that opens a type-argument list becomes ``TLT`` and its closing
-   ``>`` becomes ``TGT`` (a ``>>`` closing two lists becomes two ``TGT``);
+2. :class:`.lexer.TypeNamePostLex` retypes tokens as p4c's lexer does (type names, the angle
+   brackets of type-argument lists);
 3. the LALR parser builds a tree that :class:`IRBuilder` turns into IR nodes with spans.
 """
 from __future__ import annotations
 
-import functools
-import os
-from typing import Iterator
-
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..api import P4CompileError, P4UnsupportedError
 from . import ir
+from .lexer import lalr
 from .preprocess import LineMap
-
-GRAMMAR_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
-
-# Keywords after which the next identifier is the name of a new type.
-_TYPE_DECL_KEYWORDS = {"header", "struct", "header_union", "enum", "extern", "parser", "control",
-                       "package"}
-# Tokens that can start a type (so that a preceding '<' opens a type-argument list).
-_TYPE_START = {"BIT", "INT", "VARBIT", "BOOL", "ERROR", "STRING", "TYPE_NAME", "TUPLE", "DONTCARE"}
-_KEYWORD_TYPES = {"bit": "BIT", "int": "INT", "varbit": "VARBIT", "bool": "BOOL", "error": "ERROR",
-                  "string": "STRING", "tuple": "TUPLE", "_": "DONTCARE"}
-
-
-def _kw(tok: Token) -> str:
-    """Normalised kind of a token: keyword text upper-cased, else the terminal name."""
-    if tok.type == "NAME" or tok.type == "TYPE_NAME":
-        return tok.type
-    return _KEYWORD_TYPES.get(str(tok), tok.type)
-
-
-class TypeNamePostLex:
-    """Retype NAME/'<'/'>' tokens using a pre-scan of the declared type names.
-
-    Declared types (header, struct, enum, extern, parser, control, package, typedef, type) are
-    type names everywhere; type parameters (``extern register<T, I>``, ``T lookahead<T>()``)
-    only inside the declaration that introduces them, so ``T`` may still name a variable.
-    """
-
-    always_accept = ("NAME", "LT", "GT", "SHR")
-
-    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        toks = list(stream)
-        type_names, scoped = _scan_type_names(toks)
-
-        def is_type(i: int) -> bool:
-            name = str(toks[i])
-            if name in type_names:
-                return True
-            return any(lo <= i <= hi for lo, hi in scoped.get(name, ()))
-
-        depth = 0
-        prev = None
-        n = len(toks)
-        for i, tok in enumerate(toks):
-            if tok.type == "NAME" and is_type(i):
-                # `Type.member` / `Type(` / `Type x` / `Type<`: a type name unless it is clearly
-                # used as a value (a member right after '.').
-                if not (prev is not None and prev.type == "DOT"):
-                    tok = Token.new_borrow_pos("TYPE_NAME", str(tok), tok)
-            if tok.type == "LT" and prev is not None and i + 1 < n:
-                nxt = toks[i + 1]
-                nxt_kind = "TYPE_NAME" if (nxt.type == "NAME" and is_type(i + 1)) else _kw(nxt)
-                opens = (_kw(prev) in ("BIT", "INT", "VARBIT", "TUPLE") or prev.type == "TYPE_NAME"
-                         or (prev.type == "NAME" and nxt_kind in _TYPE_START)
-                         or (prev.type == "VALUE_SET"))
-                if opens:
-                    depth += 1
-                    tok = Token.new_borrow_pos("TLT", "<", tok)
-            elif tok.type == "GT" and depth > 0:
-                depth -= 1
-                tok = Token.new_borrow_pos("TGT", ">", tok)
-            elif tok.type == "SHR" and depth > 0:
-                first = Token.new_borrow_pos("TGT", ">", tok)
-                yield first
-                depth -= 1
-                prev = first
-                kind = "TGT" if depth > 0 else "GT"
-                depth = max(0, depth - 1)
-                tok = Token(kind, ">", tok.start_pos + 1, tok.line, tok.column + 1,
-                            tok.end_line, tok.end_column, tok.end_pos)
-            prev = tok
-            yield tok
-
-
-_DECL_BOUNDARY = ("SEMICOLON", "LBRACE", "RBRACE")
-
-
-def _decl_start(toks: list, i: int) -> int:
-    """Index of the first token of the declaration containing toks[i]."""
-    while i > 0 and toks[i - 1].type not in _DECL_BOUNDARY:
-        i -= 1
-    return i
-
-
-def _decl_end(toks: list, i: int) -> int:
-    """Index of the ';' or the closing '}' that ends the declaration starting at or before i."""
-    depth = 0
-    n = len(toks)
-    while i < n:
-        t = toks[i].type
-        if t == "LBRACE":
-            depth += 1
-        elif t == "RBRACE":
-            depth -= 1
-            if depth <= 0:
-                return i
-        elif t == "SEMICOLON" and depth == 0:
-            return i
-        i += 1
-    return n - 1
-
-
-def _type_params(toks: list, i: int) -> list:
-    """Names in `<A, B>` if toks[i] is '<' followed by a plain name list, else []."""
-    if i >= len(toks) or toks[i].type != "LT":
-        return []
-    out = []
-    k = i + 1
-    while k + 1 < len(toks) and toks[k].type == "NAME" and toks[k + 1].type in ("COMMA", "GT"):
-        out.append(str(toks[k]))
-        if toks[k + 1].type == "GT":
-            return out
-        k += 2
-    return []
-
-
-def _scan_type_names(toks: list) -> tuple:
-    """(global type names, {type parameter: [(first, last) token index ranges]})."""
-    names: set = set()
-    scoped: dict = {}
-
-    def add_scoped(params: list, lo: int, hi: int) -> None:
-        for p in params:
-            scoped.setdefault(p, []).append((lo, hi))
-
-    n = len(toks)
-    for i, tok in enumerate(toks):
-        text = str(tok)
-        if tok.type == "NAME":
-            # a generic method or function: `R name<T...>(`, preceded by its return type
-            params = _type_params(toks, i + 1)
-            if params and i > 0 and (toks[i - 1].type in ("NAME", "GT") or str(toks[i - 1]) in
-                                     ("void", "bool", "bit", "int")):
-                after = i + 2 + 2 * len(params)
-                if after < n and toks[after].type == "LPAR":
-                    add_scoped(params, _decl_start(toks, i), _decl_end(toks, i))
-            continue
-        if text in _TYPE_DECL_KEYWORDS and i + 1 < n:
-            j = i + 1
-            if text == "enum" and str(toks[j]) in ("bit", "int"):
-                while j < n and toks[j].type != "GT":        # enum bit<8> Name {
-                    j += 1
-                j += 1
-            elif text == "enum" and j + 1 < n and toks[j + 1].type == "NAME":
-                j += 1                                       # enum TypedefName Name {
-            if text == "extern" and j + 1 < n and toks[j + 1].type in ("NAME", "LT") \
-                    and toks[j].type != "NAME":
-                continue                                     # extern function: handled above
-            if text == "extern" and j + 1 < n and toks[j].type == "NAME" and toks[j + 1].type == "NAME":
-                continue                                     # extern R name(...): R is a type
-            if j < n and toks[j].type == "NAME":
-                names.add(str(toks[j]))
-                add_scoped(_type_params(toks, j + 1), i, _decl_end(toks, j))
-        elif text in ("typedef", "type") and (i == 0 or toks[i - 1].type != "DOT"):
-            j = i + 1
-            while j < n and toks[j].type != "SEMICOLON":
-                j += 1
-            if j - 1 > i + 1 and toks[j - 1].type == "NAME":
-                names.add(str(toks[j - 1]))
-    return names, scoped
-
-
-@functools.lru_cache(maxsize=1)
-def _lark() -> Lark:
-    with open(GRAMMAR_FILE) as f:
-        grammar = f.read()
-    return Lark(grammar, parser="lalr", lexer="basic", postlex=TypeNamePostLex(),
-                propagate_positions=True, maybe_placeholders=True)
 
 
 def _int_literal(text: str) -> tuple:
@@ -256,17 +85,11 @@ class IRBuilder(Transformer):
     def name(self, children):
         return str(children[0])
 
+    # every kind of name is its one token's text
+    any_name = type_decl_name = decl_name = member = name
+
     def kw_name(self, children):
         return str(children[0]) if children else ""
-
-    def any_name(self, children):
-        return str(children[0])
-
-    def type_decl_name(self, children):
-        return str(children[0])
-
-    def member(self, children):
-        return str(children[0])
 
     # --------------------------------------------------------------------------- types
     @v_args(meta=True)
@@ -841,7 +664,7 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
     """Parse preprocessed text. Raises P4CompileError located in the original file."""
     linemap = LineMap(text, filename)
     try:
-        tree = _lark().parse(text)
+        tree = lalr().parse(text)
     except UnexpectedInput as exc:
         line = getattr(exc, "line", 0) or 0
         col = getattr(exc, "column", 0) or 0

@@ -119,7 +119,7 @@ def test_generated_python_is_inspectable():
 
 
 @pytest.mark.parametrize("snippet, what", [
-    ("header_union u_t { eth_t a; eth_t b; } struct x_t { u_t u; }", "header_union"),
+    ("struct g_t<T> { T f; }", "generic struct types"),
     ("control C2(inout h_t hdr)(bit<8> k) { apply { } }", "control constructor parameters"),
     ("header v_t { varbit<32> opts; }", "varbit header fields"),
 ])

@@ -168,10 +168,10 @@ def test_frames_wait_for_the_copy_of_an_answer_not_for_its_encoding(program, mon
     30,000 entities are encoded and sent (the dataplane used to stall for all of it). Checked
     where it happens, not by timing: while each batch of the answer is encoded, another thread
     takes the switch lock (it could not if the server held it), and frames keep flowing."""
-    from hina.softswitch import p4runtime_server
+    from hina.softswitch.p4rt.reader import Reader
     mid = ids(program)[INGRESS + "mid"]
     free_while_encoding: list[bool] = []
-    responses = p4runtime_server._Reader.responses
+    responses = Reader.responses
 
     def watched(reader):
         lock = reader.server.switch.lock
@@ -187,7 +187,7 @@ def test_frames_wait_for_the_copy_of_an_answer_not_for_its_encoding(program, mon
             other.join(20)
             free_while_encoding.append(bool(took and took[0]))
             yield response
-    monkeypatch.setattr(p4runtime_server._Reader, "responses", watched)
+    monkeypatch.setattr(Reader, "responses", watched)
     with serving(program) as (switch, stub):
         frames = [0]
         done = threading.Event()

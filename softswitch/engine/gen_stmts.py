@@ -1,0 +1,379 @@
+"""Code generation of statements and calls, with the hoisting of field reads a body
+cannot change (:meth:`StmtGen.body_with_hoisting`)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..frontend import ir
+from ..frontend.exprs import expr_text
+from ..frontend.scope import unsupported
+from ..frontend.types import Bits, Bool, EnumT, ObjT, StackT, StructT
+from .gen_base import decl_of, has_return, operands_of, pyfield
+
+
+class StmtGen:
+    """Statements of :class:`.codegen.CodeGen`."""
+
+    # ------------------------------------------------------------------------------ hoisting
+    def body_with_hoisting(self, body: ir.Stmt) -> None:
+        """Generate an action body, first loading into locals the scalar fields it reads more
+        than once and never writes (``meta.alu_mode`` read by every lane of an ALU action).
+        Only for bodies whose effects are all visible here: no calls of (non-inlined) actions,
+        functions, tables, controls or header methods, no switch, no header stacks. Loading a
+        struct field early cannot fail, and nothing in the body changes it, so every read sees
+        the same value as before."""
+        reads, written = {}, set()
+        if not self._scan_stmt(body, reads, written):
+            self.stmt(body)
+            return
+        saved = self.hoisted
+        self.hoisted = dict(saved)
+        for text, (count, names) in reads.items():
+            if count >= 2 and text not in self.hoisted and not (names & written):
+                h = self.fresh("h")
+                self.out.line(f"{h} = {text}")
+                self.hoisted[text] = h
+        try:
+            self.stmt(body)
+        finally:
+            self.hoisted = saved
+
+    def _chain(self, e) -> Optional[tuple]:
+        """(text, names) of a field chain ``base.f1...fn`` rooted at an already named variable
+        through structs/headers only, else None."""
+        names = []
+        x = e
+        while isinstance(x, ir.Member):
+            if not isinstance(x.expr.type, StructT):
+                return None
+            names.append(x.member)
+            x = x.expr
+        if not isinstance(x, ir.Path) or x.sym not in self.names or x is e:
+            return None
+        base = self.names[x.sym]
+        if not base.startswith(("p_", "c_")):    # parameters and control variables only
+            return None
+        names.append(base)
+        text = base + "".join("." + pyfield(n) for n in reversed(names[:-1]))
+        return text, frozenset(names)
+
+    def _scan_expr(self, e, reads: dict) -> bool:
+        if e is None or getattr(e, "const", None) is not None:
+            return True
+        if isinstance(e, ir.Member):
+            c = self._chain(e)
+            if c is not None:
+                if isinstance(e.type, (Bits, Bool, EnumT)):
+                    n, _ = reads.get(c[0], (0, None))
+                    reads[c[0]] = (n + 1, c[1])
+                return True
+            if isinstance(e.expr.type, StackT):
+                return False
+            return self._scan_expr(e.expr, reads)
+        if isinstance(e, (ir.IntLit, ir.BoolLit, ir.StringLit, ir.Path, ir.TypeMember)):
+            return True
+        operands = operands_of(e)
+        if operands is not None:
+            return all(self._scan_expr(x, reads) for x in operands)
+        if isinstance(e, ir.StructExpr):
+            return all(self._scan_expr(x, reads) for x in e.values)
+        if isinstance(e, ir.Call):
+            k = getattr(e, "call_kind", None)
+            return bool(k) and k[0] == "header" and k[1] == "isValid"
+        return False
+
+    def _scan_table_apply(self, e, reads: dict, written: set) -> bool:
+        """A table apply: its keys are read; any of its actions may run (their writes count)."""
+        table = e.func.expr.sym.decl
+        if not isinstance(table, ir.TableDecl):
+            return False
+        if not all(self._scan_expr(k.expr, reads) for k in table.keys):
+            return False
+        for sym in table.action_decls:
+            d = getattr(sym, "decl", None)
+            if not isinstance(d, ir.ActionDecl) or not self._scan_stmt(d.body, {}, written):
+                return False
+            for p in d.params:          # an action's parameters are its own locals
+                written.add(f"p_{p.name}")
+                written.add(p.name)
+        return True
+
+    def _scan_target(self, t, reads: dict, written: set) -> bool:
+        while isinstance(t, ir.Slice):
+            t = t.expr
+        if isinstance(t, ir.DontCare):
+            return True
+        x = t
+        while isinstance(x, ir.Member):
+            if isinstance(x.expr.type, StackT):
+                return False
+            written.add(x.member)
+            x = x.expr
+        if not isinstance(x, ir.Path):
+            return False
+        if x is t:                  # the whole variable assigned
+            written.add(self.names.get(x.sym, x.name))
+            written.add(x.name)
+        return True
+
+    def _scan_stmt(self, s, reads: dict, written: set) -> bool:
+        if isinstance(s, ir.Block):
+            return all(self._scan_stmt(x, reads, written) for x in s.stmts)
+        if isinstance(s, ir.Assign):
+            return self._scan_expr(s.value, reads) and self._scan_target(s.target, reads, written)
+        if isinstance(s, ir.VarDecl):
+            return self._scan_expr(s.init, reads)
+        if isinstance(s, (ir.ConstDecl, ir.EmptyStmt, ir.Exit, ir.Return)):
+            return s.value is None if isinstance(s, ir.Return) else True
+        if isinstance(s, ir.If):
+            return (self._scan_expr(s.cond, reads) and self._scan_stmt(s.then, reads, written)
+                    and (s.other is None or self._scan_stmt(s.other, reads, written)))
+        if isinstance(s, ir.CallStmt):
+            e = s.call
+            k = getattr(e, "call_kind", None)
+            if not k or isinstance(e, ir.CtorCall):
+                return False
+            if k[0] == "extern_method" and k[1] == "register" and k[2] in ("read", "write"):
+                if not isinstance(e.func.expr, ir.Path) or self.names.get(e.func.expr.sym) is None:
+                    return False
+                if k[2] == "read":
+                    return self._scan_expr(e.args[1], reads) and \
+                        self._scan_target(e.args[0], reads, written)
+                return all(self._scan_expr(a, reads) for a in e.args)
+            if k[0] == "extern_method" and k[1] == "counter":
+                return all(self._scan_expr(a, reads) for a in e.args)
+            if k[0] == "table_apply":
+                return self._scan_table_apply(e, reads, written)
+            if k[0] == "extern_func" and k[1] == "hash" and len(e.args) == 5:
+                return all(self._scan_expr(a, reads) for a in e.args[1:]) and \
+                    self._scan_target(e.args[0], reads, written)
+            if k[0] == "header" and k[1] in ("setValid", "setInvalid"):
+                t = e.func.expr.type        # set_valid() zeroes the fields: all are written
+                if not isinstance(t, StructT) or not self._scan_expr(e.func.expr, reads):
+                    return False
+                written.update(n for n, _ in t.fields)
+                return True
+            if k[0] == "action" and isinstance(e.func.sym.decl, ir.ActionDecl) \
+                    and not e.func.sym.decl.params and not has_return(e.func.sym.decl.body):
+                return self._scan_stmt(e.func.sym.decl.body, reads, written)   # inlined
+            return False
+        return False
+
+    # ------------------------------------------------------------------------------ statements
+    @staticmethod
+    def _assigned_next(decl: ir.VarDecl, nxt) -> bool:
+        """Whether ``nxt`` (the statement after ``decl``) sets the whole declared scalar
+        without reading it first (its default value is then never seen)."""
+        if not isinstance(decl.resolved, (Bits, Bool)) or nxt is None:
+            return False
+        if isinstance(nxt, ir.CallStmt):
+            k = getattr(nxt.call, "call_kind", None)
+            if k and k[0] == "extern_method" and k[1] == "register" and k[2] == "read":
+                t = nxt.call.args[0]
+                return isinstance(t, ir.Path) and decl_of(t) is decl and \
+                    not StmtGen._mentions(nxt.call.args[1], decl)
+            if k and k[0] == "extern_func" and k[1] == "hash" and len(nxt.call.args) == 5:
+                t = nxt.call.args[0]
+                return isinstance(t, ir.Path) and decl_of(t) is decl and \
+                    not any(StmtGen._mentions(a, decl) for a in nxt.call.args[1:])
+        return False
+
+    @staticmethod
+    def _mentions(e, decl) -> bool:
+        """Whether expression ``e`` may refer to ``decl`` (conservative: True when unsure)."""
+        if isinstance(e, ir.Path):
+            return decl_of(e) is decl or decl_of(e) is None
+        if getattr(e, "const", None) is not None or isinstance(e, (ir.IntLit, ir.BoolLit,
+                                                                     ir.TypeMember)):
+            return False
+        if isinstance(e, ir.Member):
+            return StmtGen._mentions(e.expr, decl)
+        operands = operands_of(e)
+        if operands is not None:
+            return any(StmtGen._mentions(x, decl) for x in operands)
+        return True
+
+    def stmt(self, s: ir.Stmt) -> None:
+        o = self.out
+        if isinstance(s, ir.Block):
+            n = len(o.lines)
+            stmts = s.stmts
+            for i, x in enumerate(stmts):
+                if isinstance(x, ir.VarDecl) and x.init is None and \
+                        self._assigned_next(x, stmts[i + 1] if i + 1 < len(stmts) else None):
+                    # `bit<32> old; r.read(old, i);`: only name the local, no default store
+                    self.names[self._find_sym(x)] = self.fresh(f"v_{x.name}_")
+                    continue
+                self.stmt(x)
+            if len(o.lines) == n:
+                o.line("pass")
+        elif isinstance(s, ir.Assign):
+            self.assign(s.target, self.value_for(s.value, s.target.type), s.value.type)
+        elif isinstance(s, ir.VarDecl):
+            name = self.fresh(f"v_{s.name}_")
+            sym = self._find_sym(s)
+            self.names[sym] = name
+            if s.init is not None:
+                val = self.value_for(s.init, s.resolved)
+                if isinstance(s.resolved, (StructT, StackT)) and not isinstance(s.init, (ir.ListExpr, ir.StructExpr)):
+                    val += ".copy()"
+                o.line(f"{name} = {val}")
+            else:
+                o.line(f"{name} = {self.default_value(s.resolved)}")
+        elif isinstance(s, ir.ConstDecl):
+            pass
+        elif isinstance(s, ir.CallStmt):
+            self.call_stmt(s.call)
+        elif isinstance(s, ir.If):
+            o.line(f"if {self.g(s.cond)}:")
+            o.indent()
+            self.stmt(s.then)
+            o.dedent()
+            if s.other is not None:
+                o.line("else:")
+                o.indent()
+                self.stmt(s.other)
+                o.dedent()
+        elif isinstance(s, ir.Switch):
+            self.switch(s)
+        elif isinstance(s, ir.Exit):
+            o.line("raise RT.ExitControl()")
+        elif isinstance(s, ir.Return):
+            if s.value is not None:
+                o.line(f"return {self.g(s.value)}")
+            else:
+                o.line("return")
+        elif isinstance(s, ir.EmptyStmt):
+            o.line("pass")
+        else:
+            raise unsupported(s, type(s).__name__)
+
+    def switch(self, s: ir.Switch) -> None:
+        o = self.out
+        t = s.expr.type
+        v = self.fresh("sw")
+        if isinstance(t, ObjT) and t.kind == "action_run":
+            o.line(f"{v} = {self.g(s.expr)}")
+            labels = lambda c: self.action_full_name(t.decl, c.label.name)
+        else:
+            o.line(f"{v} = {self.g(s.expr)}")
+            labels = lambda c: self.g(c.label)
+        pending: list = []
+        first = True
+        default_body = None
+        for c in s.cases:
+            if c.label is None:
+                if c.body is None:
+                    continue
+                default_body = c.body
+                pending = []
+                continue
+            pending.append(labels(c))
+            if c.body is None:
+                continue
+            o.line(f"{'if' if first else 'elif'} {v} in ({', '.join(pending)},):")
+            first = False
+            o.indent()
+            self.stmt(c.body)
+            o.dedent()
+            pending = []
+        if default_body is not None:
+            if first:
+                self.stmt(default_body)
+            else:
+                o.line("else:")
+                o.indent()
+                self.stmt(default_body)
+                o.dedent()
+
+    def action_full_name(self, table: ir.TableDecl, action: str) -> str:
+        """Python name of the generated action function (tables report the function run)."""
+        for sym in table.action_decls:
+            if sym.name == action:
+                return self.names[sym]
+        return action
+
+    def out_args(self, e: ir.Call, params: list) -> tuple:
+        """(argument texts, [(index of out param, target expr)])"""
+        args, outs = [], []
+        for i, (a, p) in enumerate(zip(e.args, params)):
+            if p.direction == "out":
+                args.append("None" if not isinstance(p.resolved, (StructT, StackT)) else self.g(a))
+            else:
+                args.append(self.value_for(a, p.resolved))
+            if p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT)):
+                outs.append((i, a))
+        return args, outs
+
+    def call_with_outs(self, e: ir.Call, callee, params: list) -> None:
+        """Call ``callee`` (an action, function or control instance), then copy what it
+        returns for its out/inout parameters back into the arguments."""
+        args, outs = self.out_args(e, params)
+        call = f"{self.names[callee]}({', '.join(args)})"
+        if not outs:
+            self.out.line(call)
+            return
+        r = self.fresh("r")
+        self.out.line(f"{r} = {call}")
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"{r}[{j}]")
+
+    def union_siblings_invalid(self, header: ir.Expr) -> None:
+        """After ``header`` became valid: if it is a member of a header_union, the union's
+        other members become invalid (P4_16: at most one member of a union is valid)."""
+        if not isinstance(header, ir.Member):
+            return
+        union = header.expr.type
+        if not (isinstance(union, StructT) and union.kind == "header_union"):
+            return
+        u = self.g(header.expr)
+        for name, _ in union.fields:
+            if name != header.member:
+                self.out.line(f"{u}.{pyfield(name)}._v = False")
+
+    def call_stmt(self, e) -> None:
+        o = self.out
+        if isinstance(e, ir.CtorCall):
+            raise unsupported(e, "constructor call as a statement")
+        kind = e.call_kind
+        k0 = kind[0]
+        if k0 == "header":
+            h = self.g(e.func.expr)
+            if kind[1] == "setValid":
+                o.line(f"{h}.set_valid()")
+                self.union_siblings_invalid(e.func.expr)
+            elif kind[1] == "setInvalid":
+                o.line(f"{h}._v = False")
+            else:
+                o.line(f"{h}._v")
+            return
+        if k0 == "stack":
+            o.line(f"{self.g(e.func.expr)}.{kind[1]}({self.g(e.args[0])})")
+            return
+        if k0 == "table_apply":
+            o.line(self.table_apply(e))
+            return
+        if k0 == "action" and isinstance(e.func.sym.decl, ir.ActionDecl) \
+                and not e.func.sym.decl.params and not has_return(e.func.sym.decl.body):
+            # A direct call of a parameterless action: its body inlined (it only touches the
+            # enclosing control's closure cells and its own fresh locals), saving a call per
+            # action per packet. Tables still call the action function.
+            n = len(o.lines)
+            self.body_with_hoisting(e.func.sym.decl.body)
+            if len(o.lines) == n:
+                o.line("pass")
+            return
+        if k0 in ("action", "function"):
+            self.call_with_outs(e, e.func.sym, e.func.sym.decl.params)
+            return
+        if k0 == "control_apply":
+            inst = e.func.expr.sym
+            self.call_with_outs(e, inst, inst.type.decl.params)
+            return
+        if k0 == "extern_method":
+            self.extern_method(e, kind[1], kind[2])
+            return
+        if k0 == "extern_func":
+            self.extern_func(e, kind[1])
+            return
+        raise unsupported(e, f"call {expr_text(e.func)}")

@@ -1,0 +1,497 @@
+"""Type checking and constant folding of expressions (the :class:`ExprChecker` half of
+:class:`.typecheck.Checker`), and the source text of expressions that p4c uses as names."""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import ir
+from .scope import Scope, error, unsupported
+from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, P4Type,
+                    StackT, StringT, StructT, TypeVar, Void, width_of)
+
+BITS_PER_BYTE = 8
+# Symbols that are values (a member of one is a field, not an enum member).
+VALUE_KINDS = ("var", "param", "const", "instance")
+# Size methods of headers and structs (fixed-size types: minimum == actual size).
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes")
+
+
+class ExprChecker:
+    """Expression checks of :class:`.typecheck.Checker` (which provides ``resolve_type``,
+    ``types``, ``extern_tvars``, ``pick_overload``, ``unify_int``)."""
+
+    # ------------------------------------------------------------------------------ expressions
+    def check_expr(self, e: ir.Expr, scope: Scope, expected: Optional[P4Type] = None) -> P4Type:
+        t = self._check_expr(e, scope, expected)
+        e.type = t
+        if expected is not None and isinstance(t, InfInt) and isinstance(expected, Bits):
+            self.unify_int(e, expected)
+        if not hasattr(e, "const"):
+            e.const = None
+        return e.type
+
+    def _check_expr(self, e: ir.Expr, scope: Scope, expected) -> P4Type:
+        if isinstance(e, ir.IntLit):
+            if e.width is not None:
+                t = Bits(e.width, e.signed)
+                if e.width == 0:
+                    raise error(e, "zero-width integer literal")
+                if e.value > t.mask:
+                    raise error(e, f"value {e.value} does not fit in {t}")
+                e.const = wrap(e.value, t)
+                return t
+            e.const = e.value
+            return InfInt()
+        if isinstance(e, ir.BoolLit):
+            e.const = e.value
+            return Bool()
+        if isinstance(e, ir.StringLit):
+            e.const = e.value
+            return StringT()
+        if isinstance(e, ir.Path):
+            sym = (self.top if e.top else scope).lookup(e.name)
+            if sym is None:
+                raise error(e, f"{e.name}: undeclared identifier")
+            e.sym = sym
+            if sym.kind == "const":
+                e.const = sym.const
+            if sym.kind in VALUE_KINDS:
+                return sym.type
+            return ObjT(sym.kind, sym.decl)
+        if isinstance(e, ir.TypeMember):
+            if e.type_name == "error":
+                if e.member not in self.errors_list:
+                    raise error(e, f"error.{e.member}: no such error")
+                e.const = self.errors_list.index(e.member)
+                return ErrorT()
+            sym = scope.lookup(e.type_name)
+            if sym is not None and sym.kind in VALUE_KINDS:
+                # `hdr.h` where a parameter (or variable) `hdr` shadows `header hdr`: the lexer
+                # saw a type name (as p4c's does), the innermost declaration is the value
+                return self.check_member(ir.value_member(e), scope)
+            t = self.types.get(e.type_name)
+            if isinstance(t, EnumT):
+                if e.member not in t.members:
+                    raise error(e, f"{e.type_name}.{e.member}: no such enum member")
+                e.const = t.values[e.member]
+                return t
+            raise error(e, f"{e.type_name}.{e.member}: not an enum member")
+        if isinstance(e, ir.Member):
+            return self.check_member(e, scope)
+        if isinstance(e, ir.Index):
+            bt = self.check_expr(e.expr, scope)
+            it = self.check_expr(e.index, scope)
+            if not isinstance(bt, StackT):
+                raise error(e, f"cannot index a value of type {bt}")
+            if not isinstance(it, (Bits, InfInt)):
+                raise error(e.index, f"index of type {it} is not an integer")
+            if e.index.const is not None and not (0 <= e.index.const < bt.size):
+                raise error(e.index, f"index {e.index.const} out of bounds for {bt}")
+            return bt.elem
+        if isinstance(e, ir.Slice):
+            bt = self.check_expr(e.expr, scope)
+            if not isinstance(bt, Bits):
+                raise error(e, f"cannot slice a value of type {bt}")
+            hi, lo = self.const_int(e.hi, scope), self.const_int(e.lo, scope)
+            if not (0 <= lo <= hi < bt.width):
+                raise error(e, f"slice [{hi}:{lo}] out of range for {bt}")
+            e.hi_v, e.lo_v = hi, lo
+            if e.expr.const is not None:
+                e.const = (e.expr.const >> lo) & ((1 << (hi - lo + 1)) - 1)
+            return Bits(hi - lo + 1)
+        if isinstance(e, ir.Call):
+            return self.check_call(e, scope, expected)
+        if isinstance(e, ir.CtorCall):
+            t = self.resolve_type(e.type_ref)
+            if isinstance(t, ObjT) and t.kind in ("control_type", "parser_type") \
+                    and not isinstance(t.decl, ir.TypeDeclOnly):
+                if e.args:
+                    raise unsupported(e, "constructor arguments for controls and parsers")
+                return ObjT(t.kind[:-5], t.decl)
+            raise unsupported(e, f"constructor call of {t} in an expression")
+        if isinstance(e, ir.Unary):
+            return self.check_unary(e, scope, expected)
+        if isinstance(e, ir.Binary):
+            return self.check_binary(e, scope, expected)
+        if isinstance(e, ir.Cond):
+            ct = self.check_expr(e.cond, scope, Bool())
+            if not isinstance(ct, Bool):
+                raise error(e.cond, f"condition has type {ct}, expected bool")
+            a = self.check_expr(e.then, scope, expected)
+            b = self.check_expr(e.other, scope, expected)
+            t = self.join(e, a, b)
+            self.unify_int(e.then, t)
+            self.unify_int(e.other, t)
+            if e.cond.const is not None and e.then.const is not None and e.other.const is not None:
+                e.const = e.then.const if e.cond.const else e.other.const
+            return t
+        if isinstance(e, ir.Cast):
+            return self.check_cast(e, scope)
+        if isinstance(e, ir.ListExpr):
+            exp_items = None
+            if isinstance(expected, StructT) and len(expected.fields) == len(e.items):
+                exp_items = [ft for _, ft in expected.fields]
+            ts = [self.check_expr(x, scope, exp_items[i] if exp_items else None) for i, x in enumerate(e.items)]
+            return ListT(ts)
+        if isinstance(e, ir.StructExpr):
+            if isinstance(expected, StructT):
+                names = [n for n, _ in expected.fields]
+                if sorted(names) != sorted(e.names):
+                    raise error(e, f"struct initializer fields {e.names} do not match {expected}")
+                for n, v in zip(e.names, e.values):
+                    ft = expected.field_type(n)
+                    vt = self.check_expr(v, scope, ft)
+                    self.assignable(v, vt, ft)
+                return expected
+            fields = [(n, self.check_expr(v, scope)) for n, v in zip(e.names, e.values)]
+            return StructT("struct", "", fields)
+        if isinstance(e, ir.DontCare):
+            return DontCareT()
+        raise unsupported(e, f"expression {type(e).__name__}")
+
+    def join(self, node, a: P4Type, b: P4Type) -> P4Type:
+        if isinstance(a, InfInt):
+            return b
+        if isinstance(b, InfInt):
+            return a
+        if a == b:
+            return a
+        if isinstance(a, EnumT) and isinstance(b, EnumT) and a.name == b.name:
+            return a
+        if isinstance(a, StructT) and isinstance(b, StructT) and a.name == b.name:
+            return a
+        raise error(node, f"operands have different types: {a} and {b}")
+
+    def check_member(self, e: ir.Member, scope: Scope) -> P4Type:
+        bt = self.check_expr(e.expr, scope)
+        if isinstance(bt, StructT):
+            ft = bt.field_type(e.member)
+            if ft is None:
+                if (bt.kind == "header" and e.member in ("isValid", "setValid", "setInvalid")
+                        or bt.kind == "header_union" and e.member == "isValid"):
+                    return ObjT("method", (bt, e.member))
+                if e.member in SIZE_METHODS:
+                    return ObjT("method", (bt, e.member))
+                raise error(e, f"{e.member}: no such field in {bt.kind} {bt.name or 'struct'}")
+            return ft
+        if isinstance(bt, StackT):
+            if e.member in ("next", "last"):
+                return bt.elem
+            if e.member in ("size", "lastIndex", "nextIndex"):
+                if e.member == "size":
+                    e.const = bt.size
+                return Bits(32)
+            if e.member in ("push_front", "pop_front"):
+                return ObjT("method", (bt, e.member))
+            raise error(e, f"{e.member}: no such member of header stack")
+        if isinstance(bt, ExternT):
+            ms = [m for m in bt.decl.methods if m.ret is not None and m.name == e.member]
+            if not ms:
+                raise error(e, f"{e.member}: no such method of extern {bt.name}")
+            return ObjT("method", (bt, e.member))
+        if isinstance(bt, ObjT):
+            if bt.kind == "table" and e.member == "apply":
+                return ObjT("method", (bt, "apply"))
+            if bt.kind in ("control", "parser") and e.member == "apply":
+                return ObjT("method", (bt, "apply"))
+            if bt.kind == "apply_result":
+                if e.member in ("hit", "miss"):
+                    return Bool()
+                if e.member == "action_run":
+                    return ObjT("action_run", bt.decl)
+            raise error(e, f"{e.member}: no such member of {bt.kind}")
+        if isinstance(bt, EnumT):
+            raise error(e, f"{e.member}: use {bt.name}.{e.member} for enum members")
+        raise error(e, f"{e.member}: a value of type {bt} has no members")
+
+    def check_unary(self, e: ir.Unary, scope: Scope, expected) -> P4Type:
+        t = self.check_expr(e.expr, scope, expected if e.op != "!" else None)
+        c = e.expr.const
+        if e.op == "!":
+            if not isinstance(t, Bool):
+                raise error(e, f"operator ! expects bool, got {t}")
+            e.const = (not c) if c is not None else None
+            return t
+        if not isinstance(t, (Bits, InfInt)):
+            raise error(e, f"operator {e.op} expects an integer, got {t}")
+        if e.op == "~" and isinstance(t, InfInt):
+            raise error(e, "operator ~ on an integer of unknown width")
+        if c is not None:
+            v = {"-": -c, "+": c, "~": ~c}[e.op]
+            e.const = wrap(v, t) if isinstance(t, Bits) else v
+        return t
+
+    ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
+    BITWISE = ("&", "|", "^")
+    COMPARE = ("==", "!=", "<", ">", "<=", ">=")
+
+    def check_binary(self, e: ir.Binary, scope: Scope, expected) -> P4Type:
+        op = e.op
+        if op in ("&&", "||"):
+            for side in (e.left, e.right):
+                st = self.check_expr(side, scope, Bool())
+                if not isinstance(st, Bool):
+                    raise error(side, f"operator {op} expects bool, got {st}")
+            if e.left.const is not None and e.right.const is not None:
+                e.const = (e.left.const and e.right.const) if op == "&&" else (e.left.const or e.right.const)
+            return Bool()
+        if op in ("<<", ">>"):
+            lt = self.check_expr(e.left, scope, expected)
+            rt = self.check_expr(e.right, scope)
+            if not isinstance(lt, (Bits, InfInt)):
+                raise error(e.left, f"operator {op} expects an integer, got {lt}")
+            if isinstance(rt, Bits) and rt.signed:
+                raise error(e.right, f"shift amount must be unsigned, got {rt}")
+            if not isinstance(rt, (Bits, InfInt)):
+                raise error(e.right, f"shift amount must be an integer, got {rt}")
+            if isinstance(rt, InfInt) and e.right.const is not None and e.right.const < 0:
+                raise error(e.right, "negative shift amount")
+            if isinstance(lt, InfInt) and e.right.const is None:
+                raise error(e, "shift of an integer of unknown width by a run-time amount")
+            if e.left.const is not None and e.right.const is not None:
+                v = e.left.const << e.right.const if op == "<<" else e.left.const >> e.right.const
+                e.const = wrap(v, lt) if isinstance(lt, Bits) else v
+            return lt
+        if op == "++":
+            lt = self.check_expr(e.left, scope)
+            rt = self.check_expr(e.right, scope)
+            for side, st in ((e.left, lt), (e.right, rt)):
+                if not isinstance(st, Bits):
+                    raise error(side, f"operator ++ expects bit<> or int<> operands, got {st}")
+            t = Bits(lt.width + rt.width, lt.signed)
+            if e.left.const is not None and e.right.const is not None:
+                e.const = wrap(((e.left.const & lt.mask) << rt.width) | (e.right.const & rt.mask), t)
+            return t
+        hint = expected if op not in self.COMPARE else None
+        lt = self.check_expr(e.left, scope, hint)
+        rt = self.check_expr(e.right, scope, lt if isinstance(lt, Bits) else hint)
+        if isinstance(lt, InfInt) and isinstance(rt, Bits):
+            self.unify_int(e.left, rt)
+            lt = rt
+        if op in self.COMPARE and op in ("==", "!="):
+            t = self.join(e, lt, rt)
+            self.unify_int(e.left, t)
+            self.unify_int(e.right, t)
+            if e.left.const is not None and e.right.const is not None:
+                e.const = (e.left.const == e.right.const) == (op == "==")
+            return Bool()
+        for side, st in ((e.left, lt), (e.right, rt)):
+            if not isinstance(st, (Bits, InfInt)):
+                raise error(side, f"operator {op} expects integer operands, got {st}")
+        if isinstance(lt, Bits) and isinstance(rt, Bits) and lt != rt:
+            raise error(e, f"operator {op}: operands have different types {lt} and {rt}; use a cast")
+        t = lt if isinstance(lt, Bits) else rt
+        self.unify_int(e.right, t)
+        if op in ("/", "%"):
+            if isinstance(t, Bits) and t.signed:
+                raise error(e, f"operator {op} is not defined on signed values")
+            if e.right.const == 0:
+                raise error(e.right, "division by zero")
+        if op in ("|+|", "|-|") and isinstance(t, InfInt):
+            raise error(e, f"saturating operator {op} needs a fixed-width type")
+        lc, rc = e.left.const, e.right.const
+        if lc is not None and rc is not None:
+            if op in self.COMPARE:
+                e.const = {"<": lc < rc, ">": lc > rc, "<=": lc <= rc, ">=": lc >= rc}[op]
+            else:
+                e.const = fold(op, lc, rc, t)
+        if op in self.COMPARE:
+            return Bool()
+        return t
+
+    def check_cast(self, e: ir.Cast, scope: Scope) -> P4Type:
+        to = self.resolve_type(e.to)
+        src = self.check_expr(e.expr, scope, to if isinstance(to, Bits) else None)
+        ok = False
+        if isinstance(to, Bits) and isinstance(src, (Bits, InfInt)):
+            ok = True
+        elif isinstance(to, Bits) and isinstance(src, Bool) and to.width == 1 and not to.signed:
+            ok = True
+        elif isinstance(to, Bool) and isinstance(src, Bits) and src.width == 1:
+            ok = True
+        elif isinstance(to, Bits) and isinstance(src, EnumT) and src.base is not None:
+            ok = True
+        elif isinstance(to, EnumT) and to.base is not None and isinstance(src, (Bits, InfInt)):
+            ok = True
+        elif src == to or (isinstance(src, StructT) and isinstance(to, StructT) and src.name == to.name):
+            ok = True
+        if not ok:
+            raise error(e, f"cannot cast {src} to {to}")
+        c = e.expr.const
+        if c is not None and isinstance(to, Bits):
+            e.const = wrap(int(c), to)
+        elif c is not None and isinstance(to, Bool):
+            e.const = bool(c)
+        elif c is not None and isinstance(to, EnumT):
+            e.const = c & to.base.mask
+        return to
+
+    # ------------------------------------------------------------------------------ calls
+    def check_call_args(self, call: ir.Call, params: list, args: list, scope: Scope, what: str,
+                        tvars: Optional[dict] = None, skip_ctl_params: bool = False) -> None:
+        names = getattr(call, "arg_names", None) or []
+        if any(names):
+            if not all(names):
+                raise error(call, f"{what}: cannot mix named and positional arguments")
+            by_name = {p.name: p for p in params}
+            for n in names:
+                if n not in by_name:
+                    raise error(call, f"{what}: no parameter named {n}")
+            order = {n: i for i, n in enumerate(names)}
+            ordered = [args[order[p.name]] for p in params if p.name in order]
+            if len(ordered) != len(params) and any(p.default is None and p.name not in order for p in params):
+                raise error(call, f"{what}: missing arguments")
+            call.args[:] = ordered
+            call.arg_names = [""] * len(ordered)
+            args = call.args
+        required = [p for p in params if p.default is None]
+        if not (len(required) <= len(args) <= len(params)):
+            raise error(call, f"{what}: expected {len(params)} arguments, got {len(args)}")
+        tvars = {} if tvars is None else tvars
+        for a, p in zip(args, params):
+            pt = self.resolve_type(p.type_ref, tvars) if p.type_ref.kind != "named" or p.type_ref.name not in tvars or not isinstance(tvars.get(p.type_ref.name), TypeVar) else TypeVar(p.type_ref.name)
+            at = self.check_expr(a, scope, pt if not isinstance(pt, TypeVar) else None)
+            if isinstance(pt, TypeVar):
+                if pt.name in tvars and not isinstance(tvars[pt.name], TypeVar):
+                    self.assignable(a, at, tvars[pt.name])
+                else:
+                    tvars[pt.name] = at
+            else:
+                self.assignable(a, at, pt)
+            if p.direction in ("out", "inout") and not isinstance(a, ir.DontCare):
+                self.check_lvalue(a, scope)
+
+    def check_call(self, e: ir.Call, scope: Scope, expected) -> P4Type:
+        f = e.func
+        ft = self.check_expr(f, scope)
+        e.call_kind = None
+        if isinstance(ft, ObjT) and ft.kind == "method":
+            base, name = ft.decl
+            if isinstance(base, StructT):        # header methods
+                if e.args:
+                    raise error(e, f"{name} takes no arguments")
+                if name in SIZE_METHODS:
+                    bits = width_of(base)
+                    e.const = bits if name.endswith("Bits") else (bits + BITS_PER_BYTE - 1) // BITS_PER_BYTE
+                    e.call_kind = ("const",)
+                    return InfInt()
+                e.call_kind = ("header", name)
+                return Bool() if name == "isValid" else Void()
+            if isinstance(base, StackT):
+                if len(e.args) != 1:
+                    raise error(e, f"{name} takes one argument")
+                self.const_int(e.args[0], scope)
+                e.call_kind = ("stack", name)
+                return Void()
+            if isinstance(base, ExternT):
+                ms = [m for m in base.decl.methods if m.ret is not None and m.name == name]
+                m = self.pick_overload(e, ms, e.args, f"{base.name}.{name}")
+                tv = self.extern_tvars(base, e)
+                for tp, ta in zip(m.type_params, e.type_args):
+                    tv[tp] = self.resolve_type(ta)
+                for tp in m.type_params:
+                    tv.setdefault(tp, TypeVar(tp))
+                self.check_call_args(e, m.params, e.args, scope, f"{base.name}.{name}", tv)
+                e.call_kind = ("extern_method", base.name, name)
+                e.method = m
+                rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()
+                if isinstance(rt, TypeVar):
+                    if name == "lookahead" and e.type_args:
+                        return self.resolve_type(e.type_args[0])
+                    raise error(e, f"cannot infer the type of {base.name}.{name}")
+                return rt
+            if isinstance(base, ObjT) and base.kind == "table":
+                if e.args:
+                    raise error(e, "apply takes no arguments")
+                e.call_kind = ("table_apply",)
+                return ObjT("apply_result", base.decl)
+            if isinstance(base, ObjT) and base.kind in ("control", "parser"):
+                decl = base.decl
+                self.check_call_args(e, decl.params, e.args, scope, f"{decl.name}.apply")
+                e.call_kind = ("control_apply",)
+                return Void()
+        if isinstance(ft, ObjT) and ft.kind == "action":
+            d = ft.decl
+            dir_params = [p for p in d.params if p.direction]
+            if len(e.args) != len(d.params):
+                if len(e.args) == len(dir_params):
+                    raise error(e, f"action {d.name}: control-plane arguments are missing in a direct call")
+            self.check_call_args(e, d.params, e.args, scope, f"action {d.name}")
+            e.call_kind = ("action",)
+            return Void()
+        if isinstance(ft, ObjT) and ft.kind == "function":
+            d = ft.decl
+            self.check_call_args(e, d.params, e.args, scope, f"function {d.name}")
+            e.call_kind = ("function",)
+            return d.ret_resolved
+        if isinstance(ft, ObjT) and ft.kind == "extern_func":
+            sym = f.sym
+            cands = sym.const if isinstance(sym.const, list) else [sym.decl]
+            d = self.pick_overload(e, cands, e.args, sym.name)
+            tv = {tp: TypeVar(tp) for tp in d.type_params}
+            for tp, ta in zip(d.type_params, e.type_args):
+                tv[tp] = self.resolve_type(ta)
+            self.check_call_args(e, d.params, e.args, scope, sym.name, tv)
+            e.tvars = tv
+            e.call_kind = ("extern_func", sym.name)
+            e.method = d
+            return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
+        raise error(e, f"{expr_text(f)} is not callable")
+
+
+def wrap(v: int, t: P4Type) -> int:
+    """Reduce ``v`` to the range of ``t`` (two's complement for int<N>)."""
+    if isinstance(v, bool):
+        return v
+    if not isinstance(t, Bits):
+        return v
+    v &= t.mask
+    if t.signed and v >> (t.width - 1):
+        v -= 1 << t.width
+    return v
+
+
+def fold(op: str, a: int, b: int, t: P4Type) -> int:
+    if op == "+":
+        v = a + b
+    elif op == "-":
+        v = a - b
+    elif op == "*":
+        v = a * b
+    elif op == "/":
+        v = a // b if (a >= 0 and b > 0) or not isinstance(t, InfInt) else int(a / b)
+    elif op == "%":
+        v = a % b
+    elif op == "&":
+        v = a & b
+    elif op == "|":
+        v = a | b
+    elif op == "^":
+        v = a ^ b
+    elif op in ("|+|", "|-|"):
+        v = a + b if op == "|+|" else a - b
+        if isinstance(t, Bits):
+            lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
+            return max(lo, min(hi, v))
+    else:
+        raise ValueError(op)
+    return wrap(v, t) if isinstance(t, Bits) else v
+
+
+def expr_text(e: ir.Expr) -> str:
+    """Source-like text of an expression (p4c's names for table keys)."""
+    if isinstance(e, ir.Path):
+        return ("." if e.top else "") + e.name
+    if isinstance(e, ir.Member):
+        return f"{expr_text(e.expr)}.{e.member}"
+    if isinstance(e, ir.Index):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, ir.Slice):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, ir.IntLit):
+        return e.text or str(e.value)
+    if isinstance(e, ir.Call):
+        return f"{expr_text(e.func)}()"
+    if isinstance(e, ir.TypeMember):
+        return f"{e.type_name}.{e.member}"
+    return type(e).__name__

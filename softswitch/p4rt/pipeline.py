@@ -1,0 +1,238 @@
+"""A committed pipeline: the pushed P4Info checked against the compiled program, its ids
+mapped to the program's tables, actions and resources; P4Runtime bytestrings <-> ints."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import grpc
+from p4.config.v1 import p4info_pb2
+
+from .. import api
+from ..api import CompiledProgram, ProgramInfo
+from .errors import P4RuntimeError, invalid, not_found
+
+
+def decode_bytes(value: bytes, bitwidth: int, what: str) -> int:
+    """A P4Runtime bytestring as an int; padded (non-canonical) strings are accepted.
+
+    Raises:
+        P4RuntimeError: INVALID_ARGUMENT for an empty string, OUT_OF_RANGE for a value wider
+            than ``bitwidth``.
+    """
+    if not value:
+        raise invalid(f"{what}: empty bytestring")
+    number = int.from_bytes(value, "big")
+    if number >> bitwidth:
+        raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE,
+                             f"{what}: value 0x{value.hex()} does not fit in {bitwidth} bits")
+    return number
+
+
+def encode_bytes(value: int) -> bytes:
+    """``value`` in P4Runtime's canonical form: the shortest big-endian string (0 -> b'\\0')."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+@dataclasses.dataclass
+class Table:
+    id: int
+    info: api.TableInfo
+    fields: dict[int, tuple[int, api.MatchFieldInfo]]     # field id -> (key index, field)
+    field_ids: list[int]                                  # key index -> field id
+    actions: dict[int, int]                               # action id -> ActionRef scope
+
+
+@dataclasses.dataclass
+class Action:
+    id: int
+    info: api.ActionInfo
+    params: dict[int, tuple[int, api.ParamInfo]]          # param id -> (index, param)
+    param_ids: list[int]
+
+
+@dataclasses.dataclass
+class Resource:
+    """A register, counter, meter or digest: its id, name and program description."""
+    id: int
+    name: str
+    info: object
+
+
+@dataclasses.dataclass
+class ControllerHeader:
+    id: int
+    fields: list[tuple[int, str, int]]                    # (metadata id, name, bitwidth)
+
+    @property
+    def bitwidth(self) -> int:
+        return sum(width for _, _, width in self.fields)
+
+
+class Pipeline:
+    """A committed (or saved) forwarding pipeline: P4Info + device config + compiled program.
+
+    Checks that the P4Info describes the program (every object it names exists there with the
+    same widths) and indexes both by P4Info id.
+
+    Raises:
+        P4RuntimeError: INVALID_ARGUMENT when the P4Info does not match the program.
+    """
+
+    def __init__(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int,
+                 program: CompiledProgram):
+        self.p4info, self.device_config, self.cookie = p4info, device_config, cookie
+        self.program = program
+        info: ProgramInfo = program.info
+        _check_unique_ids(p4info)
+        self.actions: dict[int, Action] = {}
+        self.action_ids: dict[str, int] = {}
+        for action in p4info.actions:
+            program_action = _find(info.actions, action.preamble.name, "action")
+            params: dict[int, tuple[int, api.ParamInfo]] = {}
+            if len(action.params) != len(program_action.params):
+                raise invalid(f"P4Info action {action.preamble.name!r} has "
+                               f"{len(action.params)} parameters, the program's has "
+                               f"{len(program_action.params)}")
+            for index, (p, program_param) in enumerate(zip(action.params,
+                                                           program_action.params)):
+                _check_width(f"parameter {p.name!r} of action {action.preamble.name!r}",
+                             p.bitwidth, program_param.bitwidth)
+                if p.id in params:
+                    raise invalid(f"P4Info action {action.preamble.name!r} uses parameter "
+                                   f"id {p.id} twice")
+                params[p.id] = (index, program_param)
+            self.actions[action.preamble.id] = Action(
+                action.preamble.id, program_action, params, [p.id for p in action.params])
+            self.action_ids[action.preamble.name] = action.preamble.id
+
+        self.tables: dict[int, Table] = {}
+        self.table_ids: dict[str, int] = {}
+        for table in p4info.tables:
+            self._add_table(table, info)
+
+        self.registers = self._resources(p4info.registers, info.registers, "register",
+                                         lambda m, i: _check_width(
+                                             f"register {i.name!r}", _bits_of(m.type_spec),
+                                             i.bitwidth))
+        self.counters = self._resources(p4info.counters, info.counters, "counter")
+        self.direct_counters = self._resources(p4info.direct_counters, info.direct_counters,
+                                               "direct counter")
+        self.meters = self._resources(p4info.meters, info.meters, "meter")
+        self.direct_meters = self._resources(p4info.direct_meters, info.direct_meters,
+                                             "direct meter")
+        self.digests = self._resources(p4info.digests, info.digests, "digest")
+        self.digest_ids = {r.name: r.id for r in self.digests.values()}
+        self.packet_in: Optional[ControllerHeader] = None
+        self.packet_out: Optional[ControllerHeader] = None
+        for header in p4info.controller_packet_metadata:
+            fields = [(m.id, m.name, m.bitwidth) for m in header.metadata]
+            if header.preamble.name == "packet_in":
+                self.packet_in = ControllerHeader(header.preamble.id, fields)
+            elif header.preamble.name == "packet_out":
+                self.packet_out = ControllerHeader(header.preamble.id, fields)
+        for name in ("packet_in", "packet_out"):
+            ours = getattr(self, name)
+            program_header = next((h for h in info.controller_headers if h.name == name), None)
+            if ours is not None and program_header is None:
+                raise invalid(f"P4Info has controller header {name!r}, the program has none")
+            if ours is not None:
+                _check_width(f"controller header {name!r}", ours.bitwidth,
+                             sum(f.bitwidth for f in program_header.metadata))
+
+    def _add_table(self, table: p4info_pb2.Table, info: ProgramInfo) -> None:
+        name = table.preamble.name
+        program_table = _find(info.tables, name, "table")
+        if len(table.match_fields) != len(program_table.match_fields):
+            raise invalid(f"P4Info table {name!r} has {len(table.match_fields)} match fields, "
+                           f"the program's has {len(program_table.match_fields)}")
+        fields = {}
+        for index, (mf, program_field) in enumerate(zip(table.match_fields,
+                                                        program_table.match_fields)):
+            what = f"match field {mf.name!r} of table {name!r}"
+            _check_width(what, mf.bitwidth, program_field.bitwidth)
+            kind = enum_name(p4info_pb2.MatchField.MatchType, mf.match_type).lower()
+            if kind != program_field.match_kind:
+                raise invalid(f"P4Info {what} is {kind}, the program's is "
+                               f"{program_field.match_kind}")
+            if mf.id in fields:
+                raise invalid(f"P4Info table {name!r} uses match field id {mf.id} twice")
+            fields[mf.id] = (index, program_field)
+        actions = {}
+        for ref in table.action_refs:
+            # p4c refers to a table's @hidden actions without declaring them: no entry or
+            # default action can name such an action (the P4Info gives it no name or params).
+            if ref.id in self.actions:
+                actions[ref.id] = ref.scope
+        self.tables[table.preamble.id] = Table(table.preamble.id, program_table, fields,
+                                                [mf.id for mf in table.match_fields], actions)
+        self.table_ids[name] = table.preamble.id
+
+    @staticmethod
+    def _resources(messages, program_objects, kind: str,
+                   check: Optional[Callable] = None) -> dict[int, Resource]:
+        found = {}
+        for msg in messages:
+            obj = _find(program_objects, msg.preamble.name, kind)
+            if check is not None:
+                check(msg, obj)
+            found[msg.preamble.id] = Resource(msg.preamble.id, msg.preamble.name, obj)
+        return found
+
+    # -- lookups (NOT_FOUND names the kind and the id) ----------------------------------------
+    def table(self, table_id: int) -> Table:
+        if table_id not in self.tables:
+            raise not_found(f"table id {table_id} is not in the P4Info")
+        return self.tables[table_id]
+
+    def action(self, action_id: int) -> Action:
+        if action_id not in self.actions:
+            raise not_found(f"action id {action_id} is not in the P4Info")
+        return self.actions[action_id]
+
+    def resource(self, kind: str, resource_id: int) -> Resource:
+        table = getattr(self, kind.replace(" ", "_") + "s")
+        if resource_id not in table:
+            raise not_found(f"{kind} id {resource_id} is not in the P4Info")
+        return table[resource_id]
+
+
+def _check_unique_ids(p4info: p4info_pb2.P4Info) -> None:
+    seen: dict[int, str] = {}
+    for kind in ("tables", "actions", "action_profiles", "counters", "direct_counters",
+                 "meters", "direct_meters", "controller_packet_metadata", "value_sets",
+                 "registers", "digests"):
+        for obj in getattr(p4info, kind):
+            name, id_ = obj.preamble.name, obj.preamble.id
+            if id_ in seen:
+                raise invalid(f"P4Info id {id_} is used by both {seen[id_]!r} and {name!r}")
+            seen[id_] = name
+
+
+def enum_name(enum, value: int) -> str:
+    """The name of a protobuf enum value, or the number for a value the enum does not define."""
+    try:
+        return enum.Name(value)
+    except ValueError:
+        return str(value)
+
+
+def _find(objects, name: str, kind: str):
+    for obj in objects:
+        if obj.name == name:
+            return obj
+    raise invalid(f"P4Info {kind} {name!r} is not in the program")
+
+
+def _check_width(what: str, p4info_width: int, program_width: int) -> None:
+    if p4info_width != program_width:
+        raise invalid(f"P4Info {what} is {p4info_width} bits wide, the program's is "
+                       f"{program_width}")
+
+
+def _bits_of(type_spec) -> int:
+    bits = type_spec.bitstring
+    which = bits.WhichOneof("type_spec")
+    return getattr(bits, which).bitwidth if which in ("bit", "int") else 0
+
+

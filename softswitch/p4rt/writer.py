@@ -1,0 +1,231 @@
+"""``Write``: applies the updates of one request to the dataplane, undoing them all on
+failure when the request asks for atomicity."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable, Optional
+
+import grpc
+from p4.v1 import p4runtime_pb2
+
+from .. import api
+from .codec import Codec
+from .errors import P4RuntimeError, invalid, not_found, unimplemented
+from .pipeline import Pipeline, Table, decode_bytes, enum_name
+
+log = logging.getLogger("softswitch.p4runtime")
+Update = p4runtime_pb2.Update
+
+if TYPE_CHECKING:
+    from ..p4runtime_server import P4RuntimeServicer
+
+
+class Writer(Codec):
+    """Applies one Update to the dataplane; raises P4RuntimeError/ControlError on refusal.
+
+    Every change that succeeds records its inverse, so :meth:`rollback` can undo a batch
+    (ROLLBACK_ON_ERROR, DATAPLANE_ATOMIC). A meter that had no config before cannot be returned
+    to that state (the dataplane API has no meter reset) and keeps its new config.
+    """
+
+    def __init__(self, server: "P4RuntimeServicer", pipeline: Pipeline, dp: api.Dataplane,
+                 undoable: bool = False):
+        super().__init__(server, pipeline, dp)
+        self.undoable = undoable         # record inverses (costs a read per change)
+        self._undo: list[Callable[[], None]] = []
+
+    def _remember(self, undo: Callable[[], None]) -> None:
+        if self.undoable:
+            self._undo.append(undo)
+
+    def rollback(self) -> None:
+        """Undo every change this writer made, newest first."""
+        while self._undo:
+            undo = self._undo.pop()
+            try:
+                undo()
+            except Exception:   # the dataplane refused its own previous state: a bug
+                log.exception("rolling back a Write update failed; dataplane state may be "
+                              "partly updated")
+
+    def _existing(self, table: Table, entry: api.TableEntry) -> Optional[api.TableEntry]:
+        for old in self.dp.table_entries(table.info.name):
+            if (old.matches, old.priority) == (entry.matches, entry.priority):
+                return old
+        return None
+
+    def apply(self, update) -> None:
+        if update.type not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise invalid(f"update type {enum_name(Update.Type, update.type)} is not "
+                           "valid: use INSERT, MODIFY or DELETE")
+        entity = update.entity
+        kind = entity.WhichOneof("entity")
+        handler = getattr(self, f"_write_{kind}", None)
+        if handler is None:
+            raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
+        handler(update.type, getattr(entity, kind))
+
+    @staticmethod
+    def _modify_only(kind: int, what: str) -> None:
+        if kind != Update.MODIFY:
+            raise invalid(f"{what} can only be modified (got {enum_name(Update.Type, kind)})")
+
+    def _write_table_entry(self, kind: int, msg) -> None:
+        table = self.pipeline.table(msg.table_id)
+        name = table.info.name
+        if msg.HasField("meter_config") or msg.HasField("meter_counter_data"):
+            raise unimplemented(f"table {name!r}: direct meter config in table entries is "
+                                 "not supported")
+        if msg.is_default_action:
+            self._write_default_entry(kind, table, msg)
+            return
+        if table.info.is_const:
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                                 f"table {name!r} has const entries: it cannot be written")
+        entry = self.table_entry(table, msg, need_action=kind != Update.DELETE)
+        counts = None
+        if msg.HasField("counter_data") and table.info.direct_counter and kind != Update.DELETE:
+            counts = self.counter_data(msg.counter_data, f"direct counter of table {name!r}")
+        old = None
+        if self.undoable and kind != Update.INSERT:
+            old = self._existing(table, entry)
+        old_counts = None
+        if old is not None and table.info.direct_counter:
+            old_counts = self.dp.direct_counter_read(name, old)
+        if kind == Update.INSERT:
+            self.dp.table_insert(entry)
+            self._remember(lambda: self.dp.table_delete(entry))
+        elif kind == Update.MODIFY:
+            self.dp.table_modify(entry)
+            self._remember(lambda: self._restore_entry(table, old, old_counts, modify=True))
+        else:
+            self.dp.table_delete(entry)
+            self._remember(lambda: self._restore_entry(table, old, old_counts, modify=False))
+            return
+        if counts is not None:
+            self.dp.direct_counter_write(name, entry, *counts)
+
+    def _restore_entry(self, table: Table, old: api.TableEntry,
+                       counts: Optional[tuple[int, int]], modify: bool) -> None:
+        (self.dp.table_modify if modify else self.dp.table_insert)(old)
+        if counts is not None:
+            self.dp.direct_counter_write(table.info.name, old, *counts)
+
+    def _write_default_entry(self, kind: int, table: Table, msg) -> None:
+        name = table.info.name
+        self._modify_only(kind, f"the default entry of table {name!r}")
+        if msg.match or msg.priority:
+            raise invalid(f"the default entry of table {name!r} takes no match or priority")
+        if table.info.const_default_action:
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                                 f"table {name!r} has a const default action "
+                                 f"({table.info.const_default_action})")
+        old = self.dp.table_get_default(name)
+        if msg.HasField("action"):
+            self.dp.table_set_default(name, self.action_call(table, msg.action, default=True))
+        else:
+            self.dp.table_reset_default(name)
+        self._remember(lambda: self.dp.table_set_default(name, old))
+
+    def _write_packet_replication_engine_entry(self, kind: int, msg) -> None:
+        which = msg.WhichOneof("type")
+        if which == "multicast_group_entry":
+            group = msg.multicast_group_entry
+            group_id = group.multicast_group_id
+            what = f"multicast group {group_id}"
+            if group_id == 0:
+                raise invalid("multicast group id 0 is not valid")
+            old = self.dp.mcast_groups().get(group_id)
+            _check_existence(kind, old is not None, what)
+            if kind == Update.DELETE:
+                self.dp.mcast_group_delete(group_id)
+            else:
+                self.dp.mcast_group_set(group_id, self.replicas(group.replicas, what))
+            self._remember(lambda: self.dp.mcast_group_delete(group_id) if old is None
+                              else self.dp.mcast_group_set(group_id, old))
+        elif which == "clone_session_entry":
+            session = msg.clone_session_entry
+            what = f"clone session {session.session_id}"
+            if session.session_id == 0:
+                raise invalid("clone session id 0 is not valid")
+            session_id = session.session_id
+            old = self.dp.clone_sessions().get(session_id)
+            _check_existence(kind, old is not None, what)
+            if kind == Update.DELETE:
+                self.dp.clone_session_delete(session_id)
+            else:
+                self.dp.clone_session_set(api.CloneSession(
+                    session_id, self.replicas(session.replicas, what),
+                    session.class_of_service, session.packet_length_bytes))
+            self._remember(lambda: self.dp.clone_session_delete(session_id) if old is None
+                              else self.dp.clone_session_set(old))
+        else:
+            raise invalid("PacketReplicationEngineEntry has neither a multicast group "
+                           "nor a clone session")
+
+    def _write_counter_entry(self, kind: int, msg) -> None:
+        counter = self.pipeline.resource("counter", msg.counter_id)
+        what = f"counter {counter.name!r}"
+        self._modify_only(kind, what)
+        counts = self.counter_data(msg.data, what)
+        for index in self._indices(msg, counter.info.size, what):
+            old = self.dp.counter_read(counter.name, index) if self.undoable else None
+            self.dp.counter_write(counter.name, index, *counts)
+            self._remember(lambda i=index, old=old: self.dp.counter_write(counter.name, i,
+                                                                             *old))
+
+    def _write_direct_counter_entry(self, kind: int, msg) -> None:
+        table = self.pipeline.table(msg.table_entry.table_id)
+        self._modify_only(kind, f"direct counter of table {table.info.name!r}")
+        if not table.info.direct_counter:
+            raise invalid(f"table {table.info.name!r} has no direct counter")
+        entry = self.table_entry(table, msg.table_entry, need_action=False)
+        counts = self.counter_data(msg.data, f"direct counter of table {table.info.name!r}")
+        old = self.dp.direct_counter_read(table.info.name, entry) if self.undoable else None
+        self.dp.direct_counter_write(table.info.name, entry, *counts)
+        self._remember(lambda: self.dp.direct_counter_write(table.info.name, entry, *old))
+
+    def _write_register_entry(self, kind: int, msg) -> None:
+        register = self.pipeline.resource("register", msg.register_id)
+        what = f"register {register.name!r}"
+        self._modify_only(kind, what)
+        if msg.data.WhichOneof("data") != "bitstring":
+            raise invalid(f"{what}: data must be a bitstring")
+        value = decode_bytes(msg.data.bitstring, register.info.bitwidth, what)
+        for index in self._indices(msg, register.info.size, what):
+            old = self.dp.register_read(register.name, index) if self.undoable else None
+            self.dp.register_write(register.name, index, value)
+            self._remember(lambda i=index, old=old: self.dp.register_write(register.name, i,
+                                                                              old))
+
+    def _write_meter_entry(self, kind: int, msg) -> None:
+        meter = self.pipeline.resource("meter", msg.meter_id)
+        what = f"meter {meter.name!r}"
+        self._modify_only(kind, what)
+        if not msg.HasField("config"):
+            raise unimplemented(f"{what}: resetting a meter to its default is not supported")
+        c = msg.config
+        for index in self._indices(msg, meter.info.size, what):
+            old = self.dp.meter_get(meter.name, index) if self.undoable else None
+            self.dp.meter_set(meter.name, index, c.cir, c.cburst, c.pir, c.pburst)
+            if old is not None:
+                self._remember(lambda i=index, old=old: self.dp.meter_set(meter.name, i,
+                                                                             *old))
+
+    def _write_digest_entry(self, kind: int, msg) -> None:
+        digest = self.pipeline.resource("digest", msg.digest_id)
+        enabled = self.server._digest_enabled
+        _check_existence(kind, digest.id in enabled, f"digest config of {digest.name!r}")
+        if kind == Update.DELETE:
+            enabled.discard(digest.id)
+            self._remember(lambda: enabled.add(digest.id))
+        elif kind == Update.INSERT:
+            enabled.add(digest.id)
+            self._remember(lambda: enabled.discard(digest.id))
+
+
+def _check_existence(kind: int, exists: bool, what: str) -> None:
+    if kind == Update.INSERT and exists:
+        raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, f"{what} already exists")
+    if kind != Update.INSERT and not exists:
+        raise not_found(f"{what} does not exist")

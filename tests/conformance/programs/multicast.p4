@@ -1,0 +1,34 @@
+// Multicast: a group set by the control plane replicates to its ports; egress sees each copy's rid.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t eth; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { std.mcast_grp = 1; }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { hdr.eth.ether_type = std.egress_rid; }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

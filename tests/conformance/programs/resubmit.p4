@@ -1,0 +1,42 @@
+// resubmit_preserving_field_list: the packet comes through ingress again with the annotated metadata kept.
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t eth; }
+struct meta_t { @field_list(1) bit<8> rounds; }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        if (std.instance_type == 0) {
+            meta.rounds = 7;
+            resubmit_preserving_field_list(1);
+        } else {
+            hdr.eth.ether_type = (bit<16>) meta.rounds;
+            std.egress_spec = 2;
+        }
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply { }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

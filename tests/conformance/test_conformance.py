@@ -1,0 +1,109 @@
+"""The P4_16 conformance corpus: small ordinary v1model programs, each exercising one feature,
+run on both targets with their STF file.
+
+* ``programs/NAME.p4`` with ``programs/NAME.stf``: the embedded target (its own compiler, the
+  STF runner on an in-process dataplane) and real BMv2 (``p4c-bm2-ss``, the session's shared
+  ``simple_switch_grpc`` driven by the same STF runner through
+  :class:`controller.bmv2_dataplane.Bmv2Dataplane`, names taken from the P4Info p4c wrote, not
+  from the embedded compiler) must both pass it. Their P4Info is also compared with p4c's by
+  ``tests/softswitch/test_p4info_parity.py``, which finds every program here.
+* ``malformed/NAME.p4``: programs p4c rejects. Each says where p4c reports the error in a first
+  line ``// error: LINE: TEXT``; both compilers must reject it at that file and line, and the
+  embedded target's message must contain TEXT.
+
+Where the embedded target does not do what BMv2 does, the program says why in a line
+``// xfail-embedded: REASON`` (strict: a case that starts passing fails until the line goes). The feature table is in
+``docs/p4-conformance.md``.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hina.testing.targets import bmv2_missing, close_shared_bmv2, shared_bmv2
+from hina.controller import bmv2
+from hina.softswitch.api import P4CompileError, P4UnsupportedError
+from hina.softswitch.compiler import compile_file
+from hina.softswitch.p4info import program_info_from_p4info, read_p4info_text
+from hina.softswitch.stf import StfRunner
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = sorted((HERE / "programs").glob("*.p4"))
+MALFORMED = sorted((HERE / "malformed").glob("*.p4"))
+P4C_TIMEOUT_S = 120
+BMV2_QUIET_S = 0.2
+_EXPECTED_ERROR = re.compile(r"//\s*error:\s*(\d+):\s*(.*)")
+
+#: A program the embedded target does not run as BMv2 does says why in a line of its own:
+#: ``// xfail-embedded: REASON`` (``tests/softswitch/test_p4info_parity.py`` reads it too).
+_EMBEDDED_XFAIL = re.compile(r"^// xfail-embedded: (.*)$", re.MULTILINE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_shared_bmv2():
+    """The session's BMv2 switch (``hina.testing.targets.shared_bmv2``, which the first BMv2 case
+    starts) goes with the session. (No conftest.py here: the tests of tests/softswitch import
+    theirs as ``conftest``.)"""
+    yield
+    close_shared_bmv2()
+
+
+def _cases():
+    for program in PROGRAMS:
+        unsupported = _EMBEDDED_XFAIL.search(program.read_text())
+        for kind in ("embedded", "bmv2"):
+            reason = unsupported.group(1) if unsupported and kind == "embedded" else None
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+            yield pytest.param(program, kind, marks=marks, id=f"{program.stem}-{kind}")
+
+
+def _run_stf(dataplane, program: Path):
+    stf = program.with_suffix(".stf")
+    return StfRunner(dataplane, filename=str(stf)).run_text(stf.read_text())
+
+
+def test_every_program_has_an_stf_file():
+    assert PROGRAMS, "no programs found"
+    assert [p.name for p in PROGRAMS if not p.with_suffix(".stf").exists()] == []
+    assert [p.name for p in MALFORMED if not _EXPECTED_ERROR.match(p.read_text())] == []
+
+
+@pytest.mark.parametrize("program, kind", list(_cases()))
+def test_program(program, kind):
+    if kind == "embedded":
+        result = _run_stf(compile_file(str(program)).instantiate(), program)
+    else:
+        reason = bmv2_missing()
+        if reason:
+            pytest.skip(reason)
+        p4info = read_p4info_text(str(bmv2.compile_p4c(program).p4info))
+        dataplane = shared_bmv2()
+        dataplane.load(program, {}, info=program_info_from_p4info(p4info))
+        # an STF packet says nothing of the frames it causes: each send waits until BMv2 is
+        # quiet, longer than the shared switch's default (a loaded machine delays frames)
+        quiet_s, dataplane.quiet_s = dataplane.quiet_s, max(dataplane.quiet_s, BMV2_QUIET_S)
+        try:
+            result = _run_stf(dataplane, program)
+        finally:
+            dataplane.quiet_s = quiet_s
+    assert result.passed, result.report()
+
+
+@pytest.mark.parametrize("program", MALFORMED, ids=lambda p: p.stem)
+def test_rejected_by_both(program):
+    line, text = _EXPECTED_ERROR.match(program.read_text()).groups()
+    with pytest.raises(P4CompileError) as exc:
+        compile_file(str(program))
+    assert not isinstance(exc.value, P4UnsupportedError), str(exc.value)
+    assert (Path(exc.value.file).name, exc.value.line) == (program.name, int(line)), str(exc.value)
+    assert text in str(exc.value)
+    if shutil.which(bmv2.P4C_BM2_SS) is None:
+        pytest.skip(bmv2.missing() or "p4c-bm2-ss is missing")
+    p4c = subprocess.run([bmv2.P4C_BM2_SS, "--arch", "v1model", "-o", "/dev/null", str(program)],
+                         capture_output=True, text=True, timeout=P4C_TIMEOUT_S)
+    assert p4c.returncode != 0, f"p4c accepts {program.name}"
+    assert f"{program.name}({line})" in p4c.stderr, p4c.stderr
