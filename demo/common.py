@@ -137,6 +137,10 @@ class Workload:
     bucket_cap_mb: Optional[float] = None
     momentum = 0.9
 
+    def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
+        """The optimiser (SGD with momentum ``momentum`` by default)."""
+        return torch.optim.SGD(params, lr=lr, momentum=self.momentum)
+
     def data(self) -> Tuple[Tuple[torch.Tensor, ...], Tuple[torch.Tensor, ...]]:
         """(train tensors, test tensors), the same on every worker; the target last."""
         raise NotImplementedError
@@ -363,7 +367,7 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
                 local_nnz[i] = g.coalesce()._nnz()
             p.register_hook(count)
 
-        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=wl.momentum)
+        opt = wl.make_optimizer(model.parameters(), cfg.lr)
         n_train = len(train[-1])
         shard = torch.arange(rank, n_train, n)
         gen = torch.Generator().manual_seed(cfg.seed)
@@ -467,19 +471,21 @@ def run_mode(workload: Workload, run: RunSpec, args, deployment: Optional[LocalD
             deployment.delete_job(1)
 
 
-def run_all(workload: Workload, runs: Sequence[RunSpec], args) -> List[RunResult]:
-    """Every run in turn; one embedded switch serves all HINA modes."""
-    deployment = None
+def run_all(workload: Workload, runs: Sequence[RunSpec], args,
+            deployment: Optional[LocalDeployment] = None) -> List[RunResult]:
+    """Every run in turn; one embedded switch serves all HINA modes (``deployment``, else one
+    started here for ``args.workers`` and closed at the end)."""
+    own = deployment is None
     results = []
     try:
-        if any(r.mode in HINA_MODES for r in runs):
+        if own and any(r.mode in HINA_MODES for r in runs):
             deployment = LocalDeployment(args.workers, words=args.words, loss=args.loss)
         for run in runs:
             t0 = time.monotonic()
             results.append(run_mode(workload, run, args, deployment))
             log.info("mode %s seed %d done in %.0fs", run.mode, run.seed, time.monotonic() - t0)
     finally:
-        if deployment is not None:
+        if own and deployment is not None:
             deployment.close()
     return results
 

@@ -51,7 +51,7 @@ class ClickLogSpec:
         id_bias: standard deviation of each id's own click bias.
         offset: the logit's constant (sets the click rate).
     """
-    rows: Tuple[int, ...] = (2048, 1024, 512)
+    rows: Tuple[int, ...] = (1024, 512, 256)
     zipf: float = 1.1
     dense: int = 8
     latent: int = 8
@@ -151,7 +151,7 @@ class Dlrm(nn.Module):
 class DlrmWorkload(Workload):
     """The click log and the model, sized by the fields (the CLI's options)."""
     spec: ClickLogSpec = ClickLogSpec()
-    n_train: int = 32768
+    n_train: int = 16384
     n_test: int = 8192
     dim: int = 16
     data_seed: int = 0
@@ -220,9 +220,9 @@ def hina_codec(mode: str, n_workers: int, rank: int, seed: int, lossless_columns
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m demo.dlrm", description=__doc__.split("\n\n")[0])
     add_common_args(parser, ALL_MODES, DEFAULT_MODES, epochs=2, batch=64, lr=0.5)
-    parser.add_argument("--rows", default="2048,1024,512", help="rows of each embedding table")
+    parser.add_argument("--rows", default="1024,512,256", help="rows of each embedding table")
     parser.add_argument("--zipf", type=float, default=ClickLogSpec.zipf, help="id popularity exponent")
-    parser.add_argument("--train", type=int, default=32768, help="training impressions")
+    parser.add_argument("--train", type=int, default=16384, help="training impressions")
     parser.add_argument("--test", type=int, default=8192, help="test impressions")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the click log")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")

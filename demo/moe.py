@@ -98,7 +98,7 @@ class TopKMoE(nn.Module):
 @dataclass(frozen=True)
 class MoeWorkload(Workload):
     spec: RegimeSpec = RegimeSpec()
-    n_train: int = 8000
+    n_train: int = 4000
     n_test: int = 2000
     experts: int = 32
     hidden: int = 16
@@ -112,8 +112,13 @@ class MoeWorkload(Workload):
     name = "moe"
     title = TITLE
     metric_name = "test accuracy"
-    #: small buckets, so the expert tensors and the router travel in buckets of their own
-    bucket_cap_mb = 0.008
+    # DDP's default buckets (one bucket here). Smaller buckets (bucket_cap_mb=0.008: the experts
+    # and the router apart) hang torch's powerSGD_hook on gloo: its future callbacks wait on a
+    # second all-reduce inside gloo's worker threads (docs/workloads.md).
+
+    def make_optimizer(self, params, lr: float):
+        """Adam: SGD's router learns the regimes too slowly for a demo of a few hundred steps."""
+        return torch.optim.Adam(params, lr=lr)
 
     def data(self):
         x, y, _ = generate_regimes(self.n_train + self.n_test, self.data_seed, self.spec)
@@ -143,11 +148,11 @@ class MoeWorkload(Workload):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m demo.moe", description=__doc__.split("\n\n")[0])
-    add_common_args(parser, MOE_MODES, DEFAULT_MODES, epochs=2, batch=8, lr=0.1)
+    add_common_args(parser, MOE_MODES, DEFAULT_MODES, epochs=2, batch=8, lr=0.01)
     parser.add_argument("--experts", type=int, default=32)
     parser.add_argument("--top-k", type=int, default=1, help="experts per token")
     parser.add_argument("--hidden", type=int, default=16, help="hidden units of each expert")
-    parser.add_argument("--train", type=int, default=8000)
+    parser.add_argument("--train", type=int, default=4000)
     parser.add_argument("--test", type=int, default=2000)
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
