@@ -226,6 +226,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--test", type=int, default=8192, help="test impressions")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the click log")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    parser.add_argument("--lossless-columns", type=int, default=1 << 12,
+                        help="columns of the lossless codec's 3-row sketch (a power of two): peeling "
+                             "needs a bucket's union support below 0.818 x 3 x columns")
     args = parser.parse_args(argv)
     runs = check_common_args(parser, args, ALL_MODES)
     try:
@@ -238,7 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"--zipf {args.zipf}: must be > 0")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     workload = DlrmWorkload(ClickLogSpec(rows=rows, zipf=args.zipf), n_train=args.train,
-                            n_test=args.test, data_seed=args.data_seed)
+                            n_test=args.test, data_seed=args.data_seed,
+                            lossless_columns=args.lossless_columns)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = run_all(workload, runs, args)

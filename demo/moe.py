@@ -156,6 +156,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--test", type=int, default=2000)
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    parser.add_argument("--lossless-columns", type=int, default=1 << 12,
+                        help="columns of the lossless codec's 3-row sketch (a power of two): peeling "
+                             "needs a bucket's union support below 0.818 x 3 x columns")
     args = parser.parse_args(argv)
     runs = check_common_args(parser, args, MOE_MODES)
     if args.experts < 1:
@@ -164,7 +167,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"--top-k {args.top_k}: must be in [1, --experts={args.experts}]")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     workload = MoeWorkload(n_train=args.train, n_test=args.test, experts=args.experts,
-                           hidden=args.hidden, k=args.top_k, data_seed=args.data_seed)
+                           hidden=args.hidden, k=args.top_k, data_seed=args.data_seed,
+                           lossless_columns=args.lossless_columns)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = run_all(workload, runs, args)
