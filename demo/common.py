@@ -618,6 +618,12 @@ def check_common_args(parser: argparse.ArgumentParser, args, modes: Sequence[str
     for name in ("epochs", "batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} {getattr(args, name)}: must be >= 1")
+    columns = getattr(args, "lossless_columns", None)
+    if columns is not None and (columns < 1 or columns & (columns - 1)):
+        parser.error(f"--lossless-columns {columns}: must be a power of two (the switch masks "
+                     "the hash)")
+    if getattr(args, "max_steps", None) is not None and args.max_steps < 1:
+        parser.error(f"--max-steps {args.max_steps}: must be >= 1")
     return runs
 
 
