@@ -564,10 +564,10 @@ def save_plot(results: Sequence[RunResult], path: Path, title: str, smooth: int 
         shown = f"{100 * r.metric:.1f}%" if "accuracy" in r.metric_name else f"{r.metric:.3f}"
         ax.plot(y, label=f"{name} ({shown})", linewidth=1)
     ax.set_xlabel("step")
-    ax.set_ylabel("training loss (mean over workers)" + (f", moving mean of {smooth}" if smooth > 1 else ""))
+    ax.set_ylabel("training loss (mean over workers)")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    ax.set_title(title)
+    ax.set_title(title + (f" (moving mean of {smooth} steps)" if smooth > 1 else ""))
     if with_evals:
         for r in results:
             steps, vals = zip(*r.evals)
