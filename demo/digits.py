@@ -58,7 +58,7 @@ def make_model(seed: int = SEED) -> nn.Module:
 
 def make_codec(mode: str, n_workers: int, rank: int, seed: int = SEED):
     """The codec of ``mode``; the sketch is sized for >= 10x compression of the model."""
-    from worker.codecs import FixedPointCodec, LosslessSketchCodec, SketchedSgdCodec, ThcCodec
+    from worker.codecs import FixedPointCodec, SketchedSgdCodec, ThcCodec
     if mode == "thc":
         return ThcCodec(n_workers, rank=rank, seed=seed)
     if mode == "sketch":
