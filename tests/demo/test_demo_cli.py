@@ -23,3 +23,13 @@ def test_device_cuda_without_a_gpu_is_a_usage_error():
 def test_unknown_device_is_a_usage_error():
     done = _demo("--device", "tpu")
     assert done.returncode == 2 and "invalid choice: 'tpu'" in done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("demo.dlrm", "--lossless-columns", "3000"), "--lossless-columns 3000: must be a power of two"),
+    (("demo.moe", "--modes", "sparse"), "unknown mode 'sparse'"),
+])
+def test_sparse_workload_usage_errors(args, message):
+    done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode == 2 and message in done.stderr, done.stderr

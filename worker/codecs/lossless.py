@@ -139,6 +139,9 @@ class LosslessSketchCodec(Codec):
         super().__init__(n_workers)
         self.cs = CountSketch(LOSSLESS_ROWS, columns, seed)
         self.last_peel: Optional[PeelResult] = None
+        #: decodes whose peeling left values unresolved (median estimates, not exact sums): the
+        #: union support was above the sketch's capacity; see :class:`~.adaptive.AdaptiveCodec`
+        self.incomplete_peels = 0
         self.log_config()
 
     def _check_size(self, numel: int) -> None:
@@ -187,6 +190,8 @@ class LosslessSketchCodec(Codec):
         table = aggregated[1].to(torch.int64).view(self.cs.rows, self.cs.columns)
         result = peel(self.cs, table, support)
         self.last_peel = result
+        if not result.complete:
+            self.incomplete_peels += 1
         shift = self._shift(agreed, key, table.device)
         out = torch.zeros(numel, dtype=torch.float32, device=table.device)
         out[support] = from_fixed(result.values, shift.expand(1), max(1, result.values.numel()),
