@@ -101,6 +101,7 @@ def _our_processes(suffix: str) -> list[int]:
     return pids
 
 
+@pytest.mark.root
 def test_smallest_configuration_in_mininet(tmp_path):
     why = _mininet_missing()
     if why:
