@@ -334,15 +334,25 @@ class HinaNetwork:
                     timeout_s: float = 600.0, give_up_s: float = 30.0,
                     min_rto: Optional[float] = None) -> list[WorkerReport]:
         """Run ``host_worker.py`` on every worker host at once; wait for all; their reports."""
+        return self.run_commands([self.worker_command(rank, mode, codecs, size, rounds, steps,
+                                                      seed, give_up_s, min_rto)
+                                  for rank in range(len(self.workers))], timeout_s)
+
+    def run_commands(self, commands: Sequence[Sequence[str]],
+                     timeout_s: float = 600.0) -> list[WorkerReport]:
+        """Run ``commands[rank]`` on worker host ``rank``, all at once (an agent that prints
+        its JSON report as its last ``{`` line, e.g. ``hina.mininet.tta_worker``); wait for
+        all, killing any still running after ``timeout_s``; their reports. The processes are
+        recorded at once, so :meth:`stop` kills them whatever happens."""
+        if len(commands) != len(self.workers):
+            raise DeploymentError(f"{len(commands)} commands for {len(self.workers)} workers")
         procs = []
-        for rank, host in enumerate(self.workers):
-            cmd = self.worker_command(rank, mode, codecs, size, rounds, steps, seed, give_up_s,
-                                      min_rto)
+        for host, cmd in zip(self.workers, commands):
             out = open(self.log_dir / f"{host.name}.out", "w")
             err = open(self.log_dir / f"{host.name}.err", "w")
             env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
                        **{NETWORK_ENV: self.topo.aggregator})
-            proc = host.popen(cmd, stdout=out, stderr=err, env=env)
+            proc = host.popen(list(cmd), stdout=out, stderr=err, env=env)
             out.close()
             err.close()
             procs.append(proc)

@@ -126,11 +126,17 @@ class HinaTopo(Topo):
                 return info["port2"] if b == self.aggregator else info["port1"]
         raise ValueError(f"{host} has no link to the aggregating switch {self.aggregator}")
 
-    def add_control_network(self) -> None:
-        """Give every worker a second interface on a plain bridge (see the module docstring)."""
+    def add_control_network(self, shape: Optional[LinkShape] = None) -> None:
+        """Give every worker a second interface on a plain bridge (see the module docstring).
+
+        ``shape``: the control links' impairments (default none). Only its bandwidth and delay
+        are applied (TCLink HTB/netem on both ends of each link): a benchmark that runs gloo's
+        own all-reduce over the control network limits these links to the data links' rate
+        (``bench/bench_tta.py``)."""
+        params = shape.tclink_params(with_loss=False) if shape is not None else {}
         self.addSwitch(self.control_bridge, cls=IpBridge, dpid="1" * 16)
         for rank, host in enumerate(self.workers):
-            self.addLink(host, self.control_bridge, port1=1, port2=rank + 1)
+            self.addLink(host, self.control_bridge, port1=1, port2=rank + 1, **params)
 
     def control_ip(self, rank: int) -> str:
         return f"{CONTROL_PREFIX}{rank + 1}"
@@ -145,10 +151,11 @@ class StarTopo(HinaTopo):
         netem_loss: apply ``shape.loss`` with netem (TCLink); otherwise loss is applied later.
         control_network: add the management bridge (needed by DDP mode).
         suffix: see :class:`HinaTopo` (``StarTopo(4, suffix="t1")``: switch ``s1t1``).
+        control_shape: bandwidth / delay of the control network's links (default: unlimited).
     """
 
     def build(self, n_workers: int = 4, shape: LinkShape = LinkShape(), netem_loss: bool = True,
-              control_network: bool = True) -> None:
+              control_network: bool = True, control_shape: Optional[LinkShape] = None) -> None:
         if not 1 <= n_workers <= 253:
             raise ValueError(f"n_workers={n_workers}: must be in [1, 253] (one /24)")
         self.addSwitch(self.aggregator)
@@ -159,7 +166,7 @@ class StarTopo(HinaTopo):
                          **shape.tclink_params(with_loss=netem_loss))
             self.workers.append(host)
         if control_network:
-            self.add_control_network()
+            self.add_control_network(control_shape)
 
 
 class JsonTopo(HinaTopo):
