@@ -1,0 +1,112 @@
+// Lanes on TNA: TNA_LANES 32-bit registers, lane_<i> aggregating word i of the block in work
+// (words_a). Modes are separate RegisterActions on one register, picked per packet by
+// meta.lane_op, as SwitchML picks its Processor's actions; Tofino 1 allows four per register:
+//   sum   LANE_WRITE (first contribution to a new use: store the word, whatever the op) and
+//         LANE_SUM (SUM and THC's LUT-SUM: saturating signed add)
+//   max   LANE_MAX (unsigned)
+//   or    LANE_OR
+//   read  LANE_READ (a retransmission into a complete copy)
+// Each returns the lane's new value, which replaces the word: the completing packet carries the
+// result. Why one 32-bit register per word and not SwitchML's Register<pair> (two words per
+// stateful ALU): a RegisterAction returns one 32-bit value on Tofino 1 (an action returning lo
+// in one case and hi in another is refused: "Incompatible outputs"), so with pairs the second
+// word of each pair would need another pass to be read (SwitchML's harvest passes).
+//
+// Overflow: SUM saturates at INT32_MAX / INT32_MIN (|+|) instead of wrapping and flagging; a
+// stateful ALU has one output, taken by the result word, so there is no per-word overflow bit
+// to or together. A saturated word in a RESULT is the overflow signal on Tofino.
+//
+// Index: lane_index = reg_index * 2 + pass: block 0 of a slot copy in pass 0, block 1 in pass 1.
+//
+// THC (LUT-SUM): the table lookup is match-action, in the switch. One exact table per byte of
+// the block, lut_<i>: (lut_id, byte) -> the word (T[hi] << 16) | T[lo], the two coordinates'
+// 16-bit table values in coordinate order; HINA_LUTS * 256 entries each. Per byte, not per
+// coordinate (v1model's lut.p4): half the tables (a stage has 16), and the two values land in
+// one word with no concatenation step. Workers send 4-bit indices: W bytes up per W words.
+#ifndef _HINA_TNA_LANES_P4_
+#define _HINA_TNA_LANES_P4_
+
+#include "tna_headers.p4"
+
+control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+
+    action lut_miss() {
+        meta.lut_miss = 1;
+    }
+
+// Written by the controller: for each LUT id, 256 entries byte -> word per table.
+#define TNA_LUT_TABLE(i) \
+    action set_word_##i(bit<32> value) { hdr.words_a.w##i = value; } \
+    table lut_##i { \
+        key = { meta.lut_id : exact @name("lut_id"); hdr.thc_a.b##i : exact @name("byte"); } \
+        actions = { set_word_##i; @defaultonly lut_miss; } \
+        size = HINA_LUTS * 256; \
+        default_action = lut_miss(); \
+    }
+    TNA_FOR_EACH_LANE(TNA_LUT_TABLE)
+
+#define TNA_LUT_APPLY(i) lut_##i.apply();
+
+    apply {
+        hdr.words_a.setValid();
+        TNA_FOR_EACH_LANE(TNA_LUT_APPLY)
+        hdr.thc_a.setInvalid();
+        if (meta.lut_miss == 1) {
+            meta.reason = REASON_BAD_JOB;
+        }
+    }
+}
+
+control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+
+// Lane i: its register (both blocks of every slot copy) and its four RegisterActions.
+#define TNA_LANE(i) \
+    Register<int<32>, bit<32>>(2 * TNA_BLOCKS * HINA_SLOT_CAPACITY) lane_##i; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_sum = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            if (meta.lane_op == LANE_WRITE) { \
+                value = (int<32>)hdr.words_a.w##i; \
+            } else { \
+                value = value |+| (int<32>)hdr.words_a.w##i; \
+            } \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_max = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            if ((bit<32>)value < hdr.words_a.w##i) { \
+                value = (int<32>)hdr.words_a.w##i; \
+            } \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_or = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            value = value | (int<32>)hdr.words_a.w##i; \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_read = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            result = value; \
+        } \
+    };
+    TNA_FOR_EACH_LANE(TNA_LANE)
+
+#define TNA_LANE_APPLY(i) \
+    if (meta.lane_op == LANE_WRITE || meta.lane_op == LANE_SUM) { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_sum.execute(meta.lane_index); \
+    } else if (meta.lane_op == LANE_MAX) { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_max.execute(meta.lane_index); \
+    } else if (meta.lane_op == LANE_OR) { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_or.execute(meta.lane_index); \
+    } else if (meta.lane_op == LANE_READ) { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_read.execute(meta.lane_index); \
+    }
+
+    apply {
+        TNA_FOR_EACH_LANE(TNA_LANE_APPLY)
+    }
+}
+
+#endif  // _HINA_TNA_LANES_P4_
