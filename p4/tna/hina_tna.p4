@@ -59,86 +59,173 @@ control HinaTnaIngress(inout tna_headers_t hdr,
 
     TnaValidate() validate;
     TnaAdmission() admission;
+    TnaReason() reason;
     TnaThcLut() thc_lut;
     TnaSlotState() slot_state;
+    TnaSlotOutcome() slot_outcome;
     TnaLanes() lanes;
     TnaPairStream() pair_stream;
-    TnaSketchRows() sketch_rows;
+    TnaSketchCells() sketch_cells;
 
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) block_index;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) next_block;
 
-    // Send the packet round again for its next pass.
-    action recirculate() {
+    action seq_plus_one() {
+        meta.seq1 = hdr.hina.seq + 1;
+    }
+
+    // Pass 1 works on block 1 of the slot copy: pass 0's lane index ^ 1.
+    action index_next_block() {
+        meta.lane_index = next_block.get({hdr.pass.lane_base, 31w0, 1w1});
+    }
+
+    // A packet going round again: the pass header, and the bridge that tells egress so.
+    action pass_next() {
         hdr.pass.setValid();
         hdr.pass.pass = meta.pass + 1;
-        hdr.pass.lane_op = meta.lane_op;
-        hdr.pass.reply = meta.reply;
-        hdr.pass.lane_base = meta.reg_index;
+    }
+    action pass_reply() { hdr.pass.reply = meta.reply; }
+    action to_recirculation() {
         hdr.bridge.setValid();
         hdr.bridge.reply = REPLY_RECIRCULATE;
         ig_tm_md.ucast_egress_port = TNA_RECIRC_PORT;
     }
 
+    // Pass 0's decisions, into the pass header: one field per action (an action writes a PHV
+    // container from one source besides the container itself).
+    action pass_new_round() { hdr.pass.new_round = meta.new_round; }
+    action pass_worker() { hdr.pass.worker_id = meta.worker_id; }
+    action pass_bitmap() { hdr.pass.bitmap_old = meta.bitmap_old; }
+    action pass_lane_base() { hdr.pass.lane_base = meta.lane_index; }
+    action pass_count() { hdr.pass.count = meta.n_workers; }
+    action pass_group() { hdr.pass.mcast_grp = meta.mcast_grp; }
+    action pass_generation() { hdr.pass.generation = meta.generation; }
+    action pass_port() { hdr.pass.port = ig_intr_md.ingress_port; }
+
+    action bridge_pair_value() { hdr.bridge.pair_value = hdr.pair.value; }
+    action bridge_pair_add() { hdr.bridge.pair_add = 1; }
+    action bridge_pair_skip() { hdr.bridge.pair_add = 0; }
+    action bridge_reply() {
+        hdr.bridge.setValid();
+        hdr.bridge.reply = meta.reply;
+    }
+    // Replies, one header field per action.
+    action from_switch_mac() { hdr.ethernet.src_addr = hdr.ethernet.dst_addr; }
+    action from_switch_addr() { hdr.ipv4.src_addr = hdr.ipv4.dst_addr; }
+    action from_switch_port() { hdr.udp.src_port = hdr.udp.dst_port; }
+    action to_group() { ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp; }
+    action swap_mac() {
+        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+    }
+    action swap_addr() {
+        hdr.ipv4.dst_addr = hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+    }
+    action swap_port() {
+        hdr.udp.dst_port = hdr.udp.src_port;
+        hdr.udp.src_port = hdr.udp.dst_port;
+    }
+    action to_sender() { ig_tm_md.ucast_egress_port = hdr.pass.port; }
+    action notice_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_NOTICE; }
+    action result_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_RESULT; }
+    action ack_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_PAIRS_ACK; }
+    action notice_op() { hdr.hina.op = meta.reason; }
+    action clear_flags_count() { hdr.hina.flags = 0; hdr.hina.count = 0; }
+    action flag_retransmit() { hdr.hina.flags = FLAG_RETRANSMIT; }
+    action result_count() { hdr.hina.count = hdr.pass.count; }
+    action header_only_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES;
+    }
+    action result_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
+    }
+    action notice_generation() { hdr.hina.generation = meta.generation; }
+
     apply {
         if (hdr.hina.isValid()) {
-            if (meta.pass == 0) {
+            if (meta.recirculated == 0) {
                 validate.apply(hdr, meta, ig_prsr_md);
-            } else {
-                // What pass 0 decided.
-                meta.lane_op = hdr.pass.lane_op;
-                meta.reply = hdr.pass.reply;
-                meta.reg_index = hdr.pass.lane_base;
+                seq_plus_one();
             }
-            if (meta.reason == REASON_NONE) {
-                admission.apply(hdr, meta, ig_intr_md);
+            admission.apply(hdr, meta, ig_intr_md);
+            if (meta.recirculated == 0) {
+                reason.apply(hdr, meta);
             }
-            if (meta.pass == 0 && meta.reason == REASON_NONE) {
-                job_counter.count(hdr.hina.job_id);
-                // The pass header's fields for later passes and the reply.
-                hdr.pass.count = meta.n_workers;
-                hdr.pass.mcast_grp = meta.mcast_grp;
-                hdr.pass.generation = meta.generation;
-                hdr.pass.port = ig_intr_md.ingress_port;
-            }
-            if (meta.reason == REASON_NONE && hdr.hina.msg_type == MSG_AGGREGATE) {
+            if (hdr.hina.msg_type == MSG_AGGREGATE) {
                 if (hdr.thc_a.isValid()) {
                     thc_lut.apply(hdr, meta);
                 }
-                if (meta.pass == 0 && meta.reason == REASON_NONE) {
-                    slot_state.apply(hdr, meta);   // the slot is in range (slot_range)
+                if (meta.recirculated == 1) {
+                    index_next_block();
+                } else if (meta.malformed == 0 && meta.ipv4_bad == 0 && meta.no_checksum == 0
+                           && meta.job_miss == 0 && meta.worker_miss == 0 && meta.slot_miss == 0
+                           && hdr.hina.generation == meta.generation) {
+                    // Admitted: the raw outcomes, so that the slot state starts in stage 1.
+                    meta.in_slot = 1;
+                    slot_state.apply(hdr, meta);
                 }
-                if (meta.reason == REASON_NONE && meta.lane_op != LANE_NONE) {
-                    meta.lane_index = block_index.get({meta.reg_index[30:0], meta.pass[0:0]});
+                if (meta.in_slot == 1 && meta.stale == 0) {
                     lanes.apply(hdr, meta);
-                    if (meta.pass < TNA_BLOCKS - 1) {
-                        recirculate();
+                }
+                if (meta.recirculated == 0 && meta.in_slot == 1) {
+                    slot_outcome.apply(hdr, meta);
+                    if (meta.reason == REASON_NONE) {
+                        job_counter.count(hdr.hina.job_id);
+                        pass_new_round();
+                        pass_worker();
+                        pass_bitmap();
+                        pass_lane_base();
+                        pass_count();
+                        pass_group();
+                        pass_generation();
+                        pass_port();
+                        pass_next();                // block 1 (TNA_BLOCKS = 2)
+                        pass_reply();
+                        to_recirculation();
                     }
                 }
-            } else if (meta.reason == REASON_NONE && hdr.hina.msg_type == MSG_PAIRS) {
-                if (meta.sketch_mask == 0) {
-                    meta.reason = REASON_BAD_JOB;      // the job has no in-switch sketch
-                } else {
-                    if (meta.pass != 0) {
-                        meta.pair_add = 1;
+            } else if (hdr.hina.msg_type == MSG_PAIRS) {
+                if (meta.recirculated == 0 && meta.reason == REASON_NONE) {
+                    job_counter.count(hdr.hina.job_id);
+                    if (meta.sketch_mask == 0) {
+                        meta.reason = REASON_BAD_JOB;   // the job has no in-switch sketch
                     } else {
                         pair_stream.apply(hdr, meta);
-                        if (meta.pair_diff == 0) {
+                        if (meta.stream_order == PAIRS_IN_ORDER) {
                             meta.pair_add = 1;
-                        } else if (meta.pair_older == 1) {
+                        } else if (meta.stream_order == PAIRS_OLD) {
                             meta.reply = REPLY_UNICAST;   // applied before: acknowledge only
                         } else {
                             meta.reason = REASON_OUT_OF_ORDER;
                         }
                     }
-                    if (meta.pair_add == 1) {
-                        sketch_rows.apply(hdr, meta);
-                        if (meta.pass < HINA_PAIRS - 1) {
-                            recirculate();
+                } else if (meta.recirculated == 1) {
+                    meta.pair_add = 1;
+                }
+                sketch_cells.apply(hdr, meta);
+                if (meta.pair_add == 1) {
+                    if (meta.pass == HINA_PAIRS) {
+                        meta.reply = REPLY_UNICAST;       // every pair added: the ACK
+                    } else {
+                        if (meta.recirculated == 0) {
+                            pass_port();
+                        }
+                        pass_next();
+                        pass_reply();
+                        to_recirculation();
+                        bridge_pair_value();
+                        if (hdr.pair.value != 0) {   // 0 is padding
+                            bridge_pair_add();
                         } else {
-                            meta.reply = REPLY_UNICAST;
+                            bridge_pair_skip();
                         }
                     }
                 }
+            }
+            if (meta.lut_miss == 1 && meta.reason == REASON_NONE) {
+                meta.reason = REASON_BAD_JOB;
             }
             if (meta.reason != REASON_NONE) {
                 reason_counter.count(meta.reason);
@@ -149,61 +236,58 @@ control HinaTnaIngress(inout tna_headers_t hdr,
         }
 
         if (hdr.bridge.isValid()) {
-            // Recirculated: pass header and payload go round as they are.
-        } else if (meta.reply == REPLY_NONE || meta.reason != REASON_NONE
-                   && meta.reply != REPLY_NOTICE) {
+            // Going round again: pass header and payload as they are.
+        } else if (meta.reply == REPLY_NONE
+                   || (meta.reason != REASON_NONE && meta.reply != REPLY_NOTICE)) {
             ig_dprsr_md.drop_ctl = 1;
         } else {
-            // The last pass: the reply (as p4/include/egress_rewrite.p4's Reply).
-            bit<16> payload = 0;
+            // The last pass: the reply (as p4/include/egress_rewrite.p4's Reply). One header
+            // field (or byte of constants) per action: an action may write a PHV container from
+            // one source besides the container itself.
             if (meta.reply == REPLY_NOTICE) {
-                hdr.hina.msg_type = MSG_NOTICE;
-                hdr.hina.op = meta.reason;
-                hdr.hina.flags = 0;
-                hdr.hina.count = 0;
-                hdr.hina.generation = meta.generation;
+                notice_type();
+                notice_op();
+                clear_flags_count();
+                notice_generation();
                 hdr.words_a.setInvalid();
                 hdr.words_b.setInvalid();
                 hdr.thc_a.setInvalid();
                 hdr.thc_b.setInvalid();
                 hdr.pair.setInvalid();
                 hdr.pair_rest.setInvalid();
+                header_only_lengths();
+                hdr.pass.port = ig_intr_md.ingress_port;
             } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
-                hdr.hina.msg_type = MSG_RESULT;
+                result_type();
                 if (meta.reply == REPLY_UNICAST) {
-                    hdr.hina.flags = FLAG_RETRANSMIT;
+                    flag_retransmit();
                 } else {
-                    hdr.hina.flags = 0;
+                    clear_flags_count();
                 }
-                hdr.hina.count = hdr.pass.count;
-                payload = 4 * TNA_WORDS;
+                result_count();
+                result_lengths();
             } else {
-                hdr.hina.msg_type = MSG_PAIRS_ACK;
-                hdr.hina.flags = 0;
+                ack_type();
+                clear_flags_count();
                 hdr.pair.setInvalid();
                 hdr.pair_rest.setInvalid();
+                header_only_lengths();
+                if (meta.recirculated == 0) {
+                    hdr.pass.port = ig_intr_md.ingress_port;   // an old PAIRS packet
+                }
             }
-            hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + payload;
-            hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + payload;
             hdr.udp.checksum = 0;
-            hdr.bridge.setValid();
-            hdr.bridge.reply = meta.reply;
+            bridge_reply();
             if (meta.reply == REPLY_MULTICAST) {
-                hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
-                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
-                hdr.udp.src_port = hdr.udp.dst_port;
-                ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp;
+                from_switch_mac();
+                from_switch_addr();
+                from_switch_port();
+                to_group();
             } else {
-                mac_addr_t mac = hdr.ethernet.dst_addr;
-                hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
-                hdr.ethernet.src_addr = mac;
-                ipv4_addr_t ip = hdr.ipv4.dst_addr;
-                hdr.ipv4.dst_addr = hdr.ipv4.src_addr;
-                hdr.ipv4.src_addr = ip;
-                bit<16> port = hdr.udp.dst_port;
-                hdr.udp.dst_port = hdr.udp.src_port;
-                hdr.udp.src_port = port;
-                ig_tm_md.ucast_egress_port = hdr.pass.port;
+                swap_mac();
+                swap_addr();
+                swap_port();
+                to_sender();
             }
             hdr.pass.setInvalid();
         }
@@ -216,6 +300,8 @@ control HinaTnaEgress(inout tna_headers_t hdr,
                       in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    TnaSketchRows() sketch_rows;
 
     // Parameters: the worker's MAC, IPv4 address and UDP port (as egress_rewrite.p4).
     action set_worker_address(mac_addr_t dst_mac, ipv4_addr_t dst_addr, bit<16> dst_port) {
@@ -242,7 +328,11 @@ control HinaTnaEgress(inout tna_headers_t hdr,
     }
 
     apply {
-        if (hdr.bridge.reply != REPLY_RECIRCULATE) {
+        if (hdr.bridge.reply == REPLY_RECIRCULATE) {
+            if (hdr.bridge.pair_add == 1) {
+                sketch_rows.apply(hdr);
+            }
+        } else {
             if (eg_intr_md.egress_rid != 0) {
                 replica_rewrite.apply();
             }

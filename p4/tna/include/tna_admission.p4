@@ -9,37 +9,61 @@
 
 #include "tna_headers.p4"
 
+// Validation as one ternary table (one stage; a chain of gateways took two): a worker-to-switch
+// message of a known type and op, with its payload parsed, zero reserved bits, and a UDP length
+// that is exactly the message's size (no trailing bytes leak into results); v3's checksum must
+// be present (its value: see tna_parser.p4). Anything else is MALFORMED.
 control TnaValidate(inout tna_headers_t hdr,
                     inout tna_ingress_metadata_t meta,
                     in ingress_intrinsic_metadata_from_parser_t ig_prsr_md) {
-    apply {
-        bit<16> expected = 0;
-        if (hdr.hina.msg_type == MSG_AGGREGATE) {
-            if (hdr.thc_a.isValid()) {
-                expected = UDP_BYTES + HINA_HEADER_BYTES + TNA_WORDS;
-            } else if (hdr.words_a.isValid()) {
-                expected = UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
-            }
-        } else if (hdr.hina.msg_type == MSG_PAIRS) {
-            if (hdr.pair_rest.isValid()) {
-                expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS;
-            }
+
+    action well_formed() {}
+    action missing_checksum() {
+        meta.no_checksum = 1;
+    }
+    action malformed() {
+        meta.malformed = 1;
+    }
+
+#define TNA_AGGREGATE_WORDS(op) \
+    (0, HINA_VERSION, MSG_AGGREGATE, op, 0, true, false, false, \
+     UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS, _) : well_formed();
+    table message_check {
+        key = {
+            ig_prsr_md.parser_err: ternary;
+            hdr.hina.version:      ternary;
+            hdr.hina.msg_type:     ternary;
+            hdr.hina.op:           ternary;
+            hdr.hina.reserved:     ternary;
+            hdr.words_a.isValid(): ternary;
+            hdr.thc_a.isValid():   ternary;
+            hdr.pair.isValid():    ternary;
+            hdr.udp.length:        ternary;
+            hdr.udp.checksum:      ternary;
         }
-        // One test per gateway: a Tofino gateway compares at most 4 bytes + 12 bits of PHV.
-        if (ig_prsr_md.parser_err != 0) {
-            meta.reason = REASON_MALFORMED;
-        } else if (!meta.ipv4_ok) {
-            meta.reason = REASON_MALFORMED;
-        } else if (hdr.hina.version != HINA_VERSION) {
-            meta.reason = REASON_MALFORMED;
-        } else if (hdr.hina.reserved != 0) {
-            meta.reason = REASON_MALFORMED;
-        } else if (expected == 0) {
-            meta.reason = REASON_MALFORMED;
-        } else if (hdr.udp.length != expected) {
-            meta.reason = REASON_MALFORMED;
-        } else if (hdr.udp.checksum == UDP_NO_CHECKSUM) {
-            meta.reason = REASON_BAD_CHECKSUM;   // v3: mandatory (the sum itself: see parser)
+        actions = {
+            well_formed;
+            missing_checksum;
+            malformed;
+        }
+        const entries = {
+            (0, HINA_VERSION, _, _, 0, _, _, _, _, UDP_NO_CHECKSUM) : missing_checksum();
+            TNA_AGGREGATE_WORDS(OP_SUM)
+            TNA_AGGREGATE_WORDS(OP_MAX)
+            TNA_AGGREGATE_WORDS(OP_OR)
+            (0, HINA_VERSION, MSG_AGGREGATE, OP_LUT_SUM, 0, false, true, false,
+             UDP_BYTES + HINA_HEADER_BYTES + TNA_WORDS, _) : well_formed();
+            (0, HINA_VERSION, MSG_PAIRS, _, 0, false, false, true,
+             UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS, _) : well_formed();
+        }
+        size = 8;
+        const default_action = malformed();
+    }
+
+    apply {
+        message_check.apply();
+        if (!meta.ipv4_ok) {
+            meta.ipv4_bad = 1;
         }
     }
 }
@@ -62,7 +86,7 @@ control TnaAdmission(inout tna_headers_t hdr,
     }
 
     action reject_job() {
-        meta.reason = REASON_BAD_JOB;
+        meta.job_miss = 1;
     }
 
     table job_config {
@@ -77,20 +101,26 @@ control TnaAdmission(inout tna_headers_t hdr,
         default_action = reject_job();
     }
 
-    action admit_worker(bit<32> worker_bit, bit<32> all_workers, bit<8> n_workers,
-                        bit<16> mcast_grp, bit<32> reg_base, bit<32> pair_stream,
+    // reg_base comes three times, as slot_base, copy_base = 2 * reg_base and lane_base =
+    // 4 * reg_base: the register indices are formed by the hash unit (XOR), which cannot shift.
+    action admit_worker(bit<8> worker_id, bit<32> worker_bit, bit<32> all_workers,
+                        bit<8> n_workers, bit<16> mcast_grp, bit<32> slot_base,
+                        bit<32> copy_base, bit<32> lane_base, bit<32> pair_stream,
                         bit<16> generation) {
+        meta.worker_id = worker_id;
         meta.worker_bit = worker_bit;
         meta.all_workers = all_workers;
         meta.n_workers = n_workers;
         meta.mcast_grp = mcast_grp;
-        meta.reg_base = reg_base;
+        meta.slot_base = slot_base;
+        meta.copy_base = copy_base;
+        meta.lane_base = lane_base;
         meta.pair_stream = pair_stream;
         meta.generation = generation;
     }
 
     action reject_worker() {
-        meta.reason = REASON_UNKNOWN_WORKER;
+        meta.worker_miss = 1;
     }
 
     // Keyed on where the frame came from as well as what it says (admission.p4 explains why).
@@ -111,7 +141,7 @@ control TnaAdmission(inout tna_headers_t hdr,
     }
 
     action bad_slot() {
-        meta.reason = REASON_BAD_SLOT;
+        meta.slot_miss = 1;
     }
 
     // Written by the controller: one entry per job, slot range [0, n_slots - 1]. A gateway cannot
@@ -129,10 +159,30 @@ control TnaAdmission(inout tna_headers_t hdr,
         default_action = bad_slot();
     }
 
+    apply {
+        // Every pass needs the job's settings (the sketch seeds, the LUT id). Only the packet
+        // from the wire is admitted: a recirculated one arrives on the recirculation port, which
+        // no frame from outside can. The three lookups are independent (one stage); their
+        // outcomes are combined into meta.reason by TnaReason, off the lanes' critical path.
+        job_config.apply();
+        if (meta.recirculated == 0) {
+            worker_admission.apply();
+            slot_range.apply();
+        }
+    }
+}
+
+// The drop reason, by precedence as in p4/hina.p4. Slot state and lanes do not wait for it:
+// they are gated on the raw outcomes (hina_tna.p4).
+control TnaReason(inout tna_headers_t hdr,
+                  inout tna_ingress_metadata_t meta) {
+
     action flag_wrong_port() {
         meta.reason = REASON_WRONG_PORT;
     }
 
+    // Written by the controller: one entry per worker of each job, keyed by the addresses alone.
+    // Only names the reason of a drop (as admission.p4's).
     table worker_by_address {
         key = {
             hdr.hina.job_id:   exact @name("job_id");
@@ -148,21 +198,20 @@ control TnaAdmission(inout tna_headers_t hdr,
     }
 
     apply {
-        // Every pass needs the job's settings (the sketch seeds); only the packet from the wire
-        // is admitted (a recirculated one arrives on the recirculation port, which no frame
-        // from outside can).
-        job_config.apply();
-        if (meta.pass == 0 && meta.reason == REASON_NONE) {
-            if (!worker_admission.apply().hit) {
-                worker_by_address.apply();   // only names the drop (WRONG_PORT)
-            } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
-                slot_range.apply();
-            }
-        }
-        if (meta.pass == 0 && meta.reason == REASON_NONE
-                && hdr.hina.generation != meta.generation) {
+        if (meta.malformed == 1 || meta.ipv4_bad == 1) {
+            meta.reason = REASON_MALFORMED;
+        } else if (meta.no_checksum == 1) {
+            meta.reason = REASON_BAD_CHECKSUM;
+        } else if (meta.job_miss == 1) {
+            meta.reason = REASON_BAD_JOB;
+        } else if (meta.worker_miss == 1) {
+            meta.reason = REASON_UNKNOWN_WORKER;
+            worker_by_address.apply();
+        } else if (hdr.hina.generation != meta.generation) {
             meta.reason = REASON_STALE_GENERATION;
             meta.reply = REPLY_NOTICE;
+        } else if (meta.slot_miss == 1 && hdr.hina.msg_type == MSG_AGGREGATE) {
+            meta.reason = REASON_BAD_SLOT;
         }
     }
 }

@@ -38,31 +38,38 @@ header hina_pair_rest_t {
     TNA_FOR_EACH_REST_PAIR(TNA_REST_PAIR)
 }
 
-// Lane operations (one RegisterAction each on every lane register, see tna_lanes.p4).
-#define LANE_NONE 0
-#define LANE_WRITE 1      // first contribution to a new use: store the packet's word (any op)
-#define LANE_SUM 2        // SUM and LUT-SUM: saturating signed add
-#define LANE_MAX 3        // unsigned maximum
-#define LANE_OR 4         // bitwise or
-#define LANE_READ 5       // a retransmission into a complete copy: read the stored result
-
 // Prepended to a recirculated packet (the ingress parser knows it by the recirculation port).
+// It carries what pass 0 decided, so that later passes pick the same RegisterActions without
+// touching the slot state again.
 header hina_pass_t {
     bit<8>  pass;        // 1 .. : which pass this is (0 is the packet from the wire)
-    bit<8>  lane_op;     // LANE_* for the lanes of this pass
     bit<8>  reply;       // REPLY_* after the last pass
+    bit<7>  pad0;
+    bit<1>  new_round;   // lane selection inputs of pass 0 (tna_lanes.p4)
+    bit<8>  worker_id;
+    bit<32> bitmap_old;
+    bit<32> lane_base;   // lane register index of block 0 of the slot copy (reg_index * 2)
     bit<8>  count;       // RESULT count
     bit<16> mcast_grp;
-    bit<16> generation;  // the job's current generation (NOTICE, RESULT)
-    bit<32> lane_base;   // lane register index of block 0 of this slot copy
-    bit<7>  pad0;
+    bit<16> generation;  // the job's current generation
+    bit<7>  pad1;
     bit<9>  port;        // the sender's ingress port (unicast replies)
 }
 
-// Ingress -> egress.
+// Ingress -> egress. A PAIRS pass also brings the pair's counter cells: the sketch rows live in
+// the egress stages of pipe 0, which every recirculated packet crosses (tna_sketch.p4).
 header hina_bridge_t {
-    bit<8>  reply;       // REPLY_*
+    // Each row's cell first: 32-bit fields on 32-bit boundaries of the header (an add's result
+    // must sit alone in its PHV container, and a bridged header's layout is its containers').
+#define TNA_BRIDGE_CELL(r) bit<32> cell##r;
+#define TNA_BRIDGE_SIGN(r) bit<8> neg##r;
+    HINA_FOR_EACH_ROW(TNA_BRIDGE_CELL)
+    bit<32> pair_value;
     bit<16> payload_sum; // ones' complement of the payload's 16-bit sum (ingress deparser)
+    bit<8>  reply;       // REPLY_*
+    bit<8>  pair_add;    // 1: add the pair below to the rows
+    HINA_FOR_EACH_ROW(TNA_BRIDGE_SIGN)
+    bit<8>  pad;
 }
 
 struct tna_headers_t {
@@ -77,15 +84,23 @@ struct tna_headers_t {
     hina_block_t      words_a;   // the block the lanes of this pass work on
     hina_thc_block_t  thc_b;
     hina_thc_block_t  thc_a;
+    hina_pair_rest_t  pair_rest; // emitted before the pair in work: see tna_parser.p4
     hina_pair_t       pair;      // the pair this pass adds
-    hina_pair_rest_t  pair_rest;
 }
 
 struct tna_ingress_metadata_t {
     bit<8>      reason;          // REASON_*
     bit<8>      reply;           // REPLY_*
     bool        ipv4_ok;         // the parser's IPv4 header checksum check
+    bit<1>      recirculated;    // 1: arrived on the recirculation port (pass >= 1)
     bit<8>      pass;            // 0: from the wire
+    // Outcome of each admission check, apart, so that all are looked up in the first stage.
+    bit<1>      malformed;       // TnaValidate
+    bit<1>      ipv4_bad;        // TnaValidate: IPv4 header checksum wrong
+    bit<1>      no_checksum;     // TnaValidate: UDP checksum 0 (v3 makes it mandatory)
+    bit<1>      job_miss;        // job_config
+    bit<1>      worker_miss;     // worker_admission
+    bit<1>      slot_miss;       // slot_range
     // Job (job_config).
     bit<16>     n_slots;
     bit<8>      lut_id;
@@ -94,39 +109,32 @@ struct tna_ingress_metadata_t {
 #define TNA_SEED_FIELDS(r) bit<32> seed##r; bit<32> row_offset##r;
     HINA_FOR_EACH_ROW(TNA_SEED_FIELDS)
     // Worker (worker_admission).
+    bit<8>      worker_id;
     bit<32>     worker_bit;
     bit<32>     all_workers;     // bitmap of every worker of the job: a copy is complete at it
     bit<8>      n_workers;
     bit<16>     mcast_grp;
-    bit<32>     reg_base;
+    bit<32>     slot_base;       // the job's first slot (reg_base), aligned (tna_slot_state.p4)
+    bit<32>     copy_base;       // 2 * slot_base
+    bit<32>     lane_base;       // 4 * slot_base
     bit<32>     pair_stream;
     bit<16>     generation;
     // Slot state.
-    bit<32>     slot_index;      // reg_base + slot
-    bit<32>     reg_index;       // slot_index * 2 + pool
-    bit<32>     bitmap_index;    // slot_index, through the hash unit
+    bit<1>      in_slot;         // the packet reached the slot state (pass 0) or is a later pass
     bit<32>     seq1;            // seq + 1
-    bit<1>      pool;            // hdr.hina.pool, in metadata for the index hash
+    bit<32>     reg_index;       // (slot_base + slot) * 2 + pool
+    bit<32>     lane_index;      // reg_index * 2 + pass
     bit<16>     stored_generation;
-    bit<32>     stored_seq1;
-    bit<32>     seq_diff;        // seq1 - stored_seq1
-    bit<1>      seq_older;       // seq_diff < 0 (serial order): an older use
+    bit<4>      seq_order;       // predicate of check_round (tna_slot_state.p4)
     bit<32>     bitmap_old;      // this copy's contributors before this packet
-    bit<32>     bitmap_mine;     // bitmap_old & worker_bit
-    bit<32>     bitmap_new;
-    bit<1>      reclaim;
     bit<1>      new_round;
-    bit<8>      lane_op;         // LANE_*
-    bit<32>     lane_index;      // lane register index of this pass's block
+    bit<1>      stale;
     bit<1>      lut_miss;
     // In-switch sketch.
     bit<16>     stream_generation;
-    bit<32>     stream_next;
-    bit<32>     pair_diff;       // seq - next expected
-    bit<1>      pair_older;      // pair_diff < 0: applied before
-    bit<1>      pair_add;        // add the pair in work to the rows in this pass
-#define TNA_ROW_FIELDS(r) bit<32> key##r; bit<32> h1_##r; bit<32> h##r; bit<32> cell##r; \
-    bit<32> cell_index##r; bit<1> neg##r;
+    bit<4>      stream_order;    // predicate of check_pair_seq
+    bit<1>      pair_add;
+#define TNA_ROW_FIELDS(r) bit<32> key##r; bit<32> h##r; bit<32> bucket##r;
     HINA_FOR_EACH_ROW(TNA_ROW_FIELDS)
 }
 

@@ -46,9 +46,18 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.reason = REASON_NONE;
         meta.reply = REPLY_NONE;
         meta.pass = 0;
+        meta.recirculated = 0;
+        meta.malformed = 0;
+        meta.ipv4_bad = 0;
+        meta.no_checksum = 0;
+        meta.job_miss = 0;
+        meta.worker_miss = 0;
+        meta.slot_miss = 0;
+        meta.new_round = 0;
+        meta.stale = 0;
+        meta.in_slot = 0;
         meta.lut_miss = 0;
         meta.pair_add = 0;
-        meta.lane_op = LANE_NONE;
         meta.ipv4_ok = false;
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_pass;
@@ -64,7 +73,14 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.udp);
         pkt.extract(hdr.hina);
         meta.pass = hdr.pass.pass;
+        meta.recirculated = 1;
         meta.ipv4_ok = true;
+        // Pass 0's lane selection inputs, for the same choice in this pass.
+        meta.new_round = hdr.pass.new_round;
+        meta.worker_id = hdr.pass.worker_id;
+        meta.bitmap_old = hdr.pass.bitmap_old;
+        meta.reply = hdr.pass.reply;
+        meta.in_slot = 1;
         transition select(hdr.hina.msg_type, hdr.hina.op) {
             (MSG_AGGREGATE, OP_LUT_SUM): parse_thc_rest;
             (MSG_AGGREGATE, _): parse_words;

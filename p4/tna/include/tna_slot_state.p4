@@ -1,14 +1,20 @@
 // Slot state on TNA: the exactly-once logic of p4/include/slot_state.p4 as RegisterActions, one
-// register per stage, each touched once per packet. What differs, and why:
+// register per stage, each touched once per packet, in three stages (1-3) so that the lanes
+// have the eight others. What differs, and why:
+//   * Register indices come from the hash unit, which feeds a stateful ALU's address in the same
+//     stage, by XOR: slot_base ^ slot, copy_base ^ (slot << 1 | pool). XOR is the sum only if the
+//     controller aligns each job's base to a power of two no smaller than its n_slots (each
+//     job's range [base, base + 2^k)); admit_worker carries reg_base, 2 * reg_base, 4 * reg_base.
+//   * check_round returns the stateful ALU's predicate (which of its two comparisons held)
+//     instead of the stored seq, so that no subtraction stage follows it.
 //   * slot_bitmap is one Register<pair> per slot (lo: copy 0, hi: copy 1), as in SwitchML: one
 //     RegisterAction sets this copy's bit and clears it in the other copy. Four RegisterActions
 //     (new use / contribution, for each pool): Tofino 1's limit per register.
 //   * No slot_count: a copy is complete when its bitmap equals the job's all_workers (from
 //     admission), so a RESULT's count is the job's n_workers.
-//   * No other-copy seq check (slot_state.p4's other_current/other_newer, the "moved on" guard
+//   * No other-copy seq check (slot_state.p4's other_current/other_newer: the "moved on" guard
 //     against a late copy of a contribution reordered behind the worker's next one): it needs
-//     both copies' seqs in one RegisterAction, which does not fit a stateful ALU's two
-//     comparisons together with this copy's own. See docs/dataplane.md, "Tofino (TNA)".
+//     both copies' seqs in one RegisterAction, more than a stateful ALU's two comparisons.
 //   * No slot_flags: lanes saturate instead of flagging overflow (tna_lanes.p4).
 #ifndef _HINA_TNA_SLOT_STATE_P4_
 #define _HINA_TNA_SLOT_STATE_P4_
@@ -19,6 +25,12 @@ struct bitmap_pair_t {
     bit<32> lo;   // pool 0
     bit<32> hi;   // pool 1
 }
+
+// Predicate of a stateful ALU with comparisons (lo, hi): one-hot over the four outcomes,
+// bit (2 * hi + lo) (tofino1_base.p4, RegisterAction.predicate).
+#define ORDER_SAME 1      // neither: the current use
+#define ORDER_NEWER 2     // lo: the packet's seq is newer: a new use
+#define ORDER_OLDER 4     // hi: an older use of this copy
 
 control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
@@ -34,22 +46,24 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
     // seq + 1 of each slot copy's current use (0 = never used); index reg_index.
     Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) slot_seq;
     // A reclaimed copy (another generation's): a new use whatever the stored seq.
-    RegisterAction<bit<32>, bit<32>, bit<32>>(slot_seq) take_seq = {
+    RegisterAction<bit<32>, bit<32>, bit<4>>(slot_seq) take_seq = {
         void apply(inout bit<32> value) {
             value = meta.seq1;
         }
     };
-    // Serial-number order (RFC 1982): a newer seq starts a new use; returns the stored one.
-    RegisterAction<bit<32>, bit<32>, bit<32>>(slot_seq) check_round = {
-        void apply(inout bit<32> value, out bit<32> stored) {
-            stored = value;
+    // Serial-number order (RFC 1982) of seq + 1 against the stored one; a newer one is taken.
+    RegisterAction<bit<32>, bit<32>, bit<4>>(slot_seq) check_round = {
+        void apply(inout bit<32> value, out bit<4> order) {
+            // lo: newer, hi: older (RegisterActions take no local variables).
+            order = this.predicate((int<32>)(value - meta.seq1) < 0,
+                                   (int<32>)(value - meta.seq1) > 0);
             if ((int<32>)(value - meta.seq1) < 0) {
                 value = meta.seq1;
             }
         }
     };
 
-    // Contributors of both copies of each slot; index slot_index.
+    // Contributors of both copies of each slot; index slot_base ^ slot.
     Register<bitmap_pair_t, bit<32>>(HINA_SLOT_CAPACITY) slot_bitmap;
     RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_0 = {
         void apply(inout bitmap_pair_t value) {
@@ -63,7 +77,8 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
             value.lo = value.lo & ~meta.worker_bit;
         }
     };
-    // A drained copy (bitmap 0: every worker has moved on) is left alone: the packet is stale.
+    // Returns the copy's bitmap before the packet. A drained copy (0: every worker has moved on)
+    // is left alone: the packet is stale.
     RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_0 = {
         void apply(inout bitmap_pair_t value, out bit<32> before) {
             before = value.lo;
@@ -83,85 +98,115 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         }
     };
 
-    // Register indices go through the hash unit's identity (what addresses a stateful ALU):
-    // the compiler does not take an index computed by an add in the stage before directly.
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) copy_index;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) slot_index;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash_again;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) lane_hash;
 
-    // One dependent step per action: Tofino runs an action in one stage, so a value computed in
-    // an action (or returned by a RegisterAction) is used by the next action, not the same one.
-    action widen() {
-        meta.slot_index = (bit<32>)hdr.hina.slot;
-    }
-    action locate() {
-        meta.slot_index = meta.slot_index + meta.reg_base;
-        meta.seq1 = hdr.hina.seq + 1;
-        meta.new_round = 0;
-        meta.pool = hdr.hina.pool;
+    // Stage 1: claim the copy; its index, and block 0's lane index, for the stages after.
+    action claim() {
+        meta.stored_generation = claim_copy.execute(
+            copy_hash.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool}));
     }
     action index_copy() {
-        meta.reg_index = copy_index.get({meta.slot_index, meta.pool});
+        meta.reg_index = copy_hash_again.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool});
     }
-    action index_slot() {   // (one hash result per action: 32 bits of immediate data)
-        meta.bitmap_index = slot_index.get({meta.slot_index});
+    action index_lanes() {
+        meta.lane_index = lane_hash.get({meta.lane_base, 14w0, hdr.hina.slot, hdr.hina.pool, 1w0});
     }
-    action compare_seq() {
-        meta.seq_diff = meta.seq1 - meta.stored_seq1;
+    // Stage 2.
+    action reclaim() {
+        take_seq.execute(meta.reg_index);
+        meta.seq_order = ORDER_NEWER;
     }
-    action sign_of_diff() {
-        meta.seq_older = meta.seq_diff[31:31];
+    action order() {
+        meta.seq_order = check_round.execute(meta.reg_index);
     }
-    action classify() {
-        meta.bitmap_mine = meta.bitmap_old & meta.worker_bit;
-        meta.bitmap_new = meta.bitmap_old | meta.worker_bit;
+
+    // Stage 3: one table drives the bitmap's four RegisterActions (one hash unit forms the
+    // index for all of them).
+    action new_use_0_action() {
+        new_use_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+        meta.new_round = 1;
+    }
+    action new_use_1_action() {
+        new_use_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+        meta.new_round = 1;
+    }
+    action contribute_0_action() {
+        meta.bitmap_old = contribute_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+    }
+    action contribute_1_action() {
+        meta.bitmap_old = contribute_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+    }
+    action stale_copy() {
+        meta.stale = 1;                         // an older use of this copy (STALE_POOL)
+    }
+    table slot_bitmap_update {
+        key = {
+            meta.seq_order: exact;
+            hdr.hina.pool:  exact;
+        }
+        actions = {
+            new_use_0_action;
+            new_use_1_action;
+            contribute_0_action;
+            contribute_1_action;
+            stale_copy;
+        }
+        const entries = {
+            (ORDER_NEWER, 0) : new_use_0_action();
+            (ORDER_NEWER, 1) : new_use_1_action();
+            (ORDER_SAME, 0) : contribute_0_action();
+            (ORDER_SAME, 1) : contribute_1_action();
+        }
+        size = 4;
+        const default_action = stale_copy();
     }
 
     apply {
-        widen();
-        locate();
+        claim();
         index_copy();
-        index_slot();
-        meta.stored_generation = claim_copy.execute(meta.reg_index);
+        index_lanes();
         if (meta.stored_generation != meta.generation) {
-            take_seq.execute(meta.reg_index);
-            meta.new_round = 1;
+            reclaim();
         } else {
-            meta.stored_seq1 = check_round.execute(meta.reg_index);
-            compare_seq();
-            sign_of_diff();
-            if (meta.seq_older == 1) {
-                meta.reason = REASON_STALE_POOL;      // an older use of this copy
-            } else if (meta.seq_diff != 0) {
-                meta.new_round = 1;
-            }
+            order();
         }
-        if (meta.reason == REASON_NONE) {
-            if (meta.new_round == 1) {
-                if (hdr.hina.pool == 0) { new_use_0.execute(meta.bitmap_index); }
-                else { new_use_1.execute(meta.bitmap_index); }
-                meta.bitmap_old = 0;
-                meta.bitmap_new = meta.worker_bit;
-                meta.lane_op = LANE_WRITE;
-            } else {
-                if (hdr.hina.pool == 0) { meta.bitmap_old = contribute_0.execute(meta.bitmap_index); }
-                else { meta.bitmap_old = contribute_1.execute(meta.bitmap_index); }
-                classify();
-                if (meta.bitmap_old == 0) {
-                    meta.reason = REASON_STALE_POOL;  // drained: everybody moved on
-                } else if (meta.bitmap_mine == 0) {
-                    if (hdr.hina.op == OP_MAX) { meta.lane_op = LANE_MAX; }
-                    else if (hdr.hina.op == OP_OR) { meta.lane_op = LANE_OR; }
-                    else { meta.lane_op = LANE_SUM; }
-                } else if (meta.bitmap_old == meta.all_workers) {
-                    meta.lane_op = LANE_READ;         // it lost the result: send it again
-                    meta.reply = REPLY_UNICAST;
-                } else {
-                    meta.reason = REASON_DUPLICATE;   // already counted, copy still filling
-                }
+        // Stage 3.
+        slot_bitmap_update.apply();
+    }
+}
+
+// What the slot state means for the packet, once the lanes are under way (not on their path).
+control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    bit<32> mine;
+    bit<32> after;
+
+    action classify() {
+        mine = meta.bitmap_old & meta.worker_bit;
+        after = meta.bitmap_old | meta.worker_bit;
+    }
+
+    apply {
+        classify();
+        if (meta.stale == 1) {
+            meta.reason = REASON_STALE_POOL;          // an older use of this copy
+        } else if (meta.new_round == 1) {
+            if (meta.worker_bit == meta.all_workers) {
+                meta.reply = REPLY_MULTICAST;         // a one-worker job
             }
-            if (meta.reason == REASON_NONE && meta.lane_op != LANE_READ
-                    && meta.bitmap_new == meta.all_workers) {
-                meta.reply = REPLY_MULTICAST;         // this contribution completes the copy
+        } else {
+            if (meta.bitmap_old == 0) {
+                meta.reason = REASON_STALE_POOL;      // drained: everybody moved on
+            } else if (mine == 0) {
+                if (after == meta.all_workers) {
+                    meta.reply = REPLY_MULTICAST;     // this contribution completes the copy
+                }
+            } else if (meta.bitmap_old == meta.all_workers) {
+                meta.reply = REPLY_UNICAST;           // it lost the result: send it again
+            } else {
+                meta.reason = REASON_DUPLICATE;       // already counted, copy still filling
             }
         }
     }
