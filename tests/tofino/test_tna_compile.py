@@ -1,0 +1,65 @@
+"""The TNA program (p4/tna/hina_tna.p4) compiles with the Tofino compiler and fits.
+
+Needs bf-p4c (``bash ../shared/p4tools-tofino/install.sh`` as root, or scripts/setup.sh); skips
+without it. Figures are read from the compiler's own output (hina.tofino_build); compiles are
+cached by source hash under $HINA_TOFINO_CACHE or ~/.cache/hina/tofino, so only the first run
+after a change to p4/ pays for a compile (minutes on 2 cores; seconds from the cache).
+"""
+
+import re
+import shutil
+
+import pytest
+
+from hina import tofino_build
+
+pytestmark = pytest.mark.skipif(shutil.which("bf-p4c") is None,
+                                reason="bf-p4c (../shared/p4tools-tofino) is not installed")
+
+
+@pytest.fixture(scope="module")
+def tofino1():
+    build = tofino_build.compile_tna(target="tofino")
+    assert build.ok, tofino_build.first_error(build.log)
+    return build
+
+
+@pytest.mark.timeout(3600)
+def test_fits_tofino1_with_every_mode(tofino1):
+    res = tofino1.resources()
+    assert res.target == "tofino"
+    assert res.stages_available == 12
+    assert res.stages_used <= res.stages_available
+    # The assembler produced the binary the device config carries.
+    assert (tofino1.out / "pipe" / "tofino.bin").stat().st_size > 0
+    assert (tofino1.out / "pipe" / "context.json").stat().st_size > 0
+    # Every lane register holds a stateful ALU of its own; two blocks make a packet.
+    assert res.lanes >= 32, res.lanes
+    assert res.words_per_packet == 2 * res.lanes
+    # Each mode's tables and registers made it into the placed program (not optimised away).
+    names = {t["name"] for t in _tables(tofino1)}
+    for needed in ("HinaTnaIngress.admission.worker_admission", "HinaTnaIngress.thc_lut.lut_0",
+                   "HinaTnaIngress.slot_state.slot_bitmap", "HinaTnaIngress.lanes.lane_0",
+                   "HinaTnaIngress.pair_stream.pair_next_seq",
+                   "HinaTnaEgress.sketch_rows.sketch_row_0", "HinaTnaEgress.replica_rewrite"):
+        assert needed in names, needed
+
+
+def _tables(build):
+    import json
+    return json.loads((build.out / "pipe" / "context.json").read_text())["tables"]
+
+
+def test_compiler_rejects_a_broken_variant(tmp_path, monkeypatch):
+    """A type error in a copy of the program: non-zero exit and p4c's file(line): error."""
+    monkeypatch.setenv("HINA_TOFINO_CACHE", str(tmp_path / "cache"))
+    src = tofino_build.TNA_PROGRAM.read_text()
+    broken = src.replace("meta.seq1 = hdr.hina.seq + 1;", "meta.seq1 = hdr.hina.seq + true;")
+    assert broken != src
+    program = tmp_path / "broken_for_test.p4"
+    program.write_text(broken)
+    build = tofino_build.compile_tna(program, target="tofino", use_cache=False,
+                                     include_dirs=[tofino_build.TNA_PROGRAM.parent])
+    assert not build.ok
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "hdr.hina.seq + true" in text)
+    assert re.search(rf"broken_for_test\.p4\({line}\):.*error", build.log), build.log[-2000:]
