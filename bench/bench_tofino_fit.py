@@ -50,8 +50,10 @@ def main(argv=None) -> int:
     for target, lanes, build in rows:
         label = "default" if lanes is None else str(lanes)
         if not build.ok:
-            why = tb.assembler_stage_error(build.log) or tb.first_error(build.log) or "failed"
-            print(f"| {target} | {label} | does not fit: {why} | | | | | | | | {build.seconds:.0f} |")
+            stages = tb.assembler_stage_error(build.log)
+            why = (f"does not fit: {stages}" if stages else
+                   f"compile error: {tb.first_error(build.log) or 'see ' + str(build.path)}")
+            print(f"| {target} | {label} | {why} | | | | | | | | {build.seconds:.0f} |")
             continue
         r = build.resources()
         ing = sum(n for k, n in r.phv_containers.items() if k.startswith("ingress"))

@@ -22,10 +22,18 @@
 #include <tna.p4>
 #endif
 
-// The wire configuration this program serves (p4/include/config.p4 checks it).
+// Words aggregated per pass (lanes); a packet carries two blocks of them. Tofino 1: 16 (32 words
+// per packet): with 32 lanes the 64 payload words, the THC and PAIRS payloads and the metadata do
+// not fit its PHV (bf-p4c: "PHV allocation was not successful"). Tofino 2: 32 (64 words, the
+// smallest HINA_WORDS of the v1model program). docs/dataplane.md, "Tofino (TNA)".
 #ifndef TNA_LANES
+#if __TARGET_TOFINO__ == 2
 #define TNA_LANES 32
+#else
+#define TNA_LANES 16
 #endif
+#endif
+// headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
 #ifndef HINA_PAIRS
 #define HINA_PAIRS 8
@@ -151,7 +159,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
             }
             admission.apply(hdr, meta, ig_intr_md);
             if (meta.recirculated == 0) {
-                reason.apply(hdr, meta);
+                reason.apply(hdr, meta, ig_intr_md);
             }
             if (hdr.hina.msg_type == MSG_AGGREGATE) {
                 if (hdr.thc_a.isValid()) {
@@ -159,11 +167,11 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 }
                 if (meta.recirculated == 1) {
                     index_next_block();
-                } else if (meta.malformed == 0 && meta.ipv4_bad == 0 && meta.no_checksum == 0
-                           && meta.job_miss == 0 && meta.worker_miss == 0 && meta.slot_miss == 0
-                           && hdr.hina.generation == meta.generation) {
-                    // Admitted: the raw outcomes, so that the slot state starts in stage 1.
-                    meta.in_slot = 1;
+                } else if (meta.verdict == VERDICT_OK && meta.ipv4_bad == 0
+                           && meta.worker_miss == 0 && meta.slot_miss == 0) {
+                    // Admitted (the job exists: its workers' entries do), of the job's current
+                    // generation (worker_admission's key), in the job's slots: the raw outcomes
+                    // of stage 0 in one gateway, so that the slot state starts in stage 1.
                     slot_state.apply(hdr, meta);
                 }
                 if (meta.in_slot == 1 && meta.stale == 0) {

@@ -137,4 +137,4 @@ def test_real_compiler_output_when_cached():
     name, binary, context = tofino.parse_pi_device_config(tofino.device_config_from_output(out))
     assert name == "hina_tna"
     assert binary == (out / "pipe" / "tofino.bin").read_bytes()
-    assert json.loads(context)["program_name"] == "hina_tna.p4"
+    assert json.loads(context)["program_name"] == "hina_tna"

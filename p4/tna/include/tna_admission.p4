@@ -19,10 +19,10 @@ control TnaValidate(inout tna_headers_t hdr,
 
     action well_formed() {}
     action missing_checksum() {
-        meta.no_checksum = 1;
+        meta.verdict = VERDICT_NO_CHECKSUM;
     }
     action malformed() {
-        meta.malformed = 1;
+        meta.verdict = VERDICT_MALFORMED;
     }
 
 #define TNA_AGGREGATE_WORDS(op) \
@@ -131,6 +131,9 @@ control TnaAdmission(inout tna_headers_t hdr,
             hdr.ethernet.src_addr:  exact @name("src_mac");
             hdr.ipv4.src_addr:      exact @name("src_addr");
             hdr.udp.src_port:       exact @name("src_port");
+            // The job's current generation (admission.p4 compares it after the lookup; here it
+            // is part of the key so that the slot state's gate is one gateway in stage 1).
+            hdr.hina.generation:    exact @name("generation");
         }
         actions = {
             admit_worker;
@@ -175,7 +178,8 @@ control TnaAdmission(inout tna_headers_t hdr,
 // The drop reason, by precedence as in p4/hina.p4. Slot state and lanes do not wait for it:
 // they are gated on the raw outcomes (hina_tna.p4).
 control TnaReason(inout tna_headers_t hdr,
-                  inout tna_ingress_metadata_t meta) {
+                  inout tna_ingress_metadata_t meta,
+                  in ingress_intrinsic_metadata_t ig_intr_md) {
 
     action flag_wrong_port() {
         meta.reason = REASON_WRONG_PORT;
@@ -197,19 +201,43 @@ control TnaReason(inout tna_headers_t hdr,
         default_action = NoAction();
     }
 
+    // An admitted sender of another generation: the job's current one, for the NOTICE.
+    action stale_generation(bit<16> generation) {
+        meta.generation = generation;
+        meta.reason = REASON_STALE_GENERATION;
+        meta.reply = REPLY_NOTICE;
+    }
+
+    // Written by the controller: one entry per worker of each job, worker_admission's key
+    // without the generation; its parameter is the job's current generation (MODIFY on restart).
+    table worker_generation {
+        key = {
+            hdr.hina.job_id:         exact @name("job_id");
+            ig_intr_md.ingress_port: exact @name("ingress_port");
+            hdr.ethernet.src_addr:   exact @name("src_mac");
+            hdr.ipv4.src_addr:       exact @name("src_addr");
+            hdr.udp.src_port:        exact @name("src_port");
+        }
+        actions = {
+            stale_generation;
+            @defaultonly NoAction;
+        }
+        size = HINA_ADMISSION_SIZE;
+        default_action = NoAction();
+    }
+
     apply {
-        if (meta.malformed == 1 || meta.ipv4_bad == 1) {
+        if (meta.verdict == VERDICT_MALFORMED || meta.ipv4_bad == 1) {
             meta.reason = REASON_MALFORMED;
-        } else if (meta.no_checksum == 1) {
+        } else if (meta.verdict == VERDICT_NO_CHECKSUM) {
             meta.reason = REASON_BAD_CHECKSUM;
         } else if (meta.job_miss == 1) {
             meta.reason = REASON_BAD_JOB;
         } else if (meta.worker_miss == 1) {
-            meta.reason = REASON_UNKNOWN_WORKER;
-            worker_by_address.apply();
-        } else if (hdr.hina.generation != meta.generation) {
-            meta.reason = REASON_STALE_GENERATION;
-            meta.reply = REPLY_NOTICE;
+            if (!worker_generation.apply().hit) {
+                meta.reason = REASON_UNKNOWN_WORKER;
+                worker_by_address.apply();
+            }
         } else if (meta.slot_miss == 1 && hdr.hina.msg_type == MSG_AGGREGATE) {
             meta.reason = REASON_BAD_SLOT;
         }

@@ -38,6 +38,11 @@ header hina_pair_rest_t {
     TNA_FOR_EACH_REST_PAIR(TNA_REST_PAIR)
 }
 
+// TnaValidate's verdict on a packet from the wire.
+#define VERDICT_OK 0
+#define VERDICT_MALFORMED 1
+#define VERDICT_NO_CHECKSUM 2   // v3 makes the UDP checksum mandatory
+
 // Prepended to a recirculated packet (the ingress parser knows it by the recirculation port).
 // It carries what pass 0 decided, so that later passes pick the same RegisterActions without
 // touching the slot state again.
@@ -95,11 +100,10 @@ struct tna_ingress_metadata_t {
     bit<1>      recirculated;    // 1: arrived on the recirculation port (pass >= 1)
     bit<8>      pass;            // 0: from the wire
     // Outcome of each admission check, apart, so that all are looked up in the first stage.
-    bit<1>      malformed;       // TnaValidate
+    bit<8>      verdict;         // TnaValidate: VERDICT_*
     bit<1>      ipv4_bad;        // TnaValidate: IPv4 header checksum wrong
-    bit<1>      no_checksum;     // TnaValidate: UDP checksum 0 (v3 makes it mandatory)
     bit<1>      job_miss;        // job_config
-    bit<1>      worker_miss;     // worker_admission
+    bit<1>      worker_miss;     // worker_admission (its key includes the generation)
     bit<1>      slot_miss;       // slot_range
     // Job (job_config).
     bit<16>     n_slots;

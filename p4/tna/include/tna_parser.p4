@@ -47,9 +47,8 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.reply = REPLY_NONE;
         meta.pass = 0;
         meta.recirculated = 0;
-        meta.malformed = 0;
+        meta.verdict = 0;
         meta.ipv4_bad = 0;
-        meta.no_checksum = 0;
         meta.job_miss = 0;
         meta.worker_miss = 0;
         meta.slot_miss = 0;

@@ -105,6 +105,7 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
 
     // Stage 1: claim the copy; its index, and block 0's lane index, for the stages after.
     action claim() {
+        meta.in_slot = 1;
         meta.stored_generation = claim_copy.execute(
             copy_hash.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool}));
     }
