@@ -232,9 +232,6 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                     }
                 }
             }
-            if (meta.lut_miss == 1 && meta.reason == REASON_NONE) {
-                meta.reason = REASON_BAD_JOB;
-            }
             if (meta.reason != REASON_NONE) {
                 reason_counter.count(meta.reason);
             }

@@ -2,8 +2,14 @@
 // parameters) as p4/include/admission.p4, except what Tofino computes differently:
 //   * set_job also carries each sketch row's seed_r and row offset seed_r * 0x9E3779B1 (a
 //     Tofino stage cannot multiply two run-time values), written by the controller;
-//   * admit_worker carries all_workers (the bitmap of every worker of the job) instead of
-//     n_workers alone: a slot copy is complete when its bitmap reaches it (no count register).
+//   * admit_worker carries all_workers (the bitmap of every worker of the job): a slot copy is
+//     complete when its bitmap reaches it (no count register); and the job's first slot three
+//     ways, slot_base, copy_base = 2 * slot_base, lane_base = 4 * slot_base (register indices are
+//     formed by XOR in the hash unit, tna_slot_state.p4);
+//   * worker_admission's key includes the packet's generation, and worker_generation (the key
+//     without it) names a stale sender, so that every admission outcome is known in stage 0;
+//   * slot_range (job_id, slot range) checks slot < n_slots: a gateway cannot compare two
+//     run-time fields.
 #ifndef _HINA_TNA_ADMISSION_P4_
 #define _HINA_TNA_ADMISSION_P4_
 

@@ -33,28 +33,33 @@
 
 control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
-    action lut_miss() {
-        meta.lut_miss = 1;
-    }
-
-// Written by the controller: for each LUT id, 256 entries byte -> word per table.
+// Written by the controller: for each LUT id, all 256 entries byte -> word per table. A miss (a
+// job whose LUT is not installed) leaves the word 0: no shared miss flag, since every table
+// writing one field would chain the tables one stage each (v1model drops such a packet as
+// BAD_JOB; the controller installs a job's LUT before the job, so misses do not happen).
 #define TNA_LUT_TABLE(i) \
     action set_word_##i(bit<32> value) { hdr.words_a.w##i = value; } \
     table lut_##i { \
         key = { meta.lut_id : exact @name("lut_id"); hdr.thc_a.b##i : exact @name("byte"); } \
-        actions = { set_word_##i; @defaultonly lut_miss; } \
+        actions = { set_word_##i; @defaultonly NoAction; } \
         size = HINA_LUTS * 256; \
-        default_action = lut_miss(); \
+        default_action = NoAction(); \
     }
     TNA_FOR_EACH_LANE(TNA_LUT_TABLE)
 
 #define TNA_LUT_APPLY(i) lut_##i.apply();
 
-    apply {
+    action start_words() {
         hdr.words_a.setValid();
-        TNA_FOR_EACH_LANE(TNA_LUT_APPLY)
+    }
+    action drop_indices() {
         hdr.thc_a.setInvalid();
-        // A miss (meta.lut_miss) is a BAD_JOB drop, named at the end (hina_tna.p4).
+    }
+
+    apply {
+        start_words();
+        TNA_FOR_EACH_LANE(TNA_LUT_APPLY)
+        drop_indices();
     }
 }
 
