@@ -23,8 +23,16 @@ MIN_LANES = {"tofino": 16, "tofino2": 32}
 STAGES = {"tofino": 12, "tofino2": 20}
 
 
+# Not there yet (docs/dataplane.md, "Tofino (TNA)"): Tofino 1 places the program in 16 stages of
+# 12, and Tofino 2's compile ends in an internal compiler error (a payload field left without a
+# PHV container). strict: the day it fits, this test fails until the marker goes.
+NOT_YET = pytest.mark.xfail(strict=True, reason="p4/tna does not fit yet: Tofino 1 16 of 12 "
+                            "stages; Tofino 2 internal compiler error (words_b without PHV)")
+
+
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+@pytest.mark.parametrize("target", [pytest.param("tofino", marks=NOT_YET),
+                                    pytest.param("tofino2", marks=NOT_YET)])
 def test_fits_with_every_mode(target):
     build = tofino_build.compile_tna(target=target)
     assert build.ok, tofino_build.first_error(build.log)
