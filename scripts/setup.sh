@@ -21,6 +21,12 @@ P4TOOLS=${HINA_P4TOOLS:-../shared/p4tools}
 if [ "$(id -u)" = 0 ] && [ -f "$P4TOOLS/install.sh" ]; then
     bash "$P4TOOLS/install.sh" >/dev/null
 fi
+# The Tofino compiler (bf-p4c: p4c's open-source Tofino back end), prebuilt beside the project
+# where it is shared: tests/tofino then compile p4/tna/ for Tofino 1 and 2 instead of skipping.
+P4TOOLS_TOFINO=${HINA_P4TOOLS_TOFINO:-../shared/p4tools-tofino}
+if [ "$(id -u)" = 0 ] && [ -f "$P4TOOLS_TOFINO/install.sh" ]; then
+    bash "$P4TOOLS_TOFINO/install.sh" >/dev/null
+fi
 PY=${HINA_PYTHON:-/usr/bin/python3}
 command -v "$PY" >/dev/null || PY=python3
 if [ ! -x .venv/bin/python ]; then

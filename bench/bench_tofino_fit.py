@@ -1,0 +1,65 @@
+"""Does p4/tna/hina_tna.p4 fit a Tofino? Compile it and print what the compiler says it used.
+
+Every figure comes from the compiler's own output (bf-p4c's pipe/logs/resources.json and
+phv.json, read by hina.tofino_build): stages, SRAM and TCAM blocks, stateful ALUs, PHV
+containers, lanes per pass (stateful ALUs bound to lane registers) and payload words per packet
+(32-bit payload fields in ingress PHV). Compiles are cached by source hash (hina.tofino_build),
+so a second run is instant; the compile time shown is that of the compile that made the entry.
+
+    python bench/bench_tofino_fit.py                       # Tofino 1 and 2, default lanes
+    python bench/bench_tofino_fit.py --target tofino --lanes 1 8 16 32   # growth steps
+
+Needs bf-p4c: bash ../shared/p4tools-tofino/install.sh (as root).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hina import tofino_build as tb
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", nargs="+", default=["tofino", "tofino2"],
+                        choices=sorted(tb.TARGETS))
+    parser.add_argument("--lanes", nargs="+", type=int, default=[None],
+                        help="TNA_LANES values (default: the program's own)")
+    parser.add_argument("--no-cache", action="store_true", help="compile even if cached")
+    args = parser.parse_args(argv)
+    try:
+        tb.compiler()
+    except tb.TofinoCompilerMissing as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    rows = []
+    for target in args.target:
+        for lanes in args.lanes:
+            defines = {} if lanes is None else {"TNA_LANES": lanes}
+            build = tb.compile_tna(target=target, defines=defines, use_cache=not args.no_cache)
+            rows.append((target, lanes, build))
+            print(f"# {target} TNA_LANES={lanes or 'default'}: exit {build.returncode}, "
+                  f"{build.seconds:.0f} s{' (cached)' if build.cached else ''}, {build.out}",
+                  file=sys.stderr)
+    print("| target | TNA_LANES | result | stages | SRAM blocks | TCAM blocks | stateful ALUs "
+          "| lanes per pass | words per packet | PHV containers (ingress / egress) | compile s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for target, lanes, build in rows:
+        label = "default" if lanes is None else str(lanes)
+        if not build.ok:
+            stages = tb.assembler_stage_error(build.log)
+            why = (f"does not fit: {stages}" if stages else
+                   f"compile error: {tb.first_error(build.log) or 'see ' + str(build.path)}")
+            print(f"| {target} | {label} | {why} | | | | | | | | {build.seconds:.0f} |")
+            continue
+        r = build.resources()
+        ing = sum(n for k, n in r.phv_containers.items() if k.startswith("ingress"))
+        egr = sum(n for k, n in r.phv_containers.items() if k.startswith("egress"))
+        print(f"| {target} | {label} | fits | {r.stages_used} of {r.stages_available} "
+              f"| {r.srams} | {r.tcams} | {r.stateful_alus} of {r.stateful_alus_available} "
+              f"| {r.lanes} | {r.words_per_packet} | {ing} / {egr} | {build.seconds:.0f} |")
+    return 0 if all(b.ok for _, _, b in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

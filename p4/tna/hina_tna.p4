@@ -1,0 +1,358 @@
+/* HINA: Homomorphic In-Network Aggregation, TNA (Tofino) dataplane.
+ *
+ * The wire format, admission, slot pool with two copies per slot, and the lane operations of
+ * the v1model program (p4/hina.p4): SUM, LUT-SUM (THC, table lookup in the switch), MAX, OR,
+ * and the in-switch count sketch with Tofino Hash externs. Headers and constants are the v1model
+ * program's own (p4/include/types.p4, config.p4, headers.p4); p4/tna/include/ holds what TNA
+ * does differently. Design, resources, what a pass costs: docs/dataplane.md, "Tofino (TNA)".
+ *
+ * A pass aggregates TNA_LANES words (one block); an AGGREGATE packet of TNA_WORDS = 2 blocks
+ * takes two passes through the ingress pipeline (one recirculation), a PAIRS packet HINA_PAIRS
+ * passes (one pair each). Pass 0 (from the wire): Validate -> Admission -> [THC LUT] -> SlotState
+ * -> lanes on block 0; pass 1 (recirculated, hina_pass_t in front): [THC LUT] -> lanes on block 1
+ * -> reply. Egress: replica rewrite and the reply's checksums.
+ *
+ * Build: bf-p4c -o OUT p4/tna/hina_tna.p4   (--target tofino2 --arch t2na for Tofino 2)
+ * Sizes: -DTNA_LANES=1..32 (32: 64 words per packet, HINA_WORDS = 64 on the wire).
+ */
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+// Words aggregated per pass (lanes); a packet carries two blocks of them. Tofino 1: 16 (32 words
+// per packet): with 32 lanes the 64 payload words, the THC and PAIRS payloads and the metadata do
+// not fit its PHV (bf-p4c: "PHV allocation was not successful"). Tofino 2: 32 (64 words, the
+// smallest HINA_WORDS of the v1model program). docs/dataplane.md, "Tofino (TNA)".
+#ifndef TNA_LANES
+#if __TARGET_TOFINO__ == 2
+#define TNA_LANES 32
+#else
+#define TNA_LANES 16
+#endif
+#endif
+// headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
+#define HINA_WORDS 64
+#ifndef HINA_PAIRS
+#define HINA_PAIRS 8
+#endif
+// Tofino memories: slot copies and sketch counters per register (SRAM: 4 B each).
+#ifndef HINA_SLOT_CAPACITY
+#define HINA_SLOT_CAPACITY 4096
+#endif
+#ifndef HINA_SKETCH_CAPACITY
+#define HINA_SKETCH_CAPACITY 65536
+#endif
+
+#include "include/tna_headers.p4"
+#include "include/tna_parser.p4"
+#include "include/tna_admission.p4"
+#include "include/tna_slot_state.p4"
+#include "include/tna_lanes.p4"
+#include "include/tna_sketch.p4"
+
+control HinaTnaIngress(inout tna_headers_t hdr,
+                       inout tna_ingress_metadata_t meta,
+                       in ingress_intrinsic_metadata_t ig_intr_md,
+                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    // Packets per REASON_* (as p4/hina.p4); read by the controller.
+    Counter<bit<32>, bit<8>>(HINA_REASONS, CounterType_t.PACKETS) reason_counter;
+    // Packets and bytes admitted per job id (pass 0 only).
+    Counter<bit<32>, bit<16>>(HINA_MAX_JOBS, CounterType_t.PACKETS_AND_BYTES) job_counter;
+
+    TnaValidate() validate;
+    TnaAdmission() admission;
+    TnaReason() reason;
+    TnaThcLut() thc_lut;
+    TnaSlotState() slot_state;
+    TnaSlotOutcome() slot_outcome;
+    TnaLanes() lanes;
+    TnaPairStream() pair_stream;
+    TnaSketchCells() sketch_cells;
+
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) next_block;
+
+    action seq_plus_one() {
+        meta.seq1 = hdr.hina.seq + 1;
+    }
+
+    // Pass 1 works on block 1 of the slot copy: pass 0's lane index ^ 1.
+    action index_next_block() {
+        meta.lane_index = next_block.get({hdr.pass.lane_base, 31w0, 1w1});
+    }
+
+    // A packet going round again: the pass header, and the bridge that tells egress so.
+    action pass_next() {
+        hdr.pass.setValid();
+        hdr.pass.pass = meta.pass + 1;
+    }
+    action pass_reply() { hdr.pass.reply = meta.reply; }
+    action to_recirculation() {
+        hdr.bridge.setValid();
+        hdr.bridge.reply = REPLY_RECIRCULATE;
+        ig_tm_md.ucast_egress_port = TNA_RECIRC_PORT;
+    }
+
+    // Pass 0's decisions, into the pass header: one field per action (an action writes a PHV
+    // container from one source besides the container itself).
+    action pass_new_round() { hdr.pass.new_round = meta.new_round; }
+    action pass_worker() { hdr.pass.worker_id = meta.worker_id; }
+    action pass_bitmap() { hdr.pass.bitmap_old = meta.bitmap_old; }
+    action pass_lane_base() { hdr.pass.lane_base = meta.lane_index; }
+    action pass_count() { hdr.pass.count = meta.n_workers; }
+    action pass_group() { hdr.pass.mcast_grp = meta.mcast_grp; }
+    action pass_generation() { hdr.pass.generation = meta.generation; }
+    action pass_port() { hdr.pass.port = ig_intr_md.ingress_port; }
+
+    action bridge_pair_value() { hdr.bridge.pair_value = hdr.pair.value; }
+    action bridge_pair_add() { hdr.bridge.pair_add = 1; }
+    action bridge_pair_skip() { hdr.bridge.pair_add = 0; }
+    action bridge_reply() {
+        hdr.bridge.setValid();
+        hdr.bridge.reply = meta.reply;
+    }
+    // Replies, one header field per action.
+    action from_switch_mac() { hdr.ethernet.src_addr = hdr.ethernet.dst_addr; }
+    action from_switch_addr() { hdr.ipv4.src_addr = hdr.ipv4.dst_addr; }
+    action from_switch_port() { hdr.udp.src_port = hdr.udp.dst_port; }
+    action to_group() { ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp; }
+    action swap_mac() {
+        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+    }
+    action swap_addr() {
+        hdr.ipv4.dst_addr = hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+    }
+    action swap_port() {
+        hdr.udp.dst_port = hdr.udp.src_port;
+        hdr.udp.src_port = hdr.udp.dst_port;
+    }
+    action to_sender() { ig_tm_md.ucast_egress_port = hdr.pass.port; }
+    action notice_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_NOTICE; }
+    action result_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_RESULT; }
+    action ack_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_PAIRS_ACK; }
+    action notice_op() { hdr.hina.op = meta.reason; }
+    action clear_flags_count() { hdr.hina.flags = 0; hdr.hina.count = 0; }
+    action flag_retransmit() { hdr.hina.flags = FLAG_RETRANSMIT; }
+    action result_count() { hdr.hina.count = hdr.pass.count; }
+    action header_only_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES;
+    }
+    action result_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
+    }
+    action notice_generation() { hdr.hina.generation = meta.generation; }
+
+    apply {
+        if (hdr.hina.isValid()) {
+            if (meta.recirculated == 0) {
+                validate.apply(hdr, meta, ig_prsr_md);
+                seq_plus_one();
+            }
+            admission.apply(hdr, meta, ig_intr_md);
+            if (meta.recirculated == 0) {
+                reason.apply(hdr, meta, ig_intr_md);
+            }
+            if (hdr.hina.msg_type == MSG_AGGREGATE) {
+                if (hdr.thc_a.isValid()) {
+                    thc_lut.apply(hdr, meta);
+                }
+                if (meta.recirculated == 1) {
+                    index_next_block();
+                } else if (meta.verdict == VERDICT_OK && meta.ipv4_bad == 0
+                           && meta.worker_miss == 0 && meta.slot_miss == 0) {
+                    // Admitted (the job exists: its workers' entries do), of the job's current
+                    // generation (worker_admission's key), in the job's slots: the raw outcomes
+                    // of stage 0 in one gateway, so that the slot state starts in stage 1.
+                    slot_state.apply(hdr, meta);
+                }
+                if (meta.in_slot == 1 && meta.stale == 0) {
+                    lanes.apply(hdr, meta);
+                }
+                if (meta.recirculated == 0 && meta.in_slot == 1) {
+                    slot_outcome.apply(hdr, meta);
+                    if (meta.reason == REASON_NONE) {
+                        job_counter.count(hdr.hina.job_id);
+                        pass_new_round();
+                        pass_worker();
+                        pass_bitmap();
+                        pass_lane_base();
+                        pass_count();
+                        pass_group();
+                        pass_generation();
+                        pass_port();
+                        pass_next();                // block 1 (TNA_BLOCKS = 2)
+                        pass_reply();
+                        to_recirculation();
+                    }
+                }
+            } else if (hdr.hina.msg_type == MSG_PAIRS) {
+                if (meta.recirculated == 0 && meta.reason == REASON_NONE) {
+                    job_counter.count(hdr.hina.job_id);
+                    if (meta.sketch_mask == 0) {
+                        meta.reason = REASON_BAD_JOB;   // the job has no in-switch sketch
+                    } else {
+                        pair_stream.apply(hdr, meta);
+                        if (meta.stream_order == PAIRS_IN_ORDER) {
+                            meta.pair_add = 1;
+                        } else if (meta.stream_order == PAIRS_OLD) {
+                            meta.reply = REPLY_UNICAST;   // applied before: acknowledge only
+                        } else {
+                            meta.reason = REASON_OUT_OF_ORDER;
+                        }
+                    }
+                } else if (meta.recirculated == 1) {
+                    meta.pair_add = 1;
+                }
+                sketch_cells.apply(hdr, meta);
+                if (meta.pair_add == 1) {
+                    if (meta.pass == HINA_PAIRS) {
+                        meta.reply = REPLY_UNICAST;       // every pair added: the ACK
+                    } else {
+                        if (meta.recirculated == 0) {
+                            pass_port();
+                        }
+                        pass_next();
+                        pass_reply();
+                        to_recirculation();
+                        bridge_pair_value();
+                        if (hdr.pair.value != 0) {   // 0 is padding
+                            bridge_pair_add();
+                        } else {
+                            bridge_pair_skip();
+                        }
+                    }
+                }
+            }
+            if (meta.reason != REASON_NONE) {
+                reason_counter.count(meta.reason);
+            }
+        } else if (hdr.udp.isValid()) {
+            // To a HINA port without a whole HINA header.
+            reason_counter.count(REASON_MALFORMED);
+        }
+
+        if (hdr.bridge.isValid()) {
+            // Going round again: pass header and payload as they are.
+        } else if (meta.reply == REPLY_NONE
+                   || (meta.reason != REASON_NONE && meta.reply != REPLY_NOTICE)) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else {
+            // The last pass: the reply (as p4/include/egress_rewrite.p4's Reply). One header
+            // field (or byte of constants) per action: an action may write a PHV container from
+            // one source besides the container itself.
+            if (meta.reply == REPLY_NOTICE) {
+                notice_type();
+                notice_op();
+                clear_flags_count();
+                notice_generation();
+                hdr.words_a.setInvalid();
+                hdr.words_b.setInvalid();
+                hdr.thc_a.setInvalid();
+                hdr.thc_b.setInvalid();
+                hdr.pair.setInvalid();
+                hdr.pair_rest.setInvalid();
+                header_only_lengths();
+                hdr.pass.port = ig_intr_md.ingress_port;
+            } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
+                result_type();
+                if (meta.reply == REPLY_UNICAST) {
+                    flag_retransmit();
+                } else {
+                    clear_flags_count();
+                }
+                result_count();
+                result_lengths();
+            } else {
+                ack_type();
+                clear_flags_count();
+                hdr.pair.setInvalid();
+                hdr.pair_rest.setInvalid();
+                header_only_lengths();
+                if (meta.recirculated == 0) {
+                    hdr.pass.port = ig_intr_md.ingress_port;   // an old PAIRS packet
+                }
+            }
+            hdr.udp.checksum = 0;
+            bridge_reply();
+            if (meta.reply == REPLY_MULTICAST) {
+                from_switch_mac();
+                from_switch_addr();
+                from_switch_port();
+                to_group();
+            } else {
+                swap_mac();
+                swap_addr();
+                swap_port();
+                to_sender();
+            }
+            hdr.pass.setInvalid();
+        }
+    }
+}
+
+control HinaTnaEgress(inout tna_headers_t hdr,
+                      inout tna_egress_metadata_t meta,
+                      in egress_intrinsic_metadata_t eg_intr_md,
+                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    TnaSketchRows() sketch_rows;
+
+    // Parameters: the worker's MAC, IPv4 address and UDP port (as egress_rewrite.p4).
+    action set_worker_address(mac_addr_t dst_mac, ipv4_addr_t dst_addr, bit<16> dst_port) {
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv4.dst_addr = dst_addr;
+        hdr.udp.dst_port = dst_port;
+    }
+
+    action drop_replica() {
+        eg_dprsr_md.drop_ctl = 1;
+    }
+
+    // Written by the controller: rid = job_id * 64 + worker_id + 1 -> the worker's addresses.
+    table replica_rewrite {
+        key = {
+            eg_intr_md.egress_rid: exact @name("egress_rid");
+        }
+        actions = {
+            set_worker_address;
+            @defaultonly drop_replica;
+        }
+        size = HINA_REPLICA_TABLE_SIZE;
+        default_action = drop_replica();
+    }
+
+    apply {
+        if (hdr.bridge.reply == REPLY_RECIRCULATE) {
+            if (hdr.bridge.pair_add == 1) {
+                sketch_rows.apply(hdr);
+            }
+        } else {
+            if (eg_intr_md.egress_rid != 0) {
+                replica_rewrite.apply();
+            }
+            // The deparser's UDP checksum adds the payload's sum back (ones' complement).
+            meta.payload_sum = ~hdr.bridge.payload_sum;
+        }
+        hdr.bridge.setInvalid();
+    }
+}
+
+Pipeline(HinaTnaIngressParser(),
+         HinaTnaIngress(),
+         HinaTnaIngressDeparser(),
+         HinaTnaEgressParser(),
+         HinaTnaEgress(),
+         HinaTnaEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,155 @@
+// Lanes on TNA: TNA_LANES 32-bit registers, lane_<i> aggregating word i of the block in work
+// (words_a). Modes are separate RegisterActions on one register, picked per packet by a
+// table (lane_<i>_select), as SwitchML's Processor picks its actions; Tofino 1 allows four per
+// register:
+//   add   the first contribution to a new use stores the word, whatever the op; after it,
+//         SUM and THC's LUT-SUM (two 16-bit sums per word, exact while n * max(T) < 2^16, as in
+//         v1model) add with signed saturation
+//   max   unsigned maximum
+//   or    bitwise or
+//   read  a retransmission into a complete copy
+// Each returns the lane's new value, which replaces the word: the completing packet carries the
+// result. Why one 32-bit register per word and not SwitchML's Register<pair> (two words per
+// stateful ALU): a RegisterAction returns one 32-bit value on Tofino 1 (an action returning lo
+// in one case and hi in another is refused: "Incompatible outputs"), so with pairs the second
+// word of each pair would need another pass to be read (SwitchML's harvest passes).
+//
+// Overflow: SUM saturates at INT32_MAX / INT32_MIN (|+|) instead of wrapping and flagging; a
+// stateful ALU has one output, taken by the result word, so there is no per-word overflow bit
+// to or together. A saturated word in a RESULT is the overflow signal on Tofino.
+//
+// Index: lane_index = reg_index * 2 + pass: block 0 of a slot copy in pass 0, block 1 in pass 1
+// (tna_slot_state.p4 forms it).
+//
+// THC (LUT-SUM): the table lookup is match-action, in the switch. One exact table per byte of
+// the block, lut_<i>: (lut_id, byte) -> the word (T[hi] << 16) | T[lo], the two coordinates'
+// 16-bit table values in coordinate order; HINA_LUTS * 256 entries each. Per byte, not per
+// coordinate (v1model's lut.p4): half the tables (a stage has 16), and the two values land in
+// one word with no concatenation step. Workers send 4-bit indices: W bytes up per W words.
+#ifndef _HINA_TNA_LANES_P4_
+#define _HINA_TNA_LANES_P4_
+
+#include "tna_headers.p4"
+
+control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+
+// Written by the controller: for each LUT id, all 256 entries byte -> word per table. A miss (a
+// job whose LUT is not installed) leaves the word 0: no shared miss flag, since every table
+// writing one field would chain the tables one stage each (v1model drops such a packet as
+// BAD_JOB; the controller installs a job's LUT before the job, so misses do not happen).
+#define TNA_LUT_TABLE(i) \
+    action set_word_##i(bit<32> value) { hdr.words_a.w##i = value; } \
+    table lut_##i { \
+        key = { meta.lut_id : exact @name("lut_id"); hdr.thc_a.b##i : exact @name("byte"); } \
+        actions = { set_word_##i; @defaultonly NoAction; } \
+        size = HINA_LUTS * 256; \
+        default_action = NoAction(); \
+    }
+    TNA_FOR_EACH_LANE(TNA_LUT_TABLE)
+
+#define TNA_LUT_APPLY(i) lut_##i.apply();
+
+    action start_words() {
+        hdr.words_a.setValid();
+    }
+    action drop_indices() {
+        hdr.thc_a.setInvalid();
+    }
+
+    apply {
+        start_words();
+        TNA_FOR_EACH_LANE(TNA_LUT_APPLY)
+        drop_indices();
+    }
+}
+
+control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+
+// Lane i: its register (both blocks of every slot copy), its four RegisterActions, and the
+// table that picks one per packet. The table keys on what the slot state found, not on a mode
+// computed from it: a stage saved before the lanes is four more lanes on Tofino 1.
+//   new use of the copy                 -> add (it stores the word: new_round)
+//   the worker's bit already set        -> read (a retransmission; dropped unless complete)
+//   else by op: MAX -> max, OR -> or, SUM and LUT-SUM -> add
+// (A drained copy, bitmap 0 and no new use, takes the op: harmless, the copy's next use starts
+// with a store, and the packet is dropped as STALE_POOL.) Pass 1 takes pass 0's inputs from the
+// pass header, so it picks the same.
+#define TNA_LANE_SEEN(i, w, b) \
+        (1w0, _, w, b &&& b) : lane_##i##_read_action();
+#define TNA_LANE(i) \
+    Register<int<32>, bit<32>>(2 * TNA_BLOCKS * HINA_SLOT_CAPACITY) lane_##i; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            if (meta.new_round == 1) { \
+                value = (int<32>)hdr.words_a.w##i; \
+            } else { \
+                value = value |+| (int<32>)hdr.words_a.w##i; \
+            } \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_max = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            if ((bit<32>)value < hdr.words_a.w##i) { \
+                value = (int<32>)hdr.words_a.w##i; \
+            } \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_or = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            value = value | (int<32>)hdr.words_a.w##i; \
+            result = value; \
+        } \
+    }; \
+    RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_read = { \
+        void apply(inout int<32> value, out int<32> result) { \
+            result = value; \
+        } \
+    }; \
+    action lane_##i##_add_action() { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_add.execute(meta.lane_index); \
+    } \
+    action lane_##i##_max_action() { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_max.execute(meta.lane_index); \
+    } \
+    action lane_##i##_or_action() { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_or.execute(meta.lane_index); \
+    } \
+    action lane_##i##_read_action() { \
+        hdr.words_a.w##i = (bit<32>)lane_##i##_read.execute(meta.lane_index); \
+    } \
+    table lane_##i##_select { \
+        key = { \
+            meta.new_round:      ternary; \
+            hdr.hina.op:         ternary; \
+            meta.worker_id:      ternary; \
+            meta.bitmap_old:     ternary; \
+        } \
+        actions = { \
+            lane_##i##_add_action; \
+            lane_##i##_max_action; \
+            lane_##i##_or_action; \
+            lane_##i##_read_action; \
+            NoAction; \
+        } \
+        const entries = { \
+            (1w1, _, _, _) : lane_##i##_add_action(); \
+            TNA_FOR_EACH_WORKER_WITH(TNA_LANE_SEEN, i) \
+            (_, OP_MAX, _, _) : lane_##i##_max_action(); \
+            (_, OP_OR, _, _) : lane_##i##_or_action(); \
+            (_, _, _, _) : lane_##i##_add_action(); \
+        } \
+        size = 40; \
+        const default_action = NoAction(); \
+    }
+    TNA_FOR_EACH_LANE(TNA_LANE)
+
+#define TNA_LANE_APPLY(i) lane_##i##_select.apply();
+
+    apply {
+        TNA_FOR_EACH_LANE(TNA_LANE_APPLY)
+    }
+}
+
+#endif  // _HINA_TNA_LANES_P4_

@@ -1,0 +1,243 @@
+// Parsers and deparsers of the TNA program.
+//
+// Block rotation: the ingress parser always extracts the first payload block into the *_a
+// header (the block the lanes of this pass work on) and the deparser emits *_b before *_a. So
+// a packet recirculated after pass 0 comes back with block 1 in front (in words_a) and block 0's
+// results behind it (in words_b); after the last pass the emit order (words_b, words_a) is the
+// wire order again. THC: pass 0 emits block 0's results (words_a, 4 bytes per byte) and the
+// untouched THC block 1 (thc_b); pass 1 extracts them as words_b and thc_a. PAIRS: the pair in
+// work is emitted behind the others, so pass p works on pair p and HINA_PAIRS passes restore the
+// order.
+//
+// Checksums (v3 makes the UDP checksum mandatory): the IPv4 header checksum is verified by the
+// parser's Checksum unit and rewritten by the deparser. The UDP checksum covers the whole payload
+// (up to 256 B): Tofino 1's parser checksum units verify a sum over extracted fields only, in
+// the parser states where they are extracted, and cannot subtract a residual over payload left
+// unparsed, so the program does not verify a contribution's UDP checksum (it refuses a zero,
+// i.e. missing, checksum only; docs/dataplane.md, "Tofino (TNA)"). Replies get a correct UDP
+// checksum: the ingress deparser sums the payload into the bridged header, the egress deparser
+// adds the pseudo-header and the rewritten headers to it.
+#ifndef _HINA_TNA_PARSER_P4_
+#define _HINA_TNA_PARSER_P4_
+
+#include "tna_headers.p4"
+
+// The recirculation port of pipe 0 (Tofino 1: 68; Tofino 2: 6).
+#ifndef TNA_RECIRC_PORT
+#if __TARGET_TOFINO__ == 2
+#define TNA_RECIRC_PORT 6
+#else
+#define TNA_RECIRC_PORT 68
+#endif
+#endif
+
+// Extra reply kind: to the recirculation port for the next pass.
+#define REPLY_RECIRCULATE 4
+
+parser HinaTnaIngressParser(packet_in pkt,
+                            out tna_headers_t hdr,
+                            out tna_ingress_metadata_t meta,
+                            out ingress_intrinsic_metadata_t ig_intr_md) {
+    Checksum() ipv4_checksum;
+
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        meta.reason = REASON_NONE;
+        meta.reply = REPLY_NONE;
+        meta.pass = 0;
+        meta.recirculated = 0;
+        meta.verdict = 0;
+        meta.ipv4_bad = 0;
+        meta.job_miss = 0;
+        meta.worker_miss = 0;
+        meta.slot_miss = 0;
+        meta.new_round = 0;
+        meta.stale = 0;
+        meta.in_slot = 0;
+        meta.lut_miss = 0;
+        meta.pair_add = 0;
+        meta.ipv4_ok = false;
+        transition select(ig_intr_md.ingress_port) {
+            TNA_RECIRC_PORT: parse_pass;
+            default: parse_ethernet;
+        }
+    }
+
+    // A recirculated packet: only this program sends them, always IPv4/UDP/HINA.
+    state parse_pass {
+        pkt.extract(hdr.pass);
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.hina);
+        meta.pass = hdr.pass.pass;
+        meta.recirculated = 1;
+        meta.ipv4_ok = true;
+        // Pass 0's lane selection inputs, for the same choice in this pass.
+        meta.new_round = hdr.pass.new_round;
+        meta.worker_id = hdr.pass.worker_id;
+        meta.bitmap_old = hdr.pass.bitmap_old;
+        meta.reply = hdr.pass.reply;
+        meta.in_slot = 1;
+        transition select(hdr.hina.msg_type, hdr.hina.op) {
+            (MSG_AGGREGATE, OP_LUT_SUM): parse_thc_rest;
+            (MSG_AGGREGATE, _): parse_words;
+            (MSG_PAIRS, _): parse_pairs;
+            default: accept;
+        }
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        ipv4_checksum.add(hdr.ipv4);
+        meta.ipv4_ok = ipv4_checksum.verify();
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (IPV4_IHL_NO_OPTIONS, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            HINA_UDP_PORT_BASE &&& HINA_UDP_PORT_MASK: parse_hina;
+            default: accept;
+        }
+    }
+
+    state parse_hina {
+        pkt.extract(hdr.hina);
+        transition select(hdr.hina.msg_type, hdr.hina.op) {
+            (MSG_AGGREGATE, OP_LUT_SUM): parse_thc;
+            (MSG_AGGREGATE, _): parse_words;
+            (MSG_PAIRS, _): parse_pairs;
+            (MSG_HARVEST, _): parse_harvest;
+            (MSG_RESET, _): parse_harvest;
+            default: accept;
+        }
+    }
+
+    state parse_words {
+        pkt.extract(hdr.words_a);
+        pkt.extract(hdr.words_b);
+        transition accept;
+    }
+
+    state parse_thc {
+        pkt.extract(hdr.thc_a);
+        pkt.extract(hdr.thc_b);
+        transition accept;
+    }
+
+    // Pass 1 of THC: block 0's results, then THC block 1.
+    state parse_thc_rest {
+        pkt.extract(hdr.words_b);
+        pkt.extract(hdr.thc_a);
+        transition accept;
+    }
+
+    state parse_pairs {
+        pkt.extract(hdr.pair);
+        pkt.extract(hdr.pair_rest);
+        transition accept;
+    }
+
+    state parse_harvest {
+        pkt.extract(hdr.harvest);
+        transition accept;
+    }
+}
+
+control HinaTnaIngressDeparser(packet_out pkt,
+                               inout tna_headers_t hdr,
+                               in tna_ingress_metadata_t meta,
+                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_checksum;
+    Checksum() payload_checksum;
+
+#define TNA_SUM_WORD_B(i) hdr.words_b.w##i,
+#define TNA_SUM_WORD_A(i) hdr.words_a.w##i,
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        if (hdr.bridge.isValid()) {
+            // A reply's payload is the two result blocks (the last pass's words_b, words_a).
+            hdr.bridge.payload_sum = payload_checksum.update({
+                TNA_FOR_EACH_LANE(TNA_SUM_WORD_B)
+                TNA_FOR_EACH_LANE(TNA_SUM_WORD_A)
+                16w0});
+        }
+        pkt.emit(hdr);
+    }
+}
+
+parser HinaTnaEgressParser(packet_in pkt,
+                           out tna_headers_t hdr,
+                           out tna_egress_metadata_t meta,
+                           out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
+        meta.payload_sum = 0;
+        transition select(hdr.bridge.reply) {
+            REPLY_RECIRCULATE: parse_pass;
+            default: parse_reply;
+        }
+    }
+
+    // On its way to the recirculation port: passed through untouched (payload unparsed).
+    state parse_pass {
+        pkt.extract(hdr.pass);
+        transition accept;
+    }
+
+    // A reply: the headers egress rewrites; the payload stays unparsed (its sum is bridged).
+    state parse_reply {
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.hina);
+        transition accept;
+    }
+}
+
+control HinaTnaEgressDeparser(packet_out pkt,
+                              inout tna_headers_t hdr,
+                              in tna_egress_metadata_t meta,
+                              in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+    Checksum() udp_checksum;
+
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+            // Pseudo-header, UDP header (checksum field 0 before this), HINA header, payload.
+            hdr.udp.checksum = udp_checksum.update({
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, hdr.udp.length,
+                hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
+                hdr.hina.version, hdr.hina.msg_type, hdr.hina.op, hdr.hina.flags, hdr.hina.count,
+                hdr.hina.job_id, hdr.hina.pool, hdr.hina.slot, hdr.hina.seq,
+                hdr.hina.generation, hdr.hina.reserved,
+                meta.payload_sum});
+        }
+        pkt.emit(hdr);
+    }
+}
+
+#endif  // _HINA_TNA_PARSER_P4_

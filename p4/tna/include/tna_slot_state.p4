@@ -1,0 +1,216 @@
+// Slot state on TNA: the exactly-once logic of p4/include/slot_state.p4 as RegisterActions, one
+// register per stage, each touched once per packet, in three stages (1-3) so that the lanes
+// have the eight others. What differs, and why:
+//   * Register indices come from the hash unit, which feeds a stateful ALU's address in the same
+//     stage, by XOR: slot_base ^ slot, copy_base ^ (slot << 1 | pool). XOR is the sum only if the
+//     controller aligns each job's base to a power of two no smaller than its n_slots (each
+//     job's range [base, base + 2^k)); admit_worker carries reg_base, 2 * reg_base, 4 * reg_base.
+//   * check_round returns the stateful ALU's predicate (which of its two comparisons held)
+//     instead of the stored seq, so that no subtraction stage follows it.
+//   * slot_bitmap is one Register<pair> per slot (lo: copy 0, hi: copy 1), as in SwitchML: one
+//     RegisterAction sets this copy's bit and clears it in the other copy. Four RegisterActions
+//     (new use / contribution, for each pool): Tofino 1's limit per register.
+//   * No slot_count: a copy is complete when its bitmap equals the job's all_workers (from
+//     admission), so a RESULT's count is the job's n_workers.
+//   * No other-copy seq check (slot_state.p4's other_current/other_newer: the "moved on" guard
+//     against a late copy of a contribution reordered behind the worker's next one): it needs
+//     both copies' seqs in one RegisterAction, more than a stateful ALU's two comparisons.
+//   * No slot_flags: lanes saturate instead of flagging overflow (tna_lanes.p4).
+#ifndef _HINA_TNA_SLOT_STATE_P4_
+#define _HINA_TNA_SLOT_STATE_P4_
+
+#include "tna_headers.p4"
+
+struct bitmap_pair_t {
+    bit<32> lo;   // pool 0
+    bit<32> hi;   // pool 1
+}
+
+// Predicate of a stateful ALU with comparisons (lo, hi): one-hot over the four outcomes,
+// bit (2 * hi + lo) (tofino1_base.p4, RegisterAction.predicate).
+#define ORDER_SAME 1      // neither: the current use
+#define ORDER_NEWER 2     // lo: the packet's seq is newer: a new use
+#define ORDER_OLDER 4     // hi: an older use of this copy
+
+control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+
+    // Job generation of each slot copy's current use (0 = never used); index reg_index.
+    Register<bit<16>, bit<32>>(2 * HINA_SLOT_CAPACITY) slot_generation;
+    RegisterAction<bit<16>, bit<32>, bit<16>>(slot_generation) claim_copy = {
+        void apply(inout bit<16> value, out bit<16> stored) {
+            stored = value;
+            value = meta.generation;
+        }
+    };
+
+    // seq + 1 of each slot copy's current use (0 = never used); index reg_index.
+    Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) slot_seq;
+    // A reclaimed copy (another generation's): a new use whatever the stored seq.
+    RegisterAction<bit<32>, bit<32>, bit<4>>(slot_seq) take_seq = {
+        void apply(inout bit<32> value) {
+            value = meta.seq1;
+        }
+    };
+    // Serial-number order (RFC 1982) of seq + 1 against the stored one; a newer one is taken.
+    RegisterAction<bit<32>, bit<32>, bit<4>>(slot_seq) check_round = {
+        void apply(inout bit<32> value, out bit<4> order) {
+            // lo: newer, hi: older (RegisterActions take no local variables).
+            order = this.predicate((int<32>)(value - meta.seq1) < 0,
+                                   (int<32>)(value - meta.seq1) > 0);
+            if ((int<32>)(value - meta.seq1) < 0) {
+                value = meta.seq1;
+            }
+        }
+    };
+
+    // Contributors of both copies of each slot; index slot_base ^ slot.
+    Register<bitmap_pair_t, bit<32>>(HINA_SLOT_CAPACITY) slot_bitmap;
+    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_0 = {
+        void apply(inout bitmap_pair_t value) {
+            value.lo = meta.worker_bit;
+            value.hi = value.hi & ~meta.worker_bit;
+        }
+    };
+    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_1 = {
+        void apply(inout bitmap_pair_t value) {
+            value.hi = meta.worker_bit;
+            value.lo = value.lo & ~meta.worker_bit;
+        }
+    };
+    // Returns the copy's bitmap before the packet. A drained copy (0: every worker has moved on)
+    // is left alone: the packet is stale.
+    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_0 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.lo;
+            if (value.lo != 0) {
+                value.lo = value.lo | meta.worker_bit;
+                value.hi = value.hi & ~meta.worker_bit;
+            }
+        }
+    };
+    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_1 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.hi;
+            if (value.hi != 0) {
+                value.hi = value.hi | meta.worker_bit;
+                value.lo = value.lo & ~meta.worker_bit;
+            }
+        }
+    };
+
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash_again;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) lane_hash;
+
+    // Stage 1: claim the copy; its index, and block 0's lane index, for the stages after.
+    action claim() {
+        meta.in_slot = 1;
+        meta.stored_generation = claim_copy.execute(
+            copy_hash.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool}));
+    }
+    action index_copy() {
+        meta.reg_index = copy_hash_again.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool});
+    }
+    action index_lanes() {
+        meta.lane_index = lane_hash.get({meta.lane_base, 14w0, hdr.hina.slot, hdr.hina.pool, 1w0});
+    }
+    // Stage 2.
+    action reclaim() {
+        take_seq.execute(meta.reg_index);
+        meta.seq_order = ORDER_NEWER;
+    }
+    action order() {
+        meta.seq_order = check_round.execute(meta.reg_index);
+    }
+
+    // Stage 3: one table drives the bitmap's four RegisterActions (one hash unit forms the
+    // index for all of them).
+    action new_use_0_action() {
+        new_use_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+        meta.new_round = 1;
+    }
+    action new_use_1_action() {
+        new_use_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+        meta.new_round = 1;
+    }
+    action contribute_0_action() {
+        meta.bitmap_old = contribute_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+    }
+    action contribute_1_action() {
+        meta.bitmap_old = contribute_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
+    }
+    action stale_copy() {
+        meta.stale = 1;                         // an older use of this copy (STALE_POOL)
+    }
+    table slot_bitmap_update {
+        key = {
+            meta.seq_order: exact;
+            hdr.hina.pool:  exact;
+        }
+        actions = {
+            new_use_0_action;
+            new_use_1_action;
+            contribute_0_action;
+            contribute_1_action;
+            stale_copy;
+        }
+        const entries = {
+            (ORDER_NEWER, 0) : new_use_0_action();
+            (ORDER_NEWER, 1) : new_use_1_action();
+            (ORDER_SAME, 0) : contribute_0_action();
+            (ORDER_SAME, 1) : contribute_1_action();
+        }
+        size = 4;
+        const default_action = stale_copy();
+    }
+
+    apply {
+        claim();
+        index_copy();
+        index_lanes();
+        if (meta.stored_generation != meta.generation) {
+            reclaim();
+        } else {
+            order();
+        }
+        // Stage 3.
+        slot_bitmap_update.apply();
+    }
+}
+
+// What the slot state means for the packet, once the lanes are under way (not on their path).
+control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    bit<32> mine;
+    bit<32> after;
+
+    action classify() {
+        mine = meta.bitmap_old & meta.worker_bit;
+        after = meta.bitmap_old | meta.worker_bit;
+    }
+
+    apply {
+        classify();
+        if (meta.stale == 1) {
+            meta.reason = REASON_STALE_POOL;          // an older use of this copy
+        } else if (meta.new_round == 1) {
+            if (meta.worker_bit == meta.all_workers) {
+                meta.reply = REPLY_MULTICAST;         // a one-worker job
+            }
+        } else {
+            if (meta.bitmap_old == 0) {
+                meta.reason = REASON_STALE_POOL;      // drained: everybody moved on
+            } else if (mine == 0) {
+                if (after == meta.all_workers) {
+                    meta.reply = REPLY_MULTICAST;     // this contribution completes the copy
+                }
+            } else if (meta.bitmap_old == meta.all_workers) {
+                meta.reply = REPLY_UNICAST;           // it lost the result: send it again
+            } else {
+                meta.reason = REASON_DUPLICATE;       // already counted, copy still filling
+            }
+        }
+    }
+}
+
+#endif  // _HINA_TNA_SLOT_STATE_P4_
