@@ -22,7 +22,8 @@ if [ "$(id -u)" = 0 ] && [ -f "$P4TOOLS/install.sh" ]; then
     bash "$P4TOOLS/install.sh" >/dev/null
 fi
 # The Tofino compiler (bf-p4c: p4c's open-source Tofino back end), prebuilt beside the project
-# where it is shared: tests/tofino then compile p4/tna/ for Tofino 1 and 2 instead of skipping.
+# where it is shared: tests/tofino then check p4/tna/ with the real compiler instead of skipping
+# (the fit is read from the compile cache that bench/bench_tofino_fit.py fills).
 P4TOOLS_TOFINO=${HINA_P4TOOLS_TOFINO:-../shared/p4tools-tofino}
 if [ "$(id -u)" = 0 ] && [ -f "$P4TOOLS_TOFINO/install.sh" ]; then
     bash "$P4TOOLS_TOFINO/install.sh" >/dev/null

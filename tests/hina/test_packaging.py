@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import site
 import socket
 import subprocess
 import sys
@@ -149,7 +148,8 @@ def installed(tmp_path_factory):
     purelib = subprocess.run([str(venv / "bin" / "python"), "-c",
                               "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "_hina_test_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    deps = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    Path(purelib, "_hina_test_deps.pth").write_text("\n".join(deps) + "\n")
     shutil.rmtree(src)
     return venv
 
