@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Generate Python code for the project's own .proto files into hina/generated/ (committed: run
-# this after changing a .proto; tests/hina/test_packaging.py checks the two agree).
+# this after changing a .proto; tests/controller/test_protos.py checks the two agree).
 #
 # Uses Debian's protoc (protobuf-compiler, 3.21.x) and grpc_python_plugin (protobuf-compiler-grpc):
 # their output imports under protobuf 3.20, the version p4runtime-shell pins, while current
