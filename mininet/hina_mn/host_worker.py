@@ -114,6 +114,22 @@ def run_allreduce(args, codecs: list[str]) -> list[dict]:
     return results
 
 
+def join_gloo(args, timeout_s: float) -> None:
+    """One torch thread, then join the job's gloo group at ``args.master`` over the control
+    interface ``args.ifname`` (the P4 switch forwards only HINA)."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    if args.ifname:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+    host, port = args.master
+    dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
+                            world_size=args.workers,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+
+
 def run_ddp(args, codec_name: str) -> list[dict]:
     """A few DDP steps of the digits MLP (``demo/digits.py``) through :func:`hina_hook`, then
     the same steps from the same initial parameters with DDP's own all-reduce (gloo, fp32) as
@@ -126,8 +142,6 @@ def run_ddp(args, codec_name: str) -> list[dict]:
     after the warm-up went through the switch (no fp32 fallback), the replicas agree, the losses
     are finite and the HINA steps lowered the training loss.
     """
-    import datetime
-
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -137,13 +151,7 @@ def run_ddp(args, codec_name: str) -> list[dict]:
     from hina.worker.ddp_hook import HinaState, hina_hook
     if args.master is None:
         raise SystemExit("--mode ddp needs --master IP:PORT")
-    torch.set_num_threads(1)
-    if args.ifname:
-        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
-    host, port = args.master
-    dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
-                            world_size=args.workers,
-                            timeout=datetime.timedelta(seconds=DDP_TIMEOUT_S))
+    join_gloo(args, DDP_TIMEOUT_S)
     try:
         x_tr, y_tr, x_te, y_te = load_digits_split()
         loss_fn = nn.CrossEntropyLoss()

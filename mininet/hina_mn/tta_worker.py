@@ -29,7 +29,6 @@ is reported, not required (``--max-steps`` bounds the run).
 """
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -81,13 +80,7 @@ def train(args) -> dict:
     from hina.worker.ddp_hook import HinaState, hina_hook
 
     codec_name = args.codec
-    torch.set_num_threads(1)
-    if args.ifname:
-        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
-    host, port = args.master
-    dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
-                            world_size=args.workers,
-                            timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    H.join_gloo(args, TIMEOUT_S)
     transport = state = None
     try:
         x_tr, y_tr, x_te, y_te = load_digits_split()
