@@ -52,19 +52,31 @@ def _noop_hook(_state, bucket):
     return fut
 
 
-def _steps(model, opt, batch, width, steps, gen, backward_times=None) -> list[float]:
-    """Step times (forward, backward, optimiser) after the warm-up; backward alone too."""
+def _sync(device: torch.device) -> None:
+    """Wait for the GPU's queued work, so that wall-clock times cover it (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _steps(model, opt, batch, width, steps, gen, backward_times=None,
+           device=torch.device("cpu")) -> list[float]:
+    """Step times (forward, backward, optimiser) after the warm-up; backward alone too. On a
+    GPU each phase ends with a device synchronisation, so the times are the GPU's too."""
     times = []
     for i in range(WARMUP + steps):
-        x = torch.randn(batch, 3, 32, 32, generator=gen)
-        y = torch.randint(0, 10, (batch,), generator=gen)
+        x = torch.randn(batch, 3, 32, 32, generator=gen).to(device)
+        y = torch.randint(0, 10, (batch,), generator=gen).to(device)
+        _sync(device)
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
+        _sync(device)
         t1 = time.perf_counter()
         loss.backward()
+        _sync(device)
         t2 = time.perf_counter()
         opt.step()
+        _sync(device)
         if i >= WARMUP:
             times.append(time.perf_counter() - t0)
             if backward_times is not None:
@@ -79,18 +91,29 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
     from hina.demo.local import connect_worker
     from hina.worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(args.threads)
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        # worker r on GPU r mod count, as the demo places them; gloo carries CUDA tensors
+        device = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
+
+    def ddp(module):
+        module = module.to(device)
+        if device.type == "cuda":
+            return DDP(module, device_ids=[device], bucket_cap_mb=args.bucket_mb)
+        return DDP(module, bucket_cap_mb=args.bucket_mb)
     try:
         gen = torch.Generator().manual_seed(rank)
         figures = {}
         # compute only
         torch.manual_seed(0)
-        model = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+        model = ddp(make_model(args.width, args.depth))
         model.register_comm_hook(None, _noop_hook)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         backward: list[float] = []
         figures["compute"] = statistics.median(_steps(model, opt, args.batch, args.width,
-                                                      args.steps, gen, backward))
+                                                      args.steps, gen, backward, device))
         figures["backward"] = statistics.median(backward)
         # the buckets of a step after DDP's rebuild, in its order: the communication-only load
         steps_buckets: list[list[torch.Tensor]] = [[]]
@@ -101,21 +124,21 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
                 steps_buckets.append([])
             return _noop_hook(None, bucket)
         torch.manual_seed(0)
-        probe = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+        probe = ddp(make_model(args.width, args.depth))
         probe.register_comm_hook(None, record)
         popt = torch.optim.SGD(probe.parameters(), lr=0.01)
-        _steps(probe, popt, args.batch, args.width, 1, gen)
+        _steps(probe, popt, args.batch, args.width, 1, gen, device=device)
         last = steps_buckets[-2]
         transport = connect_worker(seat)
         for mode in ("synchronous", "asynchronous"):
             torch.manual_seed(0)
-            model = DDP(make_model(args.width, args.depth), bucket_cap_mb=args.bucket_mb)
+            model = ddp(make_model(args.width, args.depth))
             state = HinaState(transport, make_codec(args.codec, n, rank), start_iter=2,
                               asynchronous=mode == "asynchronous")
             model.register_comm_hook(state, hina_hook)
             opt = torch.optim.SGD(model.parameters(), lr=0.01)
             figures[mode] = statistics.median(_steps(model, opt, args.batch, args.width,
-                                                     args.steps, gen))
+                                                     args.steps, gen, device=device))
             figures[f"{mode}_fallbacks"] = state.stats["fallback_buckets"]
             figures[f"{mode}_engine_s_per_step"] = state.stats["seconds"] / (WARMUP + args.steps
                                                                               - 2)
@@ -128,6 +151,7 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
                     futures = [state.engine.submit(i, b.clone()) for i, b in enumerate(last)]
                     for f in futures:
                         f.wait()
+                    _sync(device)
                     comm.append(time.perf_counter() - t0)
                 figures["communication"] = statistics.median(comm)
             state.close()
@@ -150,8 +174,12 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--bucket-mb", type=float, default=0.02, help="DDP's bucket_cap_mb")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the model, its gradients and the codec run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: this torch sees no GPU")
     from hina.demo.digits import make_codec
     from hina.demo.local import LocalDeployment, free_tcp_port
     with LocalDeployment(args.workers) as dep:
@@ -181,7 +209,8 @@ def main(argv=None) -> int:
           f"{args.depth} 3x3 convolutions of {args.width} channels on 32x32 images "
           f"({f['params']:,} parameters, {f['buckets']} buckets of <= {args.bucket_mb} MB), "
           f"batch {args.batch}, medians of {args.steps} steps (worker 0), "
-          f"{os.cpu_count()} CPU cores for the workers and the switch:")
+          f"{os.cpu_count()} CPU cores for the workers and the switch, model on {args.device}"
+          f"{' (' + torch.cuda.get_device_name(0) + ')' if args.device == 'cuda' else ''}:")
     print(f"  compute only (no communication)      {f['compute'] * 1e3:8.1f} ms   of which "
           f"backward {f['backward'] * 1e3:.1f} ms")
     print(f"  communication only (engine, alone)   {comm * 1e3:8.1f} ms")

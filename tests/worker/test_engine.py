@@ -77,7 +77,7 @@ def _model():
                                torch.nn.ReLU(), torch.nn.Linear(64, 4))
 
 
-def _train(rank: int, init: str, seat, steps: int, join: bool, out) -> None:
+def _train(rank: int, init: str, seat, steps: int, join: bool, out, device: str = "cpu") -> None:
     import torch.distributed as dist
     from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -89,7 +89,14 @@ def _train(rank: int, init: str, seat, steps: int, join: bool, out) -> None:
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     try:
         # small buckets: several per step, so that the hook's futures overlap
-        model = DDP(_model(), bucket_cap_mb=0.01)
+        if device == "cuda":
+            # both ranks on GPU 0 (or one each): gloo carries CUDA tensors; the engine's stream
+            # waits for the gradients and DDP's wait for the engine's stream
+            dev = torch.device("cuda", rank % torch.cuda.device_count())
+            model = DDP(_model().to(dev), device_ids=[dev], bucket_cap_mb=0.01)
+        else:
+            dev = torch.device("cpu")
+            model = DDP(_model(), bucket_cap_mb=0.01)
         state, pending = None, []
         if seat is not None:
             state = HinaState(connect_worker(seat), FixedPointCodec(WORLD, rank=rank),
@@ -107,10 +114,11 @@ def _train(rank: int, init: str, seat, steps: int, join: bool, out) -> None:
             for _ in range(batches):
                 x, y = torch.randn(16, 32, generator=gen), torch.randint(0, 4, (16,),
                                                                           generator=gen)
+                x, y = x.to(dev), y.to(dev)
                 opt.zero_grad()
                 torch.nn.functional.cross_entropy(model(x), y).backward()
                 opt.step()
-        params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+        params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu().numpy()
         stats = dict(state.stats) if state else None
         if state is not None:
             state.close()
@@ -128,11 +136,11 @@ class _nothing:
         return False
 
 
-def _run(seats, steps: int, join: bool) -> dict:
+def _run(seats, steps: int, join: bool, device: str = "cpu") -> dict:
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{_free_tcp_port()}"
-    procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out))
+    procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out, device))
              for r in range(WORLD)]
     for p in procs:
         p.start()
@@ -155,8 +163,14 @@ def deployment():
         yield dep
 
 
+@pytest.mark.parametrize("device", [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                  reason="no CUDA device: the GPU variant runs "
+                                                         "where torch sees one")),
+])
 @pytest.mark.parametrize("join", [False, True], ids=["even", "uneven-join"])
-def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join):
+def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join, device):
     """The hook returns pending futures (DDP's backward goes on meanwhile), no bucket falls
     back, and the parameters end where plain (fp32) DDP takes them, to the fixed-point codec's
     precision, on both ranks; with uneven inputs under DDP's join the rank that ran out sends
@@ -164,10 +178,10 @@ def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join)
     steps = 6
     seats = deployment.create_job(job_id=1, n_slots=16)
     try:
-        hooked = _run(seats, steps, join)
+        hooked = _run(seats, steps, join, device)
     finally:
         deployment.delete_job(1)
-    plain = _run([None] * WORLD, steps, join)
+    plain = _run([None] * WORLD, steps, join, device)
     for rank in range(WORLD):
         params, stats, pending = hooked[rank]
         assert stats["fallback_buckets"] == 0 and stats["hina_buckets"] > 0, stats

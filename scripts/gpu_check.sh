@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The checks and figures that need a CUDA GPU (issue 14; docs/codecs.md "THC on the GPU"), in one
+# run, from the repository root of a machine whose python3 has a CUDA build of torch:
+#
+#     bash scripts/gpu_check.sh [OUTDIR]        # logs in OUTDIR (default out/gpu)
+#
+# The project must be importable as `hina` (scripts/setup.sh, or `pip install -e .`). Each step's
+# log goes to OUTDIR/<step>.log; a failing step is reported and the next one still runs; the exit
+# status is the number of failed steps. CI never runs this (it has no GPU): the tests it runs
+# skip there with their reason, and the CPU variants of the same tests run in the suite.
+set -uo pipefail
+OUTDIR=${1:-out/gpu}
+PY=${PYTHON:-python3}
+mkdir -p "$OUTDIR"
+export PYTHONUNBUFFERED=1
+failed=0
+step() {                     # step NAME TIMEOUT_S CMD...
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    echo "=== $name: $*"
+    timeout "$limit" "$@" >"$OUTDIR/$name.log" 2>&1
+    local rc=$?
+    tail -n 25 "$OUTDIR/$name.log"
+    echo "=== $name: exit $rc after $((SECONDS - t0)) s"
+    [ $rc -eq 0 ] || failed=$((failed + 1))
+}
+step env 30 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc;
+    $PY -c 'import torch, triton; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda,
+    torch.cuda.get_device_name(0)); print(\"triton\", triton.__version__)'"
+# the CUDA variants of the kernel, engine and DDP tests (no Triton interpreter: a GPU is present)
+step tests 150 "$PY" -m pytest -q -p no:cacheprovider tests/worker/test_thc_triton.py \
+    tests/worker/test_engine_cuda.py tests/worker/test_engine.py -k "not cpu"
+# THC's encode+decode throughput on the GPU against its copy bandwidth, then per-kernel GPU time
+step codecs 90 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --sizes 1M,16M,64M
+step codecs_profile 45 "$PY" bench/bench_codecs.py --device cuda --sizes 64M --profile \
+    --only thc --skip-nmse
+# overlap: the model on the GPU; then on this machine's CPU cores (backward >= communication)
+step overlap_cuda 75 "$PY" bench/bench_ddp_overlap.py --device cuda --batch 256 --steps 6
+step overlap_cpu 75 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 6
+# the demo's workers training on the GPU through the embedded switch
+step demo_cuda 90 "$PY" -m hina.demo.digits --device cuda --modes fp32,thc,fixed --epochs 1 \
+    --out "$OUTDIR"
+echo "gpu_check: $failed step(s) failed"
+exit "$failed"
