@@ -60,6 +60,32 @@ def test_rotate_is_the_blockwise_randomized_transform(block, residual):
     torch.testing.assert_close(parts.double().sum(), (ref ** 2).sum(), rtol=1e-5, atol=0)
 
 
+@pytest.mark.parametrize("group", [2, 4])
+def test_several_blocks_per_program_give_the_same_bits(group):
+    """A program that transforms ``group`` blocks (the last group cut short: 5 blocks) writes the
+    same values and per-block norms as one block per program, forward and inverse."""
+    block, nblocks = 256, 5
+    padded = nblocks * block
+    gen = torch.Generator().manual_seed(group)
+    x = torch.randn(padded - 9, generator=gen).to(DEVICE)
+    e = torch.randn(padded, generator=gen).to(DEVICE)
+    sums = torch.randint(0, 480, (padded,), generator=gen).to(torch.int32).to(DEVICE)
+    _, bits = _signs(padded, 5)
+    prec = K.launch_config(DEVICE, block)[0]
+    outs = []
+    for g in (1, group):
+        y = torch.full((padded,), float("nan"), device=DEVICE)
+        parts = torch.full((nblocks + 3,), float("nan"), device=DEVICE)
+        K.rotate(x, bits, e, y, block, parts, config=(prec, 4, g))
+        out = torch.full((padded - 9,), float("nan"), device=DEVICE)
+        K.inverse(sums, bits, out, block, 0.125, 7.5, config=(prec, 4, g))
+        outs.append((y, parts, out))
+    (y1, p1, o1), (yg, pg, og) = outs
+    assert not y1.isnan().any() and not o1.isnan().any()
+    assert torch.equal(y1, yg) and torch.equal(p1[:nblocks], pg[:nblocks]) and torch.equal(o1, og)
+    assert pg[nblocks:].isnan().all(), "a program wrote past the last block's norm"
+
+
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.int64])
 def test_inverse_is_decodes_affine_map(dtype):
     """out = D (fwht(sums) * scale - off0 e_0) blockwise, first numel values, from any int lanes."""
@@ -260,17 +286,20 @@ def test_env_switch_turns_the_kernels_off(monkeypatch):
 
 def test_kernels_compile_for_gpu_targets():
     """Triton and its ptxas build every kernel the codec launches for sm_75, sm_80 and sm_90 (no
-    GPU needed), with the codec's launch configuration, and no register spills: the real
-    compiler, not only the interpreter, accepts the kernels."""
+    GPU needed), with the codec's launch configuration: the real compiler, not only the
+    interpreter, accepts the kernels. Spills stay within 32 bytes: the launch table was timed
+    on an H100 (bench/bench_thc_kernels.py; docs/codecs.md), where one warp per 32x32 tile was
+    fastest by 1.4x for the inverse, for which Triton 3.9's ptxas spills 16 bytes on sm_90."""
     import subprocess
     import sys
     from pathlib import Path
 
     tool = Path(__file__).resolve().parents[2] / "bench" / "triton_aot.py"
-    done = subprocess.run([sys.executable, str(tool), "--archs", "75,80,90", "--blocks", "1024,2048", "--check"],
+    done = subprocess.run([sys.executable, str(tool), "--archs", "75,80,90", "--blocks", "1024,2048", "--check",
+                           "--max-spill", "32"],
                           capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [l for l in done.stdout.splitlines() if l.startswith("sm_")]
     # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16) + inverse;
     # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch
-    assert len(lines) == (5 + 2) + 2 * (10 + 2) and not any("SPILLS" in l or "FAILED" in l for l in lines)
+    assert len(lines) == (5 + 2) + 2 * (10 + 2) and not any("FAILED" in l for l in lines)

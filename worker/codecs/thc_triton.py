@@ -47,7 +47,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
+__all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "launch_config", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
            "QUANT_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "self_check",
            "supported", "tile_sides"]
 
@@ -69,18 +69,22 @@ _SEED_BIT = 1 << 62
 QUANT_OCTETS, QUANT_WARPS = 256, 8
 
 
-#: (dot precision, warps) of the transform kernels per block size, picked from the register use
-#: ptxas reports for sm_75/80/90 (``python bench/triton_aot.py``): no spills, and as many warps
-#: resident per SM as the registers allow (16 warps per 32x32 tile keep a thread at <= 128
-#: registers; 4 or 8 warps let the compiler go above and fit fewer warps). Chosen without
-#: timing them: no GPU was at hand.
-#: "tf32x3" (three TF32 products, fp32-accurate, tensor cores) needs sm_80+; plain fp32 ("ieee")
-#: spills beyond 1024-value blocks, so older GPUs keep bigger blocks eager. 4096-value blocks
-#: (64x64 tiles) spill at every warp count on sm_80, so they stay eager everywhere.
+#: (dot precision, warps) of the transform kernels per block size. "tf32x3" (sm_80+): timed on an
+#: H100 with ``python bench/bench_thc_kernels.py`` (Triton 3.6; docs/codecs.md has the table): one
+#: warp per tile (two for 2048-value blocks) was fastest by far, 80 % of the copy bandwidth for
+#: the rotation and 70 % for the inverse at 1024-value blocks against 11 % and 8 % with the 16
+#: warps first picked from register counts alone; several blocks per program
+#: (BLOCKS_PER_PROGRAM) did not help. Three TF32 products keep fp32 accuracy on tensor cores.
+#: "ieee" (plain fp32, sm_75) is still the register-count choice, untimed (no such GPU here):
+#: it spills beyond 1024-value blocks, so older GPUs keep bigger blocks eager. 4096-value
+#: blocks (64x64 tiles) spill at every warp count on sm_80, so they stay eager everywhere.
 LAUNCH_CONFIG = {
-    "tf32x3": {256: 4, 512: 4, 1024: 16, 2048: 16},
+    "tf32x3": {256: 1, 512: 1, 1024: 1, 2048: 2},
     "ieee": {256: 4, 512: 8, 1024: 16},
 }
+#: Hadamard blocks per program of the transform kernels (the ``G`` of their loop), per precision
+#: and block; 1 where nothing was measured. ``bench/bench_thc_kernels.py`` times the choices.
+BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "ieee": {}}
 
 
 def precision_for(capability: Tuple[int, int]) -> str:
@@ -110,13 +114,19 @@ def tile_sides(block: int) -> Tuple[int, int]:
     return 1 << (m // 2), 1 << (m - m // 2)
 
 
-def _launch(device: torch.device, block: int) -> Tuple[str, int]:
+#: (precision, warps, blocks per program) of one launch of a transform kernel
+Launch = Tuple[str, int, int]
+
+
+def launch_config(device: torch.device, block: int) -> Launch:
+    """How the transform kernels are launched for ``block`` on ``device``."""
     if INTERPRET and device.type == "cpu":
-        return "ieee", 4
+        return "ieee", 4, 1
     config = _config(device, block)
     if config is None:
         raise ValueError(f"block={block}: not taken by the kernels on {device} (see LAUNCH_CONFIG)")
-    return config
+    prec, warps = config
+    return prec, warps, BLOCKS_PER_PROGRAM[prec].get(block, 1)
 
 
 if AVAILABLE:
@@ -140,20 +150,28 @@ if AVAILABLE:
         return (1 - 2 * ((byte >> (offs & 7).to(tl.int32)) & 1)).to(tl.float32)
 
     @triton.jit
-    def _rotate_kernel(X, SIGN_BITS, RES, Y, PARTIAL, numel, norm,
-                       R: tl.constexpr, C: tl.constexpr, HAS_RES: tl.constexpr, PREC: tl.constexpr):
+    def _rotate_kernel(X, SIGN_BITS, RES, Y, PARTIAL, numel, nblocks, norm,
+                       R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, HAS_RES: tl.constexpr,
+                       PREC: tl.constexpr):
+        # G consecutive blocks per program (an unrolled loop): the Hadamard tiles are built
+        # once per program and G tiles' loads are in flight together
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
-        offs = pid.to(tl.int64) * (R * C) + (rows[:, None] * C + cols[None, :])
-        x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)  # padding reads as zeros
-        x = x * _sign(SIGN_BITS, offs)
-        y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
-        y = y * norm  # 1 / sqrt(R C): orthonormal
-        if HAS_RES:
-            y += tl.load(RES + offs)
-        tl.store(Y + offs, y)
-        tl.store(PARTIAL + pid, tl.sum(tl.sum(y * y, axis=1), axis=0))
+        h_r = _hadamard_tile(R)
+        h_c = _hadamard_tile(C)
+        for k in tl.static_range(G):
+            blk = pid.to(tl.int64) * G + k
+            if blk < nblocks:  # the last program's group may reach past the last block
+                offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
+                x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)  # padding: zeros
+                x = x * _sign(SIGN_BITS, offs)
+                y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
+                y = y * norm  # 1 / sqrt(R C): orthonormal
+                if HAS_RES:
+                    y += tl.load(RES + offs)
+                tl.store(Y + offs, y)
+                tl.store(PARTIAL + blk, tl.sum(tl.sum(y * y, axis=1), axis=0))
 
     @triton.jit
     def _round_to_index(y, r16, OFFSET, SLOPE, a, half_g, g, top):
@@ -190,19 +208,24 @@ if AVAILABLE:
             tl.store(Y + offs, y - tl.load(DEQ + q), mask=mask)
 
     @triton.jit
-    def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, scale, off0,
-                        R: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr):
+    def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, nblocks, scale, off0,
+                        R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, PREC: tl.constexpr):
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
         local = rows[:, None] * C + cols[None, :]
-        offs = pid.to(tl.int64) * (R * C) + local
-        s = tl.load(SUMS + offs).to(tl.float32)
-        y = tl.dot(tl.dot(_hadamard_tile(R), s, input_precision=PREC), _hadamard_tile(C), input_precision=PREC)
-        y = y * scale  # includes 1 / sqrt(R C)
-        y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
-        y = y * _sign(SIGN_BITS, offs)
-        tl.store(OUT + offs, y, mask=offs < numel)
+        h_r = _hadamard_tile(R)
+        h_c = _hadamard_tile(C)
+        for k in tl.static_range(G):
+            blk = pid.to(tl.int64) * G + k
+            if blk < nblocks:  # the last program's group may reach past the last block
+                offs = blk * (R * C) + local
+                s = tl.load(SUMS + offs).to(tl.float32)
+                y = tl.dot(tl.dot(h_r, s, input_precision=PREC), h_c, input_precision=PREC)
+                y = y * scale  # includes 1 / sqrt(R C)
+                y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
+                y = y * _sign(SIGN_BITS, offs)
+                tl.store(OUT + offs, y, mask=offs < numel)
 
 
 def _check(name: str, t: torch.Tensor, n: int, dtypes: Tuple[torch.dtype, ...], device: torch.device) -> None:
@@ -222,7 +245,7 @@ def pack_sign_bits(signs: torch.Tensor) -> torch.Tensor:
 
 
 def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor], y: torch.Tensor,
-           block: int, partial: torch.Tensor) -> torch.Tensor:
+           block: int, partial: torch.Tensor, config: Optional[Launch] = None) -> torch.Tensor:
     """``y = fwht(signs * pad(x), block) + residual`` (orthonormal, blockwise) in one pass.
 
     Args:
@@ -233,6 +256,8 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
         y: float32 output, padded length (a multiple of ``block``).
         block: Hadamard block, see :func:`supported`.
         partial: float32 scratch of >= ``padded / block`` values: each block's ``sum(y**2)``.
+        config: (precision, warps, blocks per program) instead of :func:`launch_config`'s (for
+            ``bench/bench_thc_kernels.py``).
 
     Returns:
         The first ``padded / block`` values of ``partial`` (sum them for ``||y||**2``).
@@ -247,11 +272,12 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
         _check("residual", residual, padded, (torch.float32,), device)
     r, c = tile_sides(block)
     if nblocks:
-        prec, warps = _launch(device, block)
+        prec, warps, group = config or launch_config(device, block)
         with _LAUNCH_GUARD:
-            _rotate_kernel[(nblocks,)](x, signs, residual if residual is not None else y, y, partial, x.numel(),
-                                       1.0 / math.sqrt(block), R=r, C=c, HAS_RES=residual is not None, PREC=prec,
-                                       num_warps=warps)
+            _rotate_kernel[(triton.cdiv(nblocks, group),)](
+                x, signs, residual if residual is not None else y, y, partial, x.numel(), nblocks,
+                1.0 / math.sqrt(block), R=r, C=c, G=group, HAS_RES=residual is not None, PREC=prec,
+                num_warps=warps)
     return partial[:nblocks]
 
 
@@ -287,13 +313,14 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
 
 
 def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: int, scale: float,
-            offset0: float) -> torch.Tensor:
+            offset0: float, config: Optional[Launch] = None) -> torch.Tensor:
     """``out = (signs * (fwht(sums, block) * scale - offset0 * e_0 per block))[:out.numel()]``.
 
     Args:
         sums: integer lanes (int16/32/64) of the padded length, a multiple of ``block``.
         signs: the padded length's sign bits (:func:`pack_sign_bits`).
         out: float32 result, ``numel <= padded``.
+        config: as :func:`rotate`'s.
     """
     padded, device = sums.numel(), sums.device
     _check("sums", sums, padded, (torch.int16, torch.int32, torch.int64), device)
@@ -303,10 +330,12 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
         raise ValueError(f"sums: {padded} values for block {block} and {out.numel()} outputs")
     r, c = tile_sides(block)
     if padded:
-        prec, warps = _launch(device, block)
+        prec, warps, group = config or launch_config(device, block)
+        nblocks = padded // block
         with _LAUNCH_GUARD:
-            _inverse_kernel[(padded // block,)](sums, signs, out, out.numel(), scale / math.sqrt(block), offset0,
-                                                R=r, C=c, PREC=prec, num_warps=warps)
+            _inverse_kernel[(triton.cdiv(nblocks, group),)](
+                sums, signs, out, out.numel(), nblocks, scale / math.sqrt(block), offset0,
+                R=r, C=c, G=group, PREC=prec, num_warps=warps)
     return out
 
 
