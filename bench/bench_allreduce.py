@@ -25,6 +25,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from hina.demo.local import LocalDeployment, connect_worker, free_tcp_port
+from hina import codecs as codec_registry
 from hina import protocol as P
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
@@ -113,7 +114,9 @@ def main(argv=None) -> int:
     with LocalDeployment(n, words=args.words) as deployment:
         for size in sizes:
             for codec_name in codecs:
-                table = tuple(make_codec("thc", n, 0, size).table) if codec_name == "thc" else None
+                # codecs whose lanes are THC indices need THC's table in the switch's LUT
+                table = (tuple(make_codec(codec_name, n, 0, size).table)
+                         if codec_registry.lookup(codec_name).lut else None)
                 seats = deployment.create_job(job_id=1, n_slots=args.slots, thc_table=table)
                 ctx = mp.get_context("spawn")
                 out = ctx.Queue()

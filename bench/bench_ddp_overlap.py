@@ -180,12 +180,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: this torch sees no GPU")
+    from hina import codecs as codec_registry
     from hina.demo.digits import make_codec
     from hina.demo.local import LocalDeployment, free_tcp_port
     with LocalDeployment(args.workers) as dep:
         table = None
-        if args.codec == "thc":
-            table = tuple(make_codec("thc", args.workers, 0).table)
+        if codec_registry.lookup(args.codec).lut:     # THC indices: the switch maps them
+            table = tuple(make_codec(args.codec, args.workers, 0).table)
         seats = dep.create_job(job_id=1, n_slots=32, thc_table=table)
         ctx = mp.get_context("spawn")
         out = ctx.Queue()

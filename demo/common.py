@@ -37,6 +37,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from hina import codecs as codec_registry
 from hina import protocol as P
 
 from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
@@ -161,6 +162,38 @@ class Workload:
         raise NotImplementedError
 
 
+#: the caption of the sparse workloads' tables
+SPARSE_CAPTION = ("bytes: HINA codecs measured on the wire (Ethernet/IPv4/UDP/HINA headers included); "
+                  "fp32, sparse, fp16, powersgd: gloo's payload, computed (docs/workloads.md)")
+
+
+class SparseCodecs:
+    """The HINA codecs of the sparse workloads (DLRM, MoE), sized by the workload's fields
+    ``lossless_columns``, ``sketch_columns`` and ``sketch_k``."""
+
+    def make_codec(self, mode: str, n_workers: int, rank: int, seed: int):
+        return hina_codec(mode, n_workers, rank, seed, self.lossless_columns, self.sketch_columns,
+                          self.sketch_k)
+
+
+def hina_codec(mode: str, n_workers: int, rank: int, seed: int, lossless_columns: int,
+               sketch_columns: int, sketch_k: float):
+    """HINA's codec of ``mode`` (a registry name) for the sparse workloads (digits' settings
+    but the sizes)."""
+    from hina.worker.codecs import registry
+    params = {
+        "thc": dict(seed=seed),
+        "sketched_sgd": dict(rows=3, columns=sketch_columns, k=sketch_k, sketch_bits=10,
+                             value_bits=6, value_blocks=120, rotate=8, seed=seed),
+        "lossless": dict(columns=lossless_columns, seed=seed),
+        "fixed": {},
+        "adaptive": dict(seed=seed, columns=lossless_columns, sketch_seed=seed),
+    }
+    if mode not in params:
+        raise ValueError(f"mode={mode!r}: one of {HINA_MODES}")
+    return registry.build(mode, n_workers, rank, **params[mode])
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a worker process needs besides its seat (picklable)."""
@@ -174,6 +207,8 @@ class TrainConfig:
     device: str = "cpu"
     hook: str = "async"
     max_steps: Optional[int] = None
+    #: DDP's ``bucket_cap_mb`` for the HINA modes (None: the workload's)
+    hina_bucket_mb: Optional[float] = None
 
 
 # --------------------------------------------------------------------------- densities
@@ -318,7 +353,10 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
         test = tuple(t.to(device) for t in test)
         module = wl.make_model(mode, cfg.seed).to(device)
         names = {id(p): name for name, p in module.named_parameters()}
-        kwargs = {} if wl.bucket_cap_mb is None else {"bucket_cap_mb": wl.bucket_cap_mb}
+        cap = wl.bucket_cap_mb
+        if mode in HINA_MODES and cfg.hina_bucket_mb is not None:
+            cap = cfg.hina_bucket_mb
+        kwargs = {} if cap is None else {"bucket_cap_mb": cap}
         model = DDP(module, device_ids=[device] if device.type == "cuda" else None, **kwargs)
         n_params = sum(p.numel() for p in model.parameters())
         probe = DensityProbe(names)
@@ -430,12 +468,12 @@ def run_mode(workload: Workload, run: RunSpec, args, deployment: Optional[LocalD
     seats: List[Optional[WorkerSeat]] = [None] * args.workers
     if run.mode in HINA_MODES:
         table = None
-        if run.mode == "thc":
-            table = tuple(workload.make_codec("thc", args.workers, 0, run.seed).table)
+        if codec_registry.lookup(run.mode).lut:   # thc, adaptive: the switch maps THC's indices
+            table = tuple(workload.make_codec(run.mode, args.workers, 0, run.seed).table)
         seats = deployment.create_job(job_id=1, n_slots=args.slots, thc_table=table)
     cfg = TrainConfig(workload, run.mode, run.seed, args.workers, args.epochs, args.batch, args.lr,
                       getattr(args, "device", "cpu"), getattr(args, "hook", "async"),
-                      getattr(args, "max_steps", None))
+                      getattr(args, "max_steps", None), getattr(args, "hina_bucket_mb", None))
     try:
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
@@ -587,6 +625,11 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
     parser.add_argument("--hook", choices=("async", "sync"), default="async",
                         help="the DDP hook hands buckets to the aggregation engine's thread "
                              "(async) or aggregates each inside the hook (sync: no overlap)")
+    parser.add_argument("--hina-bucket-mb", type=float, default=None, metavar="MB",
+                        help="DDP's bucket_cap_mb for the HINA modes only (default: the workload's): "
+                             "small buckets give each embedding table its own bucket, so a codec "
+                             "scales or sizes itself per table (torch's PowerSGD hook hangs on gloo "
+                             "with several buckets, so the torch rows keep one)")
     parser.add_argument("--out", default=str(ROOT / "out"))
 
 
@@ -594,6 +637,8 @@ def check_common_args(parser: argparse.ArgumentParser, args, modes: Sequence[str
     """Refuse bad arguments before any worker starts; the runs to do."""
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device available")
+    if args.hina_bucket_mb is not None and not args.hina_bucket_mb > 0:
+        parser.error(f"--hina-bucket-mb {args.hina_bucket_mb}: must be > 0")
     try:
         runs = parse_runs(args.modes, modes)
     except ValueError as exc:
@@ -617,3 +662,26 @@ def save_results(results: Sequence[RunResult], path: Path, extra: Optional[Dict[
     if extra is not None:
         doc = {**extra, "runs": doc}
     path.write_text(json.dumps(doc, indent=1))
+
+
+def report(workload, results, args, out_dir: Path, stem: str, extra: Optional[dict] = None) -> int:
+    """Print the table, the spread over seeds and the densities; save the JSON and the plot."""
+    print_table(results, workload.title, SPARSE_CAPTION, show_seed=True)
+    for line in spread_lines(results):
+        print(line)
+    for r in results:
+        if r.incomplete_peels:
+            print(f"{r.mode}@{r.seed}: {r.incomplete_peels} bucket decode(s) with peeling incomplete "
+                  "(values left to the sketch's median estimate)")
+    probed = next((r for r in results if r.densities), None)
+    if probed is not None:
+        print("\n".join(density_lines(probed)))
+    doc = {"workload": stem, "workers": args.workers, "epochs": args.epochs, "batch": args.batch,
+           "lr": args.lr, "config": repr(workload), **(extra or {})}
+    if hasattr(workload, "oracle_auc"):
+        doc["oracle_auc"] = workload.oracle_auc()
+        print(f"AUC of the generative model's own click probability (the ceiling): {doc['oracle_auc']:.4f}")
+    save_results(results, out_dir / f"{stem}_results.json", doc)
+    save_plot(results, out_dir / f"{stem}_curves.png", f"{stem}: training loss per mode", smooth=10)
+    print(f"results: {out_dir / (stem + '_results.json')}, curves: {out_dir / (stem + '_curves.png')}")
+    return 0

@@ -25,12 +25,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .common import (ALL_MODES, HINA_MODES, Workload, add_common_args, check_common_args,
-                     density_lines, print_table, run_all, save_plot, save_results, spread_lines)
+from .common import (ALL_MODES, SparseCodecs, Workload, add_common_args, check_common_args,
+                     report, run_all)
 
 TITLE = "HINA demo: DLRM on a synthetic click log, DDP through the embedded switch"
-CAPTION = ("bytes: HINA codecs measured on the wire (Ethernet/IPv4/UDP/HINA headers included); "
-           "fp32, sparse, fp16, powersgd: gloo's payload, computed (docs/workloads.md)")
 DEFAULT_MODES = "fp32,sparse,fp16,powersgd,thc,sketched_sgd,lossless,fixed,fp32@1,lossless@1"
 
 
@@ -148,7 +146,7 @@ class Dlrm(nn.Module):
 
 
 @dataclass(frozen=True)
-class DlrmWorkload(Workload):
+class DlrmWorkload(SparseCodecs, Workload):
     """The click log and the model, sized by the fields (the CLI's options)."""
     spec: ClickLogSpec = ClickLogSpec()
     n_train: int = 16384
@@ -194,29 +192,6 @@ class DlrmWorkload(Workload):
         log_ = generate_click_log(self.n_train + self.n_test, self.data_seed, self.spec)
         return float(roc_auc_score(log_.clicks[self.n_train:], log_.prob[self.n_train:]))
 
-    def make_codec(self, mode: str, n_workers: int, rank: int, seed: int):
-        return hina_codec(mode, n_workers, rank, seed, self.lossless_columns, self.sketch_columns,
-                          self.sketch_k)
-
-
-def hina_codec(mode: str, n_workers: int, rank: int, seed: int, lossless_columns: int,
-               sketch_columns: int, sketch_k: float):
-    """HINA's codec of ``mode`` (a registry name) for the sparse workloads (digits' settings
-    but the sizes)."""
-    from hina.worker.codecs import registry
-    params = {
-        "thc": dict(seed=seed),
-        "sketched_sgd": dict(rows=3, columns=sketch_columns, k=sketch_k, sketch_bits=10,
-                             value_bits=6, value_blocks=120, rotate=8, seed=seed),
-        "lossless": dict(columns=lossless_columns, seed=seed),
-        "fixed": {},
-        "adaptive": dict(seed=seed, columns=lossless_columns, sketch_seed=seed),
-    }
-    if mode not in params:
-        raise ValueError(f"mode={mode!r}: one of {HINA_MODES}")
-    return registry.build(mode, n_workers, rank, **params[mode])
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hina.demo.dlrm", description=__doc__.split("\n\n")[0])
     add_common_args(parser, ALL_MODES, DEFAULT_MODES, epochs=2, batch=64, lr=0.5)
@@ -247,29 +222,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     results = run_all(workload, runs, args)
     return report(workload, results, args, out_dir, "dlrm")
-
-
-def report(workload, results, args, out_dir: Path, stem: str, extra: Optional[dict] = None) -> int:
-    """Print the table, the spread over seeds and the densities; save the JSON and the plot."""
-    print_table(results, workload.title, CAPTION, show_seed=True)
-    for line in spread_lines(results):
-        print(line)
-    for r in results:
-        if r.incomplete_peels:
-            print(f"{r.mode}@{r.seed}: {r.incomplete_peels} bucket decode(s) with peeling incomplete "
-                  "(values left to the sketch's median estimate)")
-    probed = next((r for r in results if r.densities), None)
-    if probed is not None:
-        print("\n".join(density_lines(probed)))
-    doc = {"workload": stem, "workers": args.workers, "epochs": args.epochs, "batch": args.batch,
-           "lr": args.lr, "config": repr(workload), **(extra or {})}
-    if hasattr(workload, "oracle_auc"):
-        doc["oracle_auc"] = workload.oracle_auc()
-        print(f"AUC of the generative model's own click probability (the ceiling): {doc['oracle_auc']:.4f}")
-    save_results(results, out_dir / f"{stem}_results.json", doc)
-    save_plot(results, out_dir / f"{stem}_curves.png", f"{stem}: training loss per mode", smooth=10)
-    print(f"results: {out_dir / (stem + '_results.json')}, curves: {out_dir / (stem + '_curves.png')}")
-    return 0
 
 
 if __name__ == "__main__":

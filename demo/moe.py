@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .common import ALL_MODES, Workload, add_common_args, check_common_args, run_all
-from .dlrm import hina_codec, report
+from .common import (ALL_MODES, SparseCodecs, Workload, add_common_args, check_common_args, report,
+                     run_all)
 
 TITLE = "HINA demo: mixture of experts (top-k routing), DDP through the embedded switch"
 MOE_MODES = tuple(m for m in ALL_MODES if m != "sparse")
@@ -96,7 +96,7 @@ class TopKMoE(nn.Module):
 
 
 @dataclass(frozen=True)
-class MoeWorkload(Workload):
+class MoeWorkload(SparseCodecs, Workload):
     spec: RegimeSpec = RegimeSpec()
     n_train: int = 4000
     n_test: int = 2000
@@ -140,11 +140,6 @@ class MoeWorkload(Workload):
     def evaluate(self, module, test) -> float:
         x, y = test
         return float((module(x)[0].argmax(1) == y).float().mean())
-
-    def make_codec(self, mode: str, n_workers: int, rank: int, seed: int):
-        return hina_codec(mode, n_workers, rank, seed, self.lossless_columns, self.sketch_columns,
-                          self.sketch_k)
-
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hina.demo.moe", description=__doc__.split("\n\n")[0])

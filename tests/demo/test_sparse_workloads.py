@@ -18,7 +18,7 @@ WORKERS = 2
 
 def _args(**kw) -> argparse.Namespace:
     base = dict(workers=WORKERS, epochs=50, batch=32, lr=0.5, words=128, slots=32, loss=0.0,
-                device="cpu", hook="async", max_steps=16)
+                device="cpu", hook="async", max_steps=16, hina_bucket_mb=None)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -42,19 +42,26 @@ def _check_table(results, modes):
     assert ratio.endswith("x less") and float(ratio[:-len("x less")]) > 0
 
 
-def test_dlrm_tiny_fp32_and_lossless_through_the_switch(switch):
+def test_dlrm_tiny_fp32_and_adaptive_with_per_table_buckets(switch):
+    """``adaptive`` with ``--hina-bucket-mb`` small enough that every table has a DDP bucket of
+    its own: the sparse tables go lossless and the dense MLP bucket THC, so the job must hold
+    THC's table in the switch's LUT (it once did only for ``thc``: every bucket fell back)."""
     wl = DlrmWorkload(ClickLogSpec(rows=(256, 128, 64)), n_train=4096, n_test=1024)
-    results = run_all(wl, [RunSpec("fp32"), RunSpec("lossless")], _args(), switch)
-    _check_table(results, ["fp32", "lossless"])
-    fp32, lossless = results
+    results = run_all(wl, [RunSpec("fp32"), RunSpec("adaptive")], _args(hina_bucket_mb=0.002),
+                      switch)
+    _check_table(results, ["fp32", "adaptive"])
+    fp32, adaptive = results
     for r in results:
         assert r.steps == 16 and _lowered(r.losses, 4), (r.mode, r.losses)
         assert 0.5 < r.metric <= 1.0, (r.mode, r.metric)
-    # lossless through the switch (a starved switch may make a bucket fall back, not all) and
-    # every decode exact
-    assert lossless.fallback_buckets < lossless.steps - 2 and lossless.incomplete_peels == 0
-    assert lossless.bytes_note.startswith("measured")
-    tables = [p for b in lossless.densities for p in b["params"] if p["name"].startswith("tables.")]
+    assert len(adaptive.densities) >= 4, "the tables and the MLP in buckets of their own"
+    # through the switch (a starved switch may make a bucket fall back, not most) and every
+    # lossless decode exact
+    hooked = len(adaptive.densities) * (adaptive.steps - 2)
+    assert adaptive.fallback_buckets < hooked // 4 and adaptive.incomplete_peels == 0, \
+        (adaptive.fallback_buckets, hooked)
+    assert adaptive.bytes_note.startswith("measured")
+    tables = [p for b in adaptive.densities for p in b["params"] if p["name"].startswith("tables.")]
     assert len(tables) == 3
     for p in tables:        # 32 samples hit at most 32 of a table's rows: sparse gradients
         rows = p["numel"] // 16

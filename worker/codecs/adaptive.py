@@ -81,6 +81,12 @@ class AdaptiveCodec(Codec):
         self.last_nonzeros: Dict[Hashable, int] = {}
         self.log_config()
 
+    @property
+    def table(self) -> tuple:
+        """The THC table of the dense buckets: the job must install it in the switch's LUT, as
+        for the ``thc`` codec."""
+        return self.dense.table
+
     # ------------------------------------------------------------------ the choice
     @property
     def capacity(self) -> int:
