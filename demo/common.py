@@ -444,7 +444,7 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
             result.fallback_buckets = state.stats["fallback_buckets"]
             result.retransmissions = total.retransmissions
             codec = state.codec
-            result.incomplete_peels = getattr(getattr(codec, "sparse", codec), "incomplete_peels", 0)
+            result.incomplete_peels = getattr(codec, "incomplete_peels", 0)
             state.transport.close()
         elif counter is not None:
             result.bytes_per_step = float(np.mean(step_bytes[START_ITER:] or step_bytes))

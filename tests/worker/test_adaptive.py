@@ -36,8 +36,25 @@ def test_capacity_and_choice():
     fits = c.capacity // N
     assert c.choose(NUMEL, fits) == "lossless"
     assert c.choose(NUMEL, fits + 1) == "thc"               # might not peel: never risked
-    # a bucket so small that the sketch costs more than THC's bytes: THC even when sparse
-    assert c.choose(1000, 1) == "thc"
+    # a bucket so small that even the smallest sketch costs more than THC's bytes: THC
+    assert c.plan(1000, 100) == ("thc", 0)
+
+
+def test_the_sketch_is_sized_for_the_bucket():
+    """The smallest power-of-two sketch whose peeling capacity holds n * m, from min_columns up
+    to columns: a small sparse bucket goes exact with a small sketch."""
+    c = AdaptiveCodec(N, columns=1 << 12, min_columns=64)
+    for m in (0, 1, 10, 100, 1000, 2500):
+        cols = c.sketch_columns(m)
+        assert cols is not None and N * m <= c.capacity_of(cols), (m, cols)
+        assert cols == 64 or N * m > c.capacity_of(cols // 2), (m, cols)
+    assert c.sketch_columns(c.capacity // N + 1) is None
+    assert c.plan(1000, 1) == ("lossless", 64)               # 896 B up and down < THC's 2500
+    assert c.plan(16384, 600) == ("lossless", 1024)          # a DLRM table's bucket
+    with pytest.raises(ValueError, match="power of two"):
+        AdaptiveCodec(N, columns=1000)
+    with pytest.raises(ValueError, match="exceeds"):
+        AdaptiveCodec(N, columns=64, min_columns=128)
 
 
 def test_sparse_bucket_is_the_lossless_codecs_result_bit_for_bit():
@@ -45,7 +62,9 @@ def test_sparse_bucket_is_the_lossless_codecs_result_bit_for_bit():
     codecs = _codecs()
     out = reference_allreduce(codecs, grads)
     assert [c.last_choice[0] for c in codecs] == ["lossless"] * N
-    want = reference_allreduce([LosslessSketchCodec(N, columns=COLUMNS, seed=5)
+    columns = codecs[0].last_columns[0]
+    assert columns == 128 and all(c.last_columns[0] == columns for c in codecs)   # 160 <= 314
+    want = reference_allreduce([LosslessSketchCodec(N, columns=columns, seed=5)
                                 for _ in range(N)], grads)
     assert all(torch.equal(o, w) for o, w in zip(out, want))
 
@@ -77,7 +96,7 @@ def test_random_sparse_gradients_are_exact_to_the_fixed_point_step(nnz, seed, sc
     codecs = _codecs()
     out = reference_allreduce(codecs, grads)
     assert codecs[0].last_choice[0] == "lossless"
-    want = reference_allreduce([LosslessSketchCodec(N, columns=COLUMNS, seed=5)
+    want = reference_allreduce([LosslessSketchCodec(N, columns=codecs[0].last_columns[0], seed=5)
                                 for _ in range(N)], grads)
     assert all(torch.equal(o, w) for o, w in zip(out, want))
     mean = torch.stack(grads).mean(0)
@@ -120,3 +139,21 @@ def test_bad_rounds_are_refused():
     g[3] = float("nan")
     with pytest.raises(NonFiniteGradientError, match="local"):
         c.agreement(g)
+
+
+def test_a_failed_lossless_call_restored_changes_nothing():
+    """The same with a sparse bucket whose sketch size is first used in the failed call."""
+    grads = _sparse(40, seed=9)
+    codecs, fresh = _codecs(), _codecs()
+    snaps = [c.snapshot(0) for c in codecs]
+    agreed = reference_agree([c.agreement(g, 0) for c, g in zip(codecs, grads)])
+    lanes = [c.encode(g, agreed, 0) for c, g in zip(codecs, grads)]
+    round2 = reference_aggregate(lanes)
+    [c.followup(round2, agreed, 0, l.meta) for c, l in zip(codecs, lanes)]   # lossless lanes, lost
+    assert codecs[0].last_columns[0] == 128
+    for c, s in zip(codecs, snaps):
+        c.restore(0, s)
+    assert 0 not in codecs[0].last_columns
+    got = reference_allreduce(codecs, grads)
+    want = reference_allreduce(fresh, grads)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
