@@ -136,6 +136,9 @@ class Workload:
     has_embeddings = False
     #: DDP's ``bucket_cap_mb`` (None: DDP's default)
     bucket_cap_mb: Optional[float] = None
+    #: DDP's ``bucket_cap_mb`` for the HINA modes (None: ``bucket_cap_mb``); ``--hina-bucket-mb``
+    #: overrides it
+    hina_bucket_cap_mb: Optional[float] = None
     momentum = 0.9
 
     def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
@@ -354,8 +357,9 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
         module = wl.make_model(mode, cfg.seed).to(device)
         names = {id(p): name for name, p in module.named_parameters()}
         cap = wl.bucket_cap_mb
-        if mode in HINA_MODES and cfg.hina_bucket_mb is not None:
-            cap = cfg.hina_bucket_mb
+        if mode in HINA_MODES:
+            cap = next((c for c in (cfg.hina_bucket_mb, wl.hina_bucket_cap_mb, cap) if c is not None),
+                       None)
         kwargs = {} if cap is None else {"bucket_cap_mb": cap}
         model = DDP(module, device_ids=[device] if device.type == "cuda" else None, **kwargs)
         n_params = sum(p.numel() for p in model.parameters())
@@ -626,7 +630,8 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
                         help="the DDP hook hands buckets to the aggregation engine's thread "
                              "(async) or aggregates each inside the hook (sync: no overlap)")
     parser.add_argument("--hina-bucket-mb", type=float, default=None, metavar="MB",
-                        help="DDP's bucket_cap_mb for the HINA modes only (default: the workload's): "
+                        help="DDP's bucket_cap_mb for the HINA modes only (default: the workload's; "
+                             "dlrm: 0.01, a bucket per embedding table): "
                              "small buckets give each embedding table its own bucket, so a codec "
                              "scales or sizes itself per table (torch's PowerSGD hook hangs on gloo "
                              "with several buckets, so the torch rows keep one)")

@@ -162,6 +162,12 @@ class DlrmWorkload(SparseCodecs, Workload):
 
     name = "dlrm"
     title = TITLE
+    #: HINA's modes get a DDP bucket per embedding table (and the MLPs in the rest): a codec
+    #: then scales (THC) or sizes (adaptive's lossless sketch) itself per table. In one bucket
+    #: THC's scale is the top MLP's and the tables' gradients drown in its noise
+    #: (bench/analyze_thc_buckets.py; docs/workloads.md). torch's hooks keep DDP's default
+    #: buckets (powerSGD_hook hangs on gloo with several).
+    hina_bucket_cap_mb = 0.01
     metric_name = "test AUC"
     has_embeddings = True
 
