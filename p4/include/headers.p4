@@ -59,7 +59,7 @@ header hina_harvest_t {
 // Block-sparse messages (OP_BLOCK_SUM, OP_BLOCK_SKIP and their RESULT): which block, and the
 // next one: in a contribution, the sender's next nonzero block after this one; in a RESULT, the
 // next block the slot aggregates (the minimum of its round's announcements). HINA_BLOCK_END: none.
-header hina_block_t {
+header hina_sparse_t {
     bit<32> block;
     bit<32> next;
 }
@@ -88,7 +88,7 @@ struct headers_t {
     ipv4_t         ipv4;
     udp_t          udp;
     hina_t         hina;
-    hina_block_t   block;
+    hina_sparse_t  block;
     hina_harvest_t harvest;
     hina_thc_t     thc;
     hina_pairs_t   pairs;
