@@ -30,7 +30,7 @@ def test_block_sparse_run_is_bit_equal_to_the_reference(target, density):
     job = J.make_job(1, n_workers, n_slots=2, reg_base=1)
     J.install(target, job)
     qs = sparse_vectors(rng, n_workers, n_blocks, TEST_WORDS, density)
-    qs[1][: TEST_WORDS * n_blocks - 5] *= (density < 1.0)   # worker 1: at most the last block
+    qs[1][: TEST_WORDS * n_blocks - 5] *= density >= 1.0   # worker 1: at most the last block
     run = run_block_sparse(_send(target), job, qs, TEST_WORDS, rng, lose=0.3, duplicate=0.3)
     np.testing.assert_array_equal(run.result, B.reference_sum(qs))
     nonzero = [B.nonzero_blocks(q, TEST_WORDS) for q in qs]
