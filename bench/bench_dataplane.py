@@ -38,6 +38,25 @@ def slot_frames(job, op, words, n_packets, rng):
     return frames, 2 * words if op == P.Op.LUT_SUM else words
 
 
+def block_frames(job, words, n_packets, rng, skip: float):
+    """Block-sparse rounds (BLOCK_SUM, or BLOCK_SKIP with probability ``skip`` per worker and
+    round, at least one BLOCK_SUM per round): the switch's block-sparse path as workers use it."""
+    from hina.testing.frames import block_contribution
+    n = len(job.workers)
+    frames = []
+    for seq in range(max(1, n_packets // n)):
+        slot, pool = seq % job.n_slots, (seq // job.n_slots) % 2
+        block = seq                        # stream `slot` aggregates blocks slot, slot + n_slots..
+        skips = rng.random(n) < skip
+        skips[rng.integers(n)] = False
+        for w in range(n):
+            values = None if skips[w] else rng.integers(0, 1 << 20, words)
+            frames.append((job.workers[w].port,
+                           block_contribution(job, w, block, block + job.n_slots, values,
+                                              slot=slot, pool=pool, seq=seq)))
+    return frames, words
+
+
 def pairs_frames(job, n_packets, rng):
     frames = []
     n = len(job.workers)
@@ -71,6 +90,8 @@ def run(words: int, n_packets: int, n_workers: int,
     rng = np.random.default_rng(0)
     rows = []
     modes = [("SUM", P.Op.SUM), ("MAX", P.Op.MAX), ("OR", P.Op.OR), ("THC LUT_SUM", P.Op.LUT_SUM),
+             ("BLOCK_SUM (block-sparse)", P.Op.BLOCK_SUM),
+             ("BLOCK_SKIP 75 % (block-sparse)", P.Op.BLOCK_SKIP),
              ("PAIRS (in-switch sketch)", None), ("HARVEST", None)]
     for name, op in modes:
         best, outputs = float("inf"), 0
@@ -81,7 +102,10 @@ def run(words: int, n_packets: int, n_workers: int,
             install(target, job)
             if op == P.Op.LUT_SUM:
                 install_lut(target, 1, words=words)
-            if op is not None:
+            if op in (P.Op.BLOCK_SUM, P.Op.BLOCK_SKIP):
+                frames, coords = block_frames(job, words, n_packets, rng,
+                                              skip=0.75 if op == P.Op.BLOCK_SKIP else 0.0)
+            elif op is not None:
                 frames, coords = slot_frames(job, op, words, n_packets, rng)
             elif name.startswith("PAIRS"):
                 frames, coords = pairs_frames(job, n_packets, rng)

@@ -60,11 +60,26 @@ def in_switch_sketch(words: int, dim: int, density: float, rows: int = P.SKETCH_
     return up / dim, down / dim
 
 
+def block_sparse(words: int, density: float, n_workers: int = 4) -> tuple[float, float]:
+    """Block-sparse SUM (protocol v4): each block of ``words`` lanes nonzero at a worker with
+    probability ``density`` (independently); a round per block nonzero at some worker, in which
+    every worker sends BLOCK_SUM (its nonzero block) or BLOCK_SKIP (the block header only);
+    every worker gets the RESULT (block header + lanes). Per coordinate, in expectation (the
+    rounds of the streams' first blocks and the padding rounds are left out: a few per call)."""
+    union = 1.0 - (1.0 - density) ** n_workers
+    skip = frame_bytes(P.BLOCK_HEADER_BYTES)
+    lanes = frame_bytes(P.BLOCK_HEADER_BYTES + 4 * words)
+    up = (density * lanes + (union - density) * skip) / words
+    down = union * lanes / words
+    return up, down
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--words", type=int, nargs="+", default=list(P.SUPPORTED_WORDS))
     ap.add_argument("--dim", type=int, default=1_000_000)
     ap.add_argument("--density", type=float, nargs="+", default=[0.01, 0.05, 0.10])
+    ap.add_argument("--block-density", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
     args = ap.parse_args(argv)
     print(f"bytes per gradient coordinate (headers {HEADERS} B per frame; fp32 = {FP32:.2f})")
     print(f"{'codec':<34}{'HINA_WORDS':>11}{'up':>8}{'down':>8}{'vs fp32 up':>12}")
@@ -87,6 +102,12 @@ def main(argv=None) -> int:
         up, down = in_switch_sketch(P.WORDS, args.dim, d)
         print(f"{f'in-switch sketch, density {d:g}':<34}{P.WORDS:>11}{up:>8.3f}{down:>8.3f}"
               f"{FP32 / up:>11.2f}x")
+    for d in args.block_density:
+        up, down = block_sparse(P.WORDS, d)
+        print(f"{f'block-sparse, {d:g} blocks nonzero':<34}{P.WORDS:>11}{up:>8.3f}{down:>8.3f}"
+              f"{FP32 / up:>11.2f}x")
+    print("(block-sparse: 4 workers, each block nonzero per worker independently; a block zero "
+          "at every worker costs nothing, one zero at a worker costs it a 66 B BLOCK_SKIP)")
     print(f"(sketches: d = {args.dim}, {P.SKETCH_ROWS} rows, columns = next power of two >= "
           "1.25 * nonzeros; dense adds a d-bit nonzero bitmap)")
     return 0 if ok else 1

@@ -35,7 +35,7 @@ def check_multicast(job, replies, expected, op):
         np.testing.assert_array_equal(r.words(), expected)
 
 
-@pytest.mark.parametrize("op", list(P.Op), ids=lambda o: o.name)
+@pytest.mark.parametrize("op", [P.Op.SUM, P.Op.LUT_SUM, P.Op.MAX, P.Op.OR], ids=lambda o: o.name)
 @pytest.mark.parametrize("n_workers", range(2, 9))
 def test_exact_result_matches_numpy(target, op, n_workers):
     rng = np.random.default_rng(1000 * n_workers + op)

@@ -5,7 +5,7 @@ counter cell. BMv2 is the reference. Skipped, with the reason, where BMv2 cannot
 * every P4 program: hypothesis draws table contents from the program's P4Info and frames from a
   shared value pool (so they hit the entries), mutated and malformed ones included;
 * ``p4/hina.p4`` at 64 and 128 words: hypothesis draws jobs (workers, slots, LUT, generation)
-  and worker traffic (every op, slots, pools, sequence numbers, retransmissions, generations
+  and worker traffic (every op, block-sparse ones included, slots, pools, sequence numbers, retransmissions, generations
   matching or stale, strangers, frames on wrong ingress ports or with wrong source MACs),
   mutated, with generation bumps by the controller in between;
 * the malformed-frame cases of ``tests/softswitch/test_frame_fuzz.py`` around a routed l3fwd
@@ -138,7 +138,7 @@ def test_malformed_frames_agree_with_bmv2(burst):
 # ------------------------------------------------------------------------------------------------
 # hina.p4: jobs and worker traffic
 # ------------------------------------------------------------------------------------------------
-OPS = (P.Op.SUM, P.Op.LUT_SUM, P.Op.MAX, P.Op.OR)
+OPS = (P.Op.SUM, P.Op.LUT_SUM, P.Op.MAX, P.Op.OR, P.Op.BLOCK_SUM, P.Op.BLOCK_SKIP)
 #: Ingress ports of forged frames: the ports of a generated job's workers (1..4) and one outside.
 FORGERY_PORTS = (1, 2, 3, 4, 5)
 
@@ -166,9 +166,15 @@ def hina_frame(draw, job, words: int) -> tuple[int, bytes]:
     values = np.full(count, base, dtype=np.int64)
     values[draw(st.integers(0, count - 1))] = draw(st.integers(0, top))
     generation = draw(S.hina_generation(job.generation))
-    data = J.contribution(job, worker, op, values, slot=draw(st.integers(0, job.n_slots)),
-                          pool=draw(st.integers(0, 1)), seq=draw(st.integers(0, 3)),
-                          generation=generation)
+    where = dict(slot=draw(st.integers(0, job.n_slots)), pool=draw(st.integers(0, 1)),
+                 seq=draw(st.integers(0, 3)), generation=generation)
+    if op in (P.Op.BLOCK_SUM, P.Op.BLOCK_SKIP):     # block-sparse (v4): block header first
+        block = draw(st.integers(0, 3))
+        nxt = draw(st.sampled_from([block + 1, block + 2, P.BLOCK_END, block]))
+        data = J.block_contribution(job, worker, block, nxt,
+                                    values if op == P.Op.BLOCK_SUM else None, **where)
+    else:
+        data = J.contribution(job, worker, op, values, **where)
     port = job.workers[worker].port
     kind = draw(st.integers(0, 9))
     if kind == 0:                                             # now and then, a stranger

@@ -83,6 +83,14 @@ def test_a_busy_job_leaves_every_register_of_another_untouched(target):
                 rng.integers(1, 100, TEST_WORDS)
             send(target, a, w, contribution(a, w, op, vals, slot=seq % 2, pool=(seq // 2) % 2,
                                             seq=seq))
+    # And a block-sparse round on each slot (chunks 4 and 5: pool 0 again).
+    from hina.testing.frames import block_contribution
+    for seq in (4, 5):
+        for w in range(2):
+            send(target, a, w, block_contribution(a, w, seq % 2, seq % 2 + 2,
+                                                  rng.integers(1, 100, TEST_WORDS) if w else None,
+                                                  slot=seq % 2, pool=0, seq=seq))
+    assert target.register_read(pipeline.BLOCK_NEXT, 0) == 2
     ranges = register_ranges(b)
     lanes = {pipeline.lane_register(0), pipeline.lane_register(TEST_WORDS - 1)}
     touched = []

@@ -16,7 +16,7 @@ from scapy.packet import raw
 
 from hina import hashing, pipeline
 from hina import protocol as P
-from hina.layers import (HINA, HINAHarvest, HINAPair, HINAPairs, HINAThc, HINAWords, pack_nibbles,
+from hina.layers import (HINA, HINABlock, HINAHarvest, HINAPair, HINAPairs, HINAThc, HINAWords, pack_nibbles,
                          unpack_nibbles)
 
 INCLUDE = Path(__file__).resolve().parent.parent / "p4" / "include"
@@ -43,6 +43,7 @@ def test_p4_defines_match_protocol_constants():
         "HINA_MAX_JOBS": P.MAX_JOB_ID + 1,
         "HINA_SKETCH_ROWS": P.SKETCH_ROWS, "HINA_SKETCH_CAPACITY": P.SKETCH_CAPACITY,
         "HINA_PAIR_STREAMS": P.PAIR_STREAMS, "HINA_REASONS": P.REASONS,
+        "HINA_BLOCK_BYTES": P.BLOCK_HEADER_BYTES, "HINA_BLOCK_END": P.BLOCK_END,
         "HINA_ROW_OFFSET_MULTIPLIER": hashing.ROW_OFFSET_MULTIPLIER,
         "HINA_HASH_PASSES": hashing.HASH_PASSES,
     }
@@ -68,7 +69,7 @@ def test_p4_hina_header_is_header_bytes_long():
 def test_header_golden_bytes_and_dissection():
     h = HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.LUT_SUM, flags=P.Flag.RETRANSMIT, count=0,
              job_id=0x0102, pool=1, slot=0x0304, seq=0xA0B0C0D0, generation=0x0506)
-    assert raw(h) == bytes.fromhex("31 02 02 00 0102 8304 A0B0C0D0 0506 0000")
+    assert raw(h) == bytes.fromhex("41 02 02 00 0102 8304 A0B0C0D0 0506 0000")
     pkt = Ether(raw(Ether() / IP() / UDP(sport=40000, dport=P.UDP_PORT_BASE + 3) / h
                     / HINAThc.from_indices([1, 2, 15, 0])))
     assert pkt[HINA].slot == 0x304 and pkt[HINA].pool == 1 and pkt[HINA].job_id == 0x102
@@ -111,6 +112,29 @@ def test_pack_header_refuses_values_that_do_not_fit_unless_told_to_wrap():
         "slot"] == 5
     with pytest.raises(ValueError, match="shorter than the 16-byte"):
         P.unpack_header(b"\x31" * 15)
+
+
+def test_block_header_golden_bytes_dissection_and_sizes():
+    """v4's block-sparse messages: the 8-byte block header (block, next) after the HINA header,
+    then the lanes (BLOCK_SUM, its RESULT) or nothing (BLOCK_SKIP)."""
+    h = HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.BLOCK_SUM, job_id=1, slot=2, seq=3)
+    pkt = h / HINABlock(block=5, next=9) / HINAWords(words=[1, -1])
+    assert raw(pkt) == bytes.fromhex("41 05 00 00 0001 0002 00000003 0001 0000"
+                                     "00000005 00000009 00000001 FFFFFFFF")
+    back = HINA(raw(pkt))
+    assert (back[HINABlock].block, back[HINABlock].next) == (5, 9)
+    assert back[HINAWords].words == [1, -1]
+    skip = HINA(raw(HINA(op=P.Op.BLOCK_SKIP) / HINABlock(block=7)))
+    assert skip[HINABlock].next == P.BLOCK_END and not skip[HINABlock].payload
+    assert "next=END" in skip[HINABlock].mysummary()
+    result = HINA(raw(HINA(msg_type=P.MsgType.RESULT, op=P.Op.BLOCK_SUM) / HINABlock(block=1, next=4)
+                      / HINAWords(words=[7])))
+    assert result[HINABlock].next == 4 and result[HINAWords].words == [7]
+    W = 64
+    assert P.payload_bytes(P.MsgType.AGGREGATE, P.Op.BLOCK_SUM, words=W) == 8 + 4 * W
+    assert P.payload_bytes(P.MsgType.AGGREGATE, P.Op.BLOCK_SKIP, words=W) == 8
+    assert P.payload_bytes(P.MsgType.RESULT, P.Op.BLOCK_SUM, words=W) == 8 + 4 * W
+    assert P.payload_bytes(P.MsgType.RESULT, P.Op.SUM, words=W) == 4 * W
 
 
 def test_notice_layer_names_the_reason():

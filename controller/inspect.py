@@ -39,13 +39,13 @@ def decode_lanes(words: Sequence[int], lane_op: str) -> list[int]:
         >>> decode_lanes([0x00030005], "LUT_SUM")
         [3, 5]
     """
-    if lane_op == "SUM":
+    if lane_op in ("SUM", "BLOCK_SUM"):
         return [w - (1 << 32) if w >> 31 else w for w in words]
     if lane_op == "LUT_SUM":
         return [v for w in words for v in ((w >> P.THC_SUM_BITS) & _MASK16, w & _MASK16)]
     if lane_op in ("MAX", "OR"):
         return [w & _MASK32 for w in words]
-    raise ValueError(f"lane op {lane_op!r}: expected SUM, LUT_SUM, MAX or OR")
+    raise ValueError(f"lane op {lane_op!r}: expected SUM, BLOCK_SUM, LUT_SUM, MAX or OR")
 
 
 def _members(bitmap: int) -> list[int]:

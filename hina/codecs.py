@@ -15,6 +15,7 @@ name       lane op   what it is
 fp32       (none)    plain DDP all-reduce, not through the switch (the baseline)
 thc        LUT_SUM   THC: randomized Hadamard + 4-bit table indices, summed by lookup
 fixed      SUM       per-block fixed point in int32 lanes
+block_sparse BLOCK_SUM fixed point, only nonzero blocks sent (OmniReduce-style rounds)
 fetchsgd   SUM       count sketch with momentum and error feedback (FetchSGD)
 sketched_sgd SUM     two rounds: a summed sketch picks candidates, then their exact sums
 lossless   SUM       nonzero bitmap (OR) + count sketch with peeling: exact for sparse data
@@ -123,6 +124,8 @@ register(CodecInfo("fp32", "", "plain fp32 all-reduce (gloo/NCCL), not through t
 register(CodecInfo("thc", "LUT_SUM", "THC: randomized Hadamard, 4-bit table indices summed by "
                                      "the switch's lookup table", lut=True))
 register(CodecInfo("fixed", "SUM", "per-block fixed point in int32 lanes (exact to its step)"))
+register(CodecInfo("block_sparse", "BLOCK_SUM", "fixed point, block-sparse: only nonzero "
+                                                "blocks are sent, the switch sums by block index"))
 register(CodecInfo("fetchsgd", "SUM", "FetchSGD: count sketch with momentum and error "
                                       "feedback, top-k unsketched", sketch=True))
 register(CodecInfo("sketched_sgd", "SUM", "Sketched SGD: a summed sketch picks k candidates, "

@@ -27,7 +27,7 @@ from scapy.packet import Packet, bind_layers
 
 from . import protocol as P
 
-__all__ = ["HINA", "HINAWords", "HINAThc", "HINAPair", "HINAPairs", "HINAHarvest",
+__all__ = ["HINA", "HINABlock", "HINAWords", "HINAThc", "HINAPair", "HINAPairs", "HINAHarvest",
            "pack_nibbles", "unpack_nibbles"]
 
 _MSG_NAMES = {m.value: m.name for m in P.MsgType}
@@ -87,6 +87,8 @@ class HINA(Packet):
 
     def guess_payload_class(self, payload):
         t = self.msg_type
+        if t in (P.MsgType.AGGREGATE, P.MsgType.RESULT) and self.op in _BLOCK_OPS:
+            return HINABlock
         if t == P.MsgType.AGGREGATE:
             return HINAThc if self.op == P.Op.LUT_SUM else HINAWords
         if t == P.MsgType.RESULT:
@@ -96,6 +98,24 @@ class HINA(Packet):
         if t in (P.MsgType.HARVEST, P.MsgType.RESET, P.MsgType.HARVEST_DATA):
             return HINAHarvest
         return Packet.guess_payload_class(self, payload)
+
+
+class HINABlock(Packet):
+    """The block header of block-sparse messages (``BLOCK_SUM``, ``BLOCK_SKIP`` and their
+    RESULT): the block aggregated and the next block (the sender's next nonzero block; in a
+    RESULT, the next block to aggregate), ``BLOCK_END`` for none."""
+    name = "HINA block"
+    fields_desc = [IntField("block", 0), XIntField("next", P.BLOCK_END)]
+
+    def mysummary(self):
+        nxt = "END" if self.next == P.BLOCK_END else self.next
+        return f"HINA block {self.block} next={nxt}"
+
+    def guess_payload_class(self, payload):
+        return HINAWords if payload else Packet.guess_payload_class(self, payload)
+
+
+_BLOCK_OPS = (P.Op.BLOCK_SUM, P.Op.BLOCK_SKIP)
 
 
 class HINAWords(Packet):

@@ -44,6 +44,9 @@ SLOT_SEQ = f"{P.INGRESS}.slot_state.slot_seq"
 SLOT_BITMAP = f"{P.INGRESS}.slot_state.slot_bitmap"
 SLOT_COUNT = f"{P.INGRESS}.slot_state.slot_count"
 SLOT_FLAGS = f"{P.INGRESS}.slot_flags.slot_flags"
+#: Block-sparse: the block of each slot copy's current round, and the smallest next announced.
+BLOCK_INDEX = f"{P.INGRESS}.slot_state.block_index"
+BLOCK_NEXT = f"{P.INGRESS}.slot_state.block_next"
 PAIR_NEXT_SEQ = f"{P.INGRESS}.sketch_update.pair_next_seq"
 PAIR_GENERATION = f"{P.INGRESS}.sketch_update.pair_generation"
 
@@ -249,6 +252,7 @@ def register_ranges(job: JobSpec) -> list[tuple[str, int, int]]:
     streams = (job.pair_stream_base, len(job.workers))
     ranges = [(SLOT_GENERATION, *per_copy), (SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy),
               (SLOT_FLAGS, *per_copy), (SLOT_BITMAP, *per_copy),
+              (BLOCK_INDEX, *per_copy), (BLOCK_NEXT, *per_copy),
               (PAIR_GENERATION, *streams), (PAIR_NEXT_SEQ, *streams)]
     ranges += [(lane_register(w), *per_copy) for w in range(job.words)]
     if job.sketch_columns:

@@ -13,6 +13,10 @@ Frame layout (see ``docs/protocol.md``)::
 Payloads by message type and lane operation:
 
 * ``AGGREGATE`` with op ``SUM``, ``MAX`` or ``OR``: ``words`` -- ``WORDS`` big-endian 32-bit lanes.
+* ``AGGREGATE`` with op ``BLOCK_SUM`` (block-sparse): a block header (block u32, next u32,
+  BLOCK_HEADER_BYTES), then ``WORDS`` big-endian 32-bit lanes; with op ``BLOCK_SKIP``: the block
+  header alone (the sender's block is zero). Their RESULT (op ``BLOCK_SUM``): the block header
+  (the block summed, the next block to aggregate or BLOCK_END) and ``words``.
 * ``AGGREGATE`` with op ``LUT_SUM`` (THC): ``WORDS`` bytes, two 4-bit table indices per byte,
   first coordinate in the high nibble. The RESULT carries ``WORDS`` 32-bit words, that is
   ``2 * WORDS`` big-endian 16-bit sums of table values in coordinate order.
@@ -39,9 +43,10 @@ UDP_PORT_COUNT = 16
 #: Mask the parser applies to the UDP destination port (``dport & mask == base``).
 UDP_PORT_MASK = 0xFFFF & ~(UDP_PORT_COUNT - 1)
 #: Protocol version carried in the header; anything else is MALFORMED. Version 2 added the
-#: ``generation`` field and the NOTICE message; version 3 made the UDP checksum mandatory
-#: (docs/protocol.md, "Changelog").
-VERSION = 3
+#: ``generation`` field and the NOTICE message; version 3 made the UDP checksum mandatory;
+#: version 4 added block-sparse aggregation (ops BLOCK_SUM and BLOCK_SKIP, the block header,
+#: drop reason BAD_BLOCK) (docs/protocol.md, "Changelog").
+VERSION = 4
 #: A UDP checksum field of 0: the sender computed none (refused since version 3: BAD_CHECKSUM).
 UDP_NO_CHECKSUM = 0
 
@@ -66,6 +71,10 @@ UDP_BYTES = 8
 HEADER_BYTES = 16
 #: Bytes of the harvest header (HARVEST, RESET, HARVEST_DATA).
 HARVEST_HEADER_BYTES = 4
+#: Bytes of the block header of block-sparse messages (block u32, next u32).
+BLOCK_HEADER_BYTES = 8
+#: The ``next`` of a block header that says "no further nonzero block" (P4 ``HINA_BLOCK_END``).
+BLOCK_END = 0xFFFFFFFF
 #: 32-bit payload words per packet (P4 ``HINA_WORDS``; 64, 128 or 256).
 WORDS = 128
 #: Values of ``HINA_WORDS`` the P4 program can be compiled with.
@@ -124,9 +133,16 @@ def payload_bytes(msg_type: "MsgType", op: "Op" = None, words: int = WORDS,
     if msg_type is MsgType.AGGREGATE:
         if op is None:
             raise ValueError("payload_bytes: AGGREGATE needs an op")
-        return words if Op(op) is Op.LUT_SUM else 4 * words
+        op = Op(op)
+        if op is Op.BLOCK_SKIP:
+            return BLOCK_HEADER_BYTES
+        if op is Op.BLOCK_SUM:
+            return BLOCK_HEADER_BYTES + 4 * words
+        return words if op is Op.LUT_SUM else 4 * words
     if msg_type is MsgType.RESULT:
-        return 4 * words
+        # Block-sparse results carry the block header before the lanes.
+        block = op is not None and Op(op) in (Op.BLOCK_SUM, Op.BLOCK_SKIP)
+        return (BLOCK_HEADER_BYTES if block else 0) + 4 * words
     if msg_type in (MsgType.PAIRS, MsgType.PAIRS_ACK):
         return pairs * PAIR_BYTES
     if msg_type in (MsgType.HARVEST, MsgType.RESET):
@@ -173,7 +189,7 @@ def pack_header(msg_type: int, op: int = 0, *, flags: int = 0, count: int = 0, j
 
     Example::
         >>> pack_header(MsgType.AGGREGATE, Op.SUM, job_id=3, slot=1, pool=1, seq=5).hex()
-        '31010000000380010000000500010000'
+        '41010000000380010000000500010000'
     """
     values = dict(version=version, msg_type=msg_type, op=op, flags=flags, count=count,
                   job_id=job_id, pool=pool, slot=slot, seq=seq, generation=generation,
@@ -280,6 +296,9 @@ class Op(enum.IntEnum):
     LUT_SUM = 2        # THC: 4-bit indices -> controller-installed table values, 16-bit sums
     MAX = 3            # unsigned 32-bit maximum (non-negative float32 bits order as integers)
     OR = 4             # bitwise OR (sketch index bitmaps)
+    BLOCK_SUM = 5      # block-sparse: one nonzero block (block header + lanes), SUM as op SUM
+    BLOCK_SKIP = 6     # block-sparse: the sender's block is zero (block header only); RESULTs
+                       # of block-sparse rounds always carry op BLOCK_SUM
 
 
 class Flag(enum.IntFlag):
@@ -307,6 +326,8 @@ class DropReason(enum.IntEnum):
     STALE_GENERATION = 10  # admitted sender, but not the job's current generation (NOTICE sent)
     BAD_CHECKSUM = 11    # UDP checksum missing (0) or wrong: the frame was corrupted after the
                          # FCS (a NIC, host memory), or its sender computed none
+    BAD_BLOCK = 12       # block-sparse: the block index is not the one the slot copy's current
+                         # round aggregates (a worker out of step with the others)
 
 
 #: Size of the reason counter array (P4 ``HINA_REASONS``): reasons are 1..REASONS-1.

@@ -2,11 +2,13 @@
  *
  * One program serves every mode: slot aggregation with the lane operations SUM (32-bit fixed
  * point, overflow flagged), LUT-SUM (THC), MAX and OR -- dense count sketches are SUM counters
- * plus OR bitmaps -- and the in-switch count sketch (PAIRS, HARVEST, RESET).
+ * plus OR bitmaps -- block-sparse SUM (BLOCK_SUM / BLOCK_SKIP: rounds of one block per slot,
+ * the next block announced by the workers), and the in-switch count sketch (PAIRS, HARVEST,
+ * RESET).
  *
  * Pipeline (one control per stage, p4/include/):
  *   parser -> Validate -> VerifyUdpChecksum -> Admission -> [AGGREGATE: ThcLut (LUT_SUM
- *   only) -> SlotState -> LaneAlu -> SlotFlags | PAIRS, HARVEST, RESET: SketchUpdate] -> Reply
+ *   only) -> SlotState -> [BlockSkip] -> LaneAlu -> SlotFlags | PAIRS, HARVEST, RESET: SketchUpdate] -> Reply
  *   egress: ReplicaRewrite for multicast replicas, UpdateUdpChecksum for every reply.
  * Design and register layout: docs/dataplane.md; wire format: docs/protocol.md.
  */
@@ -23,6 +25,7 @@
 #include "include/lut.p4"
 #include "include/slot_state.p4"
 #include "include/lane_alu.p4"
+#include "include/block_sparse.p4"
 #include "include/sketch.p4"
 #include "include/egress_rewrite.p4"
 
@@ -44,6 +47,7 @@ control HinaIngress(inout headers_t hdr,
     SlotState() slot_state;
     LaneAlu() lane_alu;
     SlotFlags() slot_flags;
+    BlockSkip() block_skip;
     SketchUpdate() sketch_update;
     Reply() reply;
 
@@ -73,12 +77,16 @@ control HinaIngress(inout headers_t hdr,
                     if (meta.reason == REASON_NONE) {
                         slot_state.apply(hdr, meta);
                     }
+                    if (meta.reason == REASON_NONE && hdr.hina.op == OP_BLOCK_SKIP) {
+                        block_skip.apply(hdr, meta);
+                    }
                     if (meta.reason == REASON_NONE) {
                         bool complete = meta.count == meta.n_workers;
                         if (meta.contribute == 1) {
                             // First contribution to a new use overwrites the old result.
                             meta.keep_mask = (meta.new_round == 1) ? 32w0 : 32w0xFFFFFFFF;
-                            if (hdr.hina.op == OP_SUM) {
+                            if (hdr.hina.op == OP_SUM || hdr.hina.op == OP_BLOCK_SUM
+                                    || hdr.hina.op == OP_BLOCK_SKIP) {
                                 set_alu_mode(ALU_SUM, 1);
                             } else if (hdr.hina.op == OP_LUT_SUM) {
                                 set_alu_mode(ALU_ADD16X2, 0);

@@ -29,6 +29,7 @@ from typing import Hashable, Optional, Protocol
 import numpy as np
 import torch
 
+from hina import blocksparse as B
 from hina import protocol as P
 from hina.framing import SMALL_BATCH
 
@@ -54,9 +55,13 @@ _COALESCE_ENOUGH = 8
 _COALESCE_S = 0.0005
 
 _OP_OF_LANE = {LaneOp.SUM: P.Op.SUM, LaneOp.LUTSUM: P.Op.LUT_SUM,
-               LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR}
+               LaneOp.MAX: P.Op.MAX, LaneOp.OR: P.Op.OR, LaneOp.BLOCK_SUM: P.Op.BLOCK_SUM}
 # numpy dtype a stream's data has on the wire side (before big-endian conversion)
-_NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.OR: np.uint32}
+_NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.OR: np.uint32,
+          P.Op.BLOCK_SUM: np.int32}
+#: Block of the padding round a block-sparse call adds to a slot to keep its pool copies
+#: alternating across calls (Transport.reduce_block_sparse).
+PAD_BLOCK = P.BLOCK_END - 1
 
 
 class Link(Protocol):
@@ -304,6 +309,8 @@ class Transport:
         """
         op = P.Op(op)
         data = np.ascontiguousarray(data, dtype=_NP_UP[op]).reshape(-1)
+        if op is P.Op.BLOCK_SUM:
+            return self.reduce_block_sparse(data)
         layout = layout_for(op, data.size, self.job.words)
         results = self._run(layout, data)
         count = 2 * data.size if op is P.Op.LUT_SUM else data.size
@@ -440,6 +447,162 @@ class Transport:
         self.last = stats
         self.total.add(stats)
         return out
+
+    # -- block-sparse ----------------------------------------------------------------------------
+    def reduce_block_sparse(self, data: np.ndarray) -> np.ndarray:
+        """Sum ``data`` (int32) with the other workers' in block-sparse rounds.
+
+        The job's ``n_slots`` slots each aggregate one stream of blocks of ``words`` lanes
+        (:mod:`hina.blocksparse`; docs/protocol.md, "Block-sparse aggregation"): in each round
+        this worker sends its block (BLOCK_SUM) if it is nonzero, else only the block header
+        (BLOCK_SKIP), with its next nonzero block; the RESULT gives the round's sum and the
+        next block. Round ``k`` of stream ``s`` is chunk ``first + k * n_slots + s``, so every
+        slot's uses alternate pool copies as in the dense path; each stream has one round in
+        flight (the next block is known only from the result), retransmitted on timeout with
+        the RETRANSMIT flag, and the switch answers a retransmission from the kept result.
+
+        When every stream is done, a stream whose round count differs in parity from the
+        longest one's runs one padding round (every worker sends BLOCK_SKIP for block
+        ``PAD_BLOCK``): then every slot's next use, at chunk ``first + R * n_slots + s`` (the
+        call ends at ``next_seq = first + R * n_slots``, R the longest stream's rounds), is in
+        the other pool copy than its last, which keeps the two-copy loss safety across calls.
+
+        Returns:
+            The int32 sums, ``data.size`` of them.
+
+        Raises:
+            TransportTimeout, OverflowFlagged, GenerationChanged: as :meth:`reduce`.
+            TransportError: a RESULT that contradicts the protocol (another block, a next block
+                that skips this worker's).
+        """
+        data = np.ascontiguousarray(data, dtype=np.int32).reshape(-1)
+        job, words, n_slots = self.job, self.job.words, self.job.n_slots
+        stats = CallStats()
+        started = progress = time.monotonic()
+        first = self.next_seq
+        blocks = B.as_blocks(data, words)
+        n_blocks = blocks.shape[0]
+        streams = [B.StreamState(B.nonzero_blocks(data, words), s, n_slots, n_blocks)
+                   for s in range(n_slots)]
+        out = np.zeros((n_blocks, words), dtype=np.int32)
+        padding = [False] * n_slots
+        active = [not st.done for st in streams]
+        flight: dict[int, list] = {}          # stream -> [seq, message, deadline, attempts, sent]
+        by_seq: dict[int, int] = {}           # seq in flight -> stream
+        expected_len = P.HEADER_BYTES + P.BLOCK_HEADER_BYTES + 4 * words
+        padded = False
+
+        def build(s: int, flags: int = 0) -> tuple[int, bytes]:
+            st = streams[s]
+            seq = (first + st.round * n_slots + s) % _U32
+            slot, pool = P.slot_and_pool(seq, n_slots)
+            if padding[s]:
+                op, block, nxt, lanes = P.Op.BLOCK_SKIP, PAD_BLOCK, P.BLOCK_END, b""
+            else:
+                op, block, nxt = st.message()
+                lanes = blocks[block].astype(">i4").tobytes() if op is P.Op.BLOCK_SUM else b""
+            header = P.pack_header(P.MsgType.AGGREGATE, op, flags=flags, job_id=job.job_id,
+                                   pool=pool, slot=slot, seq=seq, generation=job.generation)
+            return seq, header + B.pack_block_header(block, nxt) + lanes
+
+        def transmit(s: int, retransmit: bool) -> None:
+            now = time.monotonic()
+            if retransmit:
+                entry = flight[s]
+                _, message = build(s, int(P.Flag.RETRANSMIT))
+                stats.retransmissions += 1
+                entry[3] += 1
+                entry[2] = now + min(self.timers.rto * 2.0 ** min(entry[3] - 1, 6),
+                                     self.timers.max_rto)
+            else:
+                seq, message = build(s)
+                flight[s] = [seq, message, now + self.timers.rto, 1, now]
+                by_seq[seq] = s
+                stats.chunks += 1
+            self.link.send(message)
+            stats.packets_sent += 1
+            stats.bytes_sent += len(message)
+
+        while True:
+            for s in range(n_slots):
+                if active[s] and s not in flight:
+                    transmit(s, retransmit=False)
+            if not flight:
+                if padded:
+                    break
+                longest = max(st.round for st in streams)
+                for s, st in enumerate(streams):
+                    if (longest - st.round) % 2:
+                        padding[s] = active[s] = True
+                padded = True
+                continue
+            now = time.monotonic()
+            if now - progress > self.give_up_s:
+                seq = min(e[0] for e in flight.values())
+                raise TransportTimeout(
+                    f"job {job.job_id}: no block-sparse result for chunk seq={seq} (slot "
+                    f"{seq % n_slots}) in {now - progress:.1f}s: the switch is unreachable or "
+                    f"another worker of the {job.n_workers} stopped contributing")
+            wait = max(0.0, min(min(e[2] for e in flight.values()),
+                                progress + self.give_up_s) - now)
+            message = self.link.recv(wait)
+            if message is None:
+                now = time.monotonic()
+                for s in [s for s, e in flight.items() if e[2] <= now]:
+                    transmit(s, retransmit=True)
+                continue
+            stats.bytes_received += len(message)
+            if len(message) == P.HEADER_BYTES:
+                self._notice(parse_header(message), stats)
+                continue
+            h = P.unpack_header(message) if len(message) == expected_len else None
+            if (h is None or h["version"] != P.VERSION or h["msg_type"] != P.MsgType.RESULT
+                    or h["job_id"] != job.job_id or h["op"] != P.Op.BLOCK_SUM):
+                stats.foreign += 1
+                continue
+            if h["generation"] != job.generation:
+                stats.other_generation += 1
+                continue
+            if h["count"] != job.n_workers:
+                stats.bad_count += 1
+                continue
+            s = by_seq.get(h["seq"])
+            if s is None:
+                stats.duplicates += 1          # a round already complete (or not this call's)
+                continue
+            if h["flags"] & P.Flag.OVERFLOW:
+                raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
+                                      f"in block-sparse chunk seq={h['seq']}; lower the "
+                                      "fixed-point scale or the worker count")
+            block, nxt = B.unpack_block_header(message[P.HEADER_BYTES:])
+            st = streams[s]
+            if padding[s]:
+                if (block, nxt) != (PAD_BLOCK, P.BLOCK_END):
+                    raise TransportError(f"job {job.job_id}: padding round of slot stream {s} "
+                                         f"answered with block {block}, next {nxt}")
+                st.round += 1
+                active[s] = False
+            else:
+                try:
+                    st.advance(block, nxt)
+                except ValueError as exc:
+                    raise TransportError(f"job {job.job_id}: {exc}") from None
+                out[block] = np.frombuffer(message, dtype=">i4",
+                                           offset=P.HEADER_BYTES + P.BLOCK_HEADER_BYTES)
+                active[s] = not st.done
+            seq, _, _, attempts, sent = flight.pop(s)
+            del by_seq[seq]
+            now = time.monotonic()
+            if attempts == 1:
+                self.timers.sample(now - sent)
+            progress = now
+            stats.results += 1
+        longest = max((st.round for st in streams), default=0)
+        self.next_seq = (first + longest * n_slots) % _U32
+        stats.seconds = time.monotonic() - started
+        self.last = stats
+        self.total.add(stats)
+        return out.reshape(-1)[:data.size]
 
     def _send_each(self, rows: np.ndarray) -> None:
         """``send_batch`` for links that send one message at a time."""

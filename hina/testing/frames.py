@@ -95,6 +95,20 @@ def contribution(job: JobSpec, worker: int, op: P.Op, values, *, slot: int = 0, 
                  generation=job.generation if generation is None else generation)
 
 
+def block_contribution(job: JobSpec, worker: int, block: int, next_block: int, values=None, *,
+                       slot: int = 0, pool: int = 0, seq: int = 0, flags: int = 0,
+                       generation: Optional[int] = None) -> bytes:
+    """A block-sparse AGGREGATE frame: BLOCK_SUM with ``values`` (the block's lanes), or
+    BLOCK_SKIP (the block header alone) when ``values`` is None. ``next_block``: the sender's
+    next nonzero block (``P.BLOCK_END`` for none)."""
+    header = struct.pack("!II", block, next_block)
+    op = P.Op.BLOCK_SKIP if values is None else P.Op.BLOCK_SUM
+    payload = header if values is None else header + words_payload(values)
+    return frame(job.workers[worker], payload, op=op, job_id=job.job_id, slot=slot, pool=pool,
+                 seq=seq, flags=flags,
+                 generation=job.generation if generation is None else generation)
+
+
 @dataclass
 class Reply:
     """A frame the switch sent, dissected."""
@@ -122,7 +136,16 @@ class Reply:
     length: int          # bytes of the whole frame
 
     def words(self, dtype=">i4") -> np.ndarray:
-        return np.frombuffer(self.payload, dtype=dtype)
+        """The RESULT's lanes (after the block header of a block-sparse RESULT)."""
+        skip = P.BLOCK_HEADER_BYTES if self.op == P.Op.BLOCK_SUM else 0
+        return np.frombuffer(self.payload[skip:], dtype=dtype)
+
+    def block(self) -> tuple[int, int]:
+        """(block, next) of a block-sparse RESULT."""
+        if self.op != P.Op.BLOCK_SUM or len(self.payload) < P.BLOCK_HEADER_BYTES:
+            raise AssertionError(f"not a block-sparse RESULT: op {self.op}, "
+                                 f"{len(self.payload)} payload bytes")
+        return struct.unpack_from("!II", self.payload)
 
 
 def parse(port: int, data: bytes) -> Reply:

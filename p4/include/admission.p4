@@ -5,7 +5,7 @@
 #include "headers.p4"
 
 // Checks what the parser cannot: a clean parse, a known type/op for a worker-to-switch message,
-// zero reserved bits, and a UDP length that is exactly the message's size (so no trailing bytes
+// zero reserved bits, a block-sparse next beyond its block, and a UDP length that is exactly the message's size (so no trailing bytes
 // leak into results).
 control Validate(inout headers_t hdr,
                  inout metadata_t meta,
@@ -13,7 +13,13 @@ control Validate(inout headers_t hdr,
     apply {
         bit<16> expected = 0;   // UDP length of a well-formed message, 0 = no such message
         if (hdr.hina.msg_type == MSG_AGGREGATE) {
-            if (hdr.thc.isValid()) {
+            if (hdr.block.isValid()) {
+                // Block-sparse: the next nonzero block must lie beyond this one.
+                if (hdr.block.next > hdr.block.block) {
+                    expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES
+                               + (hdr.words.isValid() ? 16w4 * HINA_WORDS : 16w0);
+                }
+            } else if (hdr.thc.isValid()) {
                 expected = UDP_BYTES + HINA_HEADER_BYTES + HINA_WORDS;
             } else if (hdr.words.isValid()) {
                 expected = UDP_BYTES + HINA_HEADER_BYTES + 4 * HINA_WORDS;

@@ -52,6 +52,7 @@ control Reply(inout headers_t hdr,
                 hdr.thc.setInvalid();
                 hdr.pairs.setInvalid();
                 hdr.words.setInvalid();
+                hdr.block.setInvalid();
             } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
                 hdr.hina.msg_type = MSG_RESULT;
                 hdr.hina.flags = meta.result_flags
@@ -59,6 +60,13 @@ control Reply(inout headers_t hdr,
                 hdr.hina.count = meta.count;
                 hdr.thc.setInvalid();
                 payload = 4 * HINA_WORDS;
+                if (hdr.block.isValid()) {
+                    // Block-sparse: the block summed and the next one the slot aggregates.
+                    hdr.hina.op = OP_BLOCK_SUM;
+                    hdr.block.block = meta.block_index;
+                    hdr.block.next = meta.block_next;
+                    payload = HINA_BLOCK_BYTES + 4 * HINA_WORDS;
+                }
             } else if (hdr.hina.msg_type == MSG_PAIRS) {
                 hdr.hina.msg_type = MSG_PAIRS_ACK;
                 hdr.hina.flags = (meta.lane_overflow == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0;

@@ -56,6 +56,14 @@ header hina_harvest_t {
     bit<16> block;       // counters [block * HINA_WORDS, (block + 1) * HINA_WORDS) of the row
 }
 
+// Block-sparse messages (OP_BLOCK_SUM, OP_BLOCK_SKIP and their RESULT): which block, and the
+// next one: in a contribution, the sender's next nonzero block after this one; in a RESULT, the
+// next block the slot aggregates (the minimum of its round's announcements). HINA_BLOCK_END: none.
+header hina_sparse_t {
+    bit<32> block;
+    bit<32> next;
+}
+
 // SUM / MAX / OR payload and every RESULT: HINA_WORDS big-endian 32-bit words.
 #define HINA_WORD_FIELD(i) bit<32> w##i;
 header hina_words_t {
@@ -80,6 +88,7 @@ struct headers_t {
     ipv4_t         ipv4;
     udp_t          udp;
     hina_t         hina;
+    hina_sparse_t  block;
     hina_harvest_t harvest;
     hina_thc_t     thc;
     hina_pairs_t   pairs;
@@ -127,6 +136,10 @@ struct metadata_t {
     bit<1>      contribute;      // new contribution: aggregate it
     bit<1>      retransmit;      // this worker already contributed to this use
     bit<8>      count;           // contributors so far (after this packet)
+    // Block-sparse (slot_state.p4: block_index, block_next).
+    bit<1>      block_mismatch;  // the packet's block is not the copy's current round's
+    bit<32>     block_index;     // the block the copy's current round aggregates
+    bit<32>     block_next;      // the smallest next announced in the round so far
     // Lane ALU (lane_alu.p4).
     bit<8>      alu_mode;        // ALU_*
     bit<32>     keep_mask;       // 0 on the first contribution (overwrite), all ones after

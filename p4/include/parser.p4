@@ -44,6 +44,8 @@ parser HinaParser(packet_in packet,
             (HINA_VERSION, MSG_AGGREGATE, OP_SUM): parse_words;
             (HINA_VERSION, MSG_AGGREGATE, OP_MAX): parse_words;
             (HINA_VERSION, MSG_AGGREGATE, OP_OR): parse_words;
+            (HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SUM): parse_block_words;
+            (HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SKIP): parse_block;
             (HINA_VERSION, MSG_PAIRS, _): parse_pairs;
             (HINA_VERSION, MSG_HARVEST, _): parse_harvest;
             (HINA_VERSION, MSG_RESET, _): parse_harvest;
@@ -53,6 +55,18 @@ parser HinaParser(packet_in packet,
 
     state parse_thc {
         packet.extract(hdr.thc);
+        transition accept;
+    }
+
+    // Block-sparse: the block header, then the lanes of a nonzero block.
+    state parse_block_words {
+        packet.extract(hdr.block);
+        transition parse_words;
+    }
+
+    // Block-sparse: the block header alone (the sender's block is zero).
+    state parse_block {
+        packet.extract(hdr.block);
         transition accept;
     }
 
@@ -104,6 +118,7 @@ control HinaDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4);
         packet.emit(hdr.udp);
         packet.emit(hdr.hina);
+        packet.emit(hdr.block);
         packet.emit(hdr.harvest);
         packet.emit(hdr.thc);
         packet.emit(hdr.pairs);

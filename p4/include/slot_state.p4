@@ -31,6 +31,13 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
     register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_bitmap;
     // Contributors to the current use of each slot copy. Written by this control.
     register<bit<8>, reg_index_t>(2 * HINA_SLOT_CAPACITY) slot_count;
+    // Block-sparse: the block the current use (round) of each slot copy aggregates, set by the
+    // round's first packet. Written by this control (block-sparse packets only).
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) block_index;
+    // Block-sparse: the smallest `next` announced in the current round of each slot copy (every
+    // worker announces once per round, contributing or skipping), i.e. the next block the slot
+    // aggregates once the round is complete. Written by this control (block-sparse only).
+    register<bit<32>, reg_index_t>(2 * HINA_SLOT_CAPACITY) block_next;
 
     // Claim the copy for the packet's generation (the job's current one); reclaim = it was
     // another generation's. Also note whether the slot's other copy is of the current
@@ -103,6 +110,30 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
         meta.count = count;
     }
 
+    // Block-sparse: the round's block is the one its first packet names; a later packet of the
+    // same round naming another block is out of step (BAD_BLOCK, dropped before any other
+    // register changes). Tofino: one RegisterAction (write on a new round, compare otherwise).
+    action check_block() {
+        bit<32> stored;
+        block_index.read(stored, meta.reg_index);
+        meta.block_index = (meta.new_round == 1) ? hdr.block.block : stored;
+        meta.block_mismatch = (meta.block_index != hdr.block.block) ? 1w1 : 1w0;
+        block_index.write(meta.reg_index, meta.block_index);
+    }
+
+    // Block-sparse: fold the packet's announcement into the round's minimum (a contribution
+    // only: a retransmission repeats an announcement already folded in). Tofino: one
+    // RegisterAction (min), fed the new-round and contribute bits.
+    action update_next() {
+        bit<32> stored;
+        block_next.read(stored, meta.reg_index);
+        bit<32> next = (meta.new_round == 1) ? hdr.block.next
+                     : ((meta.contribute == 1 && hdr.block.next < stored) ? hdr.block.next
+                                                                          : stored);
+        block_next.write(meta.reg_index, next);
+        meta.block_next = next;
+    }
+
     apply {
         if ((bit<16>)hdr.hina.slot >= meta.n_slots) {
             meta.reason = REASON_BAD_SLOT;
@@ -111,13 +142,23 @@ control SlotState(inout headers_t hdr, inout metadata_t meta) {
             meta.reg_index = (meta.slot_index << 1) | (reg_index_t)hdr.hina.pool;
             claim_copy();
             check_round();
-            if (meta.stale == 0) {
-                update_bitmap();
+            if (meta.stale == 0 && hdr.block.isValid()) {
+                check_block();
             }
-            if (meta.stale == 1) {
-                meta.reason = REASON_STALE_POOL;
+            if (meta.block_mismatch == 1) {
+                meta.reason = REASON_BAD_BLOCK;
             } else {
-                update_count();
+                if (meta.stale == 0) {
+                    update_bitmap();
+                }
+                if (meta.stale == 1) {
+                    meta.reason = REASON_STALE_POOL;
+                } else {
+                    update_count();
+                    if (hdr.block.isValid()) {
+                        update_next();
+                    }
+                }
             }
         }
     }

@@ -10,7 +10,7 @@
 // UDP destination ports [HINA_UDP_PORT_BASE, HINA_UDP_PORT_BASE + 16) carry HINA.
 #define HINA_UDP_PORT_BASE 0xBEE0
 #define HINA_UDP_PORT_MASK 0xFFF0
-#define HINA_VERSION 3      // v3: UDP checksum mandatory (docs/protocol.md, Changelog)
+#define HINA_VERSION 4      // v4: block-sparse aggregation (docs/protocol.md, Changelog)
 
 // Header sizes in bytes, for the length fields of rewritten packets.
 #define IPV4_BYTES 20
@@ -18,6 +18,7 @@
 #define HINA_HEADER_BYTES 16
 #define HINA_HARVEST_BYTES 4
 #define HINA_PAIR_BYTES 8
+#define HINA_BLOCK_BYTES 8    // block header of block-sparse messages (block, next)
 
 // msg_type (4 bits).
 #define MSG_AGGREGATE 1
@@ -34,6 +35,11 @@
 #define OP_LUT_SUM 2
 #define OP_MAX 3
 #define OP_OR 4
+#define OP_BLOCK_SUM 5       // block-sparse: block header + HINA_WORDS lanes, summed as OP_SUM
+#define OP_BLOCK_SKIP 6      // block-sparse: block header only (the sender's block is zero)
+
+// Block header `next` meaning "no further nonzero block".
+#define HINA_BLOCK_END 32w0xFFFFFFFF
 
 // flags (8 bits).
 #define FLAG_OVERFLOW 0x01
@@ -52,6 +58,7 @@
 #define REASON_WRONG_PORT 9     // a worker's addresses on another port or with another MAC
 #define REASON_STALE_GENERATION 10   // an admitted sender of another generation (NOTICE sent)
 #define REASON_BAD_CHECKSUM 11  // UDP checksum missing or wrong: corrupted after the FCS
+#define REASON_BAD_BLOCK 12     // block-sparse: not the block the slot copy's round aggregates
 
 // Sketch hash: F_r(x) = crc32(seed_r ++ (x + seed_r * HINA_ROW_OFFSET_MULTIPLIER)), applied
 // HINA_HASH_PASSES times (hina/hashing.py). sketch.p4 unrolls exactly two passes.

@@ -14,7 +14,7 @@
 // update_checksum would send as 0, "no checksum". Summing the received checksum field with the
 // data instead gives 0 for every valid packet, 0xFFFF-for-0 included.
 //
-// The payload headers (harvest, thc, pairs, words) are listed whole: at most two of them are
+// The payload headers (block, harvest, thc, pairs, words) are listed whole: at most two of them are
 // valid in any packet, and the fields of invalid headers are left out of the hashed bytes (BMv2
 // and the embedded target alike), so one list covers every message layout. The UDP length
 // equals the message size (Validate), so no unparsed bytes belong to the datagram.
@@ -30,7 +30,7 @@
 #define HINA_UDP_CHECKSUM_DATA(checksum) \
     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, hdr.udp.length, \
       hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length, checksum, \
-      hdr.hina, hdr.harvest, hdr.thc, hdr.pairs, hdr.words }
+      hdr.hina, hdr.block, hdr.harvest, hdr.thc, hdr.pairs, hdr.words }
 
 // Ingress, on a HINA request: BAD_CHECKSUM unless the checksum is present and right.
 control VerifyUdpChecksum(in headers_t hdr, inout metadata_t meta) {

@@ -191,10 +191,38 @@ def in_switch_sketch():
     return lines
 
 
+def block_sparse():
+    job = pipeline.JobSpec(job_id=1, workers=workers(3), n_slots=2, reg_base=0)
+    a, c = np.arange(W) - 9, np.full(W, -4)
+    blk = lambda block, nxt: int(block).to_bytes(4, "big") + int(nxt).to_bytes(4, "big")
+    lines = ["# Block-sparse: slot 0 aggregates block 0. Workers 0 and 2 send it (BLOCK_SUM,",
+             "# next 6 and 4); worker 1's block 0 is zero (BLOCK_SKIP, next 2). The RESULT (op",
+             "# BLOCK_SUM) carries the sum, block 0 and next 2 (the smallest announced), to all.",
+             "# A retransmission of worker 1's SKIP gets it by unicast; a packet naming block 2",
+             "# in block 0's round is BAD_BLOCK, one whose next is not beyond its block MALFORMED."]
+    lines += entry_lines(job)
+    hdr = dict(job_id=1, slot=0, pool=0, seq=0)
+    lines.append(f"packet 1 {hexs(to_switch(job.workers[0], blk(0, 6) + words(a), op=P.Op.BLOCK_SUM, **hdr))}")
+    lines.append(f"packet 2 {hexs(to_switch(job.workers[1], blk(2, 6), op=P.Op.BLOCK_SKIP, **hdr))}")
+    lines.append(f"packet 2 {hexs(to_switch(job.workers[1], blk(0, 0), op=P.Op.BLOCK_SKIP, **hdr))}")
+    lines.append(f"check_counter {P.REASON_COUNTER}({int(P.DropReason.BAD_BLOCK)}) packets == 1")
+    lines.append(f"check_counter {P.REASON_COUNTER}({int(P.DropReason.MALFORMED)}) packets == 1")
+    lines.append(f"packet 2 {hexs(to_switch(job.workers[1], blk(0, 2), op=P.Op.BLOCK_SKIP, **hdr))}")
+    lines.append(f"packet 3 {hexs(to_switch(job.workers[2], blk(0, 4) + words(c), op=P.Op.BLOCK_SUM, **hdr))}")
+    res = dict(hdr, op=P.Op.BLOCK_SUM, msg_type=P.MsgType.RESULT, count=3)
+    total = blk(0, 2) + words(a + c)
+    for w in (0, 1, 2):
+        lines.append(f"expect {w + 1} {hexs(to_worker(job.workers[w], total, **res))} $")
+    lines.append(f"packet 2 {hexs(to_switch(job.workers[1], blk(0, 2), op=P.Op.BLOCK_SKIP, flags=P.Flag.RETRANSMIT, **hdr))}")
+    lines.append(f"expect 2 {hexs(to_worker(job.workers[1], total, flags=P.Flag.RETRANSMIT, **res))} $")
+    return lines
+
+
 def main():
     for name, make in (("hina_sum_retransmit", sum_and_retransmit), ("hina_drops", drops),
                        ("hina_in_switch_sketch", in_switch_sketch),
-                       ("hina_stale_generation", stale_generation)):
+                       ("hina_stale_generation", stale_generation),
+                       ("hina_block_sparse", block_sparse)):
         path = HERE / f"{name}.stf"
         path.write_text("\n".join(make()) + "\n")
         print(f"wrote {path.relative_to(ROOT)}")

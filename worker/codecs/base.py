@@ -24,6 +24,8 @@ Wire dtypes (what the packetizer copies, element by element, into the packet):
 op            worker sends                          switch returns (what ``decode`` takes)
 ============  ====================================  ==========================================
 ``SUM``       int32 fixed point                     int32 sum (overflow is flagged by switch)
+``BLOCKSUM``  int32 fixed point, nonzero blocks only  int32 sum (as SUM; worker.transport sends
+              (block-sparse rounds)                 it block-sparse, docs/protocol.md)
 ``LUTSUM``    uint8, two 4-bit table indices/byte   int32 per coordinate: sum of ``lut[idx]``
               (see :mod:`worker.codecs.packing`)
 ``MAX``       uint32 (monotone codes)               uint32 max
@@ -85,10 +87,11 @@ class LaneOp(enum.Enum):
     LUTSUM = "lutsum"  #: 4-bit index -> table value (controller-installed LUT), summed in int32
     MAX = "max"        #: unsigned 32-bit max
     OR = "or"          #: 32-bit bitwise or
+    BLOCK_SUM = "blocksum"  #: int32 sum as SUM, sent block-sparse (only nonzero blocks travel)
 
 
 _WIRE_DTYPE = {LaneOp.SUM: torch.int32, LaneOp.LUTSUM: torch.uint8,
-               LaneOp.MAX: torch.uint32, LaneOp.OR: torch.uint32}
+               LaneOp.MAX: torch.uint32, LaneOp.OR: torch.uint32, LaneOp.BLOCK_SUM: torch.int32}
 
 
 class LaneOverflowError(CodecError):
@@ -217,10 +220,10 @@ def reference_aggregate(encoded: Sequence[EncodedLanes]) -> List[torch.Tensor]:
     out = []
     for j, (op, count) in enumerate(layout):
         streams = [enc.streams[j] for enc in encoded]
-        if op is LaneOp.SUM or op is LaneOp.LUTSUM:
+        if op in (LaneOp.SUM, LaneOp.BLOCK_SUM, LaneOp.LUTSUM):
             total = torch.zeros(count, dtype=torch.int64, device=streams[0].data.device)
             for s in streams:
-                if op is LaneOp.SUM:
+                if op is not LaneOp.LUTSUM:
                     total += s.data.to(torch.int64)
                 else:
                     total += s.lut.to(torch.int64)[unpack_nibbles(s.data, count).long()]

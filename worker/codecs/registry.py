@@ -24,6 +24,7 @@ from hina import codecs as names
 
 from .adaptive import AdaptiveCodec
 from .base import Codec
+from .block_sparse import BlockSparseCodec
 from .fixedpoint import FixedPointCodec
 from .lossless import LosslessSketchCodec
 from .sketch import SketchCodec
@@ -61,6 +62,10 @@ _BUILDERS: dict[str, Builder] = {
         lambda n, rank, **kw: FixedPointCodec(n, rank=rank, **kw),
         lambda c: {}),
     # FetchSGD's momentum and error feedback live in the codec (sketch space)
+    # the fixed codec's quantisation; the transport sends its stream block-sparse
+    "block_sparse": Builder(
+        lambda n, rank, **kw: BlockSparseCodec(n, rank=rank, **kw),
+        lambda c: {}),
     "fetchsgd": Builder(
         lambda n, rank, **kw: SketchCodec(n, **kw),
         lambda c: dict(rows=c.sketch_rows, columns=c.sketch_columns, seed=c.sketch_seed)),
