@@ -44,7 +44,7 @@ from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
 
 ROOT = Path(__file__).resolve().parents[1]
 #: HINA's modes: codec registry names (hina.codecs) the workloads configure
-HINA_MODES = ("thc", "sketched_sgd", "lossless", "fixed", "adaptive")
+HINA_MODES = ("thc", "sketched_sgd", "lossless", "fixed", "block_sparse", "adaptive")
 TORCH_HOOK_MODES = ("fp16", "powersgd")
 ALL_MODES = ("fp32", "sparse") + TORCH_HOOK_MODES + HINA_MODES
 #: Ethernet + IPv4 + UDP bytes around every HINA message on the wire.
@@ -190,7 +190,9 @@ def hina_codec(mode: str, n_workers: int, rank: int, seed: int, lossless_columns
                              value_bits=6, value_blocks=120, rotate=8, seed=seed),
         "lossless": dict(columns=lossless_columns, seed=seed),
         "fixed": {},
-        "adaptive": dict(seed=seed, columns=lossless_columns, sketch_seed=seed),
+        "block_sparse": {},
+        # adaptive sizes its sketch per bucket (up to 16384 columns), lossless_columns aside
+        "adaptive": dict(seed=seed, columns=1 << 14, sketch_seed=seed),
     }
     if mode not in params:
         raise ValueError(f"mode={mode!r}: one of {HINA_MODES}")

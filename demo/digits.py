@@ -28,8 +28,9 @@ from .common import (ALL_MODES, HINA_MODES, L2_L4_BYTES, RunResult, RunSpec, Wor
                      add_common_args, check_common_args, print_table, run_all, save_plot,
                      save_results)
 
-#: the default modes (adaptive is the same as thc on this dense MLP)
-MODES = ("fp32",) + tuple(m for m in HINA_MODES if m != "adaptive")
+#: the default modes (on this dense MLP adaptive is thc, and block_sparse is fixed with a block
+#: header per packet)
+MODES = ("fp32",) + tuple(m for m in HINA_MODES if m not in ("adaptive", "block_sparse"))
 #: The digits MLP has no embedding tables: every mode but ``sparse``.
 DIGITS_MODES = tuple(m for m in ALL_MODES if m != "sparse")
 HIDDEN = 128
@@ -72,6 +73,7 @@ def make_codec(mode: str, n_workers: int, rank: int, seed: int = SEED):
                              value_blocks=120, rotate=8, seed=seed),
         "lossless": dict(columns=1 << 12, seed=seed),
         "fixed": {},
+        "block_sparse": {},
         "adaptive": dict(seed=seed, columns=1 << 12, sketch_seed=seed),
     }
     if mode not in params:

@@ -29,7 +29,8 @@ from .common import (ALL_MODES, SparseCodecs, Workload, add_common_args, check_c
                      report, run_all)
 
 TITLE = "HINA demo: DLRM on a synthetic click log, DDP through the embedded switch"
-DEFAULT_MODES = "fp32,sparse,fp16,powersgd,thc,sketched_sgd,lossless,fixed,fp32@1,lossless@1"
+DEFAULT_MODES = ("fp32,sparse,fp16,powersgd,thc,sketched_sgd,lossless,fixed,block_sparse,adaptive,"
+                 "fp32@1,thc@1,sketched_sgd@1,lossless@1")
 
 
 # --------------------------------------------------------------------------- the click log
@@ -154,8 +155,9 @@ class DlrmWorkload(SparseCodecs, Workload):
     dim: int = 16
     data_seed: int = 0
     #: LosslessSketchCodec columns (3 rows): peeling needs the union support of a bucket below
-    #: 0.818 x 3 x columns.
-    lossless_columns: int = 1 << 12
+    #: 0.818 x 3 x columns; 1024 holds every bucket of the default sizes with a bucket per
+    #: table (union supports of 1,300-2,000 values), 4096 would cost more than fp32 per bucket.
+    lossless_columns: int = 1 << 10
     #: SketchedSgdCodec: sketch columns and candidates per step (fraction of the bucket).
     sketch_columns: int = 1024
     sketch_k: float = 0.125
@@ -207,7 +209,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--test", type=int, default=8192, help="test impressions")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the click log")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
-    parser.add_argument("--lossless-columns", type=int, default=1 << 12,
+    parser.add_argument("--lossless-columns", type=int, default=DlrmWorkload.lossless_columns,
                         help="columns of the lossless codec's 3-row sketch (a power of two): peeling "
                              "needs a bucket's union support below 0.818 x 3 x columns")
     args = parser.parse_args(argv)
