@@ -1,4 +1,5 @@
-"""Sparse-aware codec choice per bucket: the lossless sketch for sparse buckets, THC for dense.
+"""Sparse-aware codec choice per bucket: block-sparse streaming or the lossless sketch for sparse
+buckets, THC for dense.
 
 Embedding and MoE gradients are zero outside the rows a batch touched; the rest of a model is
 dense. :class:`AdaptiveCodec` chooses, for every bucket and step, between a codec for sparse
@@ -8,16 +9,20 @@ worker chooses the same way without extra coordination beyond one small switch r
 
 Rounds of one bucket (the transport's multi-round protocol, :meth:`Codec.followup`):
 
-1. agreement: one MAX lane, this worker's count of nonzero values. Every worker gets the
-   largest count ``m``; ``n * m`` bounds the size of the union support.
+1. agreement: two MAX lanes, this worker's count of nonzero values and of nonzero wire blocks
+   (``words`` values, the switch's block). Every worker gets the largest counts ``m`` and
+   ``b``; ``n * m`` bounds the size of the union support, ``n * b`` the block-sparse rounds.
 2. the chosen codec's own agreement round, sent as MAX lanes (the lossless codec's mass
    exponent, or THC's norm). The lossless sketch is sized for the bucket: the smallest power of
-   two ``c`` of columns (``min_columns`` to ``columns``) whose peeling capacity holds ``n * m``
-   (so peeling always completes: the result is exact, never a silently truncated sum). The
-   choice is that sketch when one fits and its bytes on the wire are fewer than THC's; THC
-   otherwise. A small sparse bucket (an embedding table in a DDP bucket of its own) gets a
-   small sketch, so it goes exact where one sketch for every bucket would have cost more
-   than THC.
+   two ``c`` of columns (``min_columns`` to ``columns``) that holds ``n * m`` at load
+   :data:`ADAPTIVE_LOAD`, well below peeling's threshold (a rare peel that does not finish is
+   counted in ``incomplete_peels``: the result is exact otherwise). The
+   choice is the allowed codec (``choices``: a job's declared set) with the fewest bytes on
+   the wire, up and down, by the model in :meth:`AdaptiveCodec.wire_bytes`: the lossless
+   sketch only when one fits, block-sparse (exact, ``fixed``'s quantisation) bounded by
+   ``n * b`` rounds, THC at its 2.5 bytes per coordinate. A small sparse bucket (an embedding
+   table in a DDP bucket of its own) gets a small sketch, so it goes exact where one sketch
+   for every bucket would have cost more than THC.
 3. the chosen codec's lanes (and its follow-up rounds, if any); decode is the chosen codec's.
 
 The choice depends only on agreed values and the configuration, so it is the same on every
@@ -30,20 +35,37 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 
 import torch
 
+from hina import protocol as P
+
 from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_gradient
+from .block_sparse import BlockSparseCodec
 from .errors import CodecError, NonFiniteGradientError
 from .lossless import LosslessSketchCodec
-from .sketch import BITMAP_WORD_BITS, LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD
+from .sketch import BITMAP_WORD_BITS, LOSSLESS_ROWS
 from .thc import ThcCodec
 
 __all__ = ["AdaptiveCodec"]
 
 #: bytes per coordinate THC moves up (4-bit indices) and down (16-bit sums), headers aside
 THC_BYTES_PER_COORD = 0.5 + 2.0
+#: the largest load (union support / sketch cells) the codec gives a lossless sketch. Peeling's
+#: threshold, 0.818, holds as sketches grow; a small sketch near it still fails now and then (a
+#: hypothesis example: 292 values in a 3 x 128 sketch, load 0.76, did not peel). At 0.5 the
+#: failures left are mostly two values hashed to the same three cells, about
+#: ``(load * 3 c)**2 / (2 c**3)`` per bucket: 0.4 % at 256 columns, 0.1 % at 1024. They are
+#: counted (``incomplete_peels``), their values left to the sketch's estimate.
+ADAPTIVE_LOAD = 0.5
+#: the codecs :class:`AdaptiveCodec` chooses from
+CHOICES = ("block_sparse", "lossless", "thc")
+#: a block-sparse message's bytes beyond its lanes: Ethernet, IPv4, UDP, HINA and block headers
+#: (every worker sends one per round, a skip when its block is zero; each result has as many)
+_BLOCK_MESSAGE_BYTES = (P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES + P.HEADER_BYTES
+                        + P.BLOCK_HEADER_BYTES)
 
 
 class AdaptiveCodec(Codec):
-    """The lossless sketch for buckets sparse enough to peel, THC for the others.
+    """Per bucket, the cheapest of block-sparse streaming, the lossless sketch (when sure to
+    peel) and THC.
 
     Args:
         n_workers: workers summed by the switch.
@@ -51,10 +73,13 @@ class AdaptiveCodec(Codec):
         seed: THC's shared rotation seed.
         table, granularity: THC's table (the switch's LUT) and its g.
         columns: the largest lossless sketch's cells per row, a power of two (its capacity:
-            ``PEELING_LOAD_THRESHOLD * 3 * columns`` nonzeros in the union of the workers'
-            supports).
+            ``ADAPTIVE_LOAD * 3 * columns`` nonzeros in the union of the workers' supports).
         sketch_seed: the lossless sketches' hash seed.
         min_columns: the smallest lossless sketch tried, a power of two <= ``columns``.
+        choices: the codecs buckets may use (a job's declared set), a subset of
+            ``("block_sparse", "lossless", "thc")`` with ``thc`` or ``block_sparse`` in it (a
+            dense bucket needs one of them).
+        words: values per block of the switch's block-sparse rounds (the job's ``HINA_WORDS``).
 
     Example::
 
@@ -66,14 +91,15 @@ class AdaptiveCodec(Codec):
         ...     g[r * 7:r * 7 + 20] = 1.0
         >>> out = reference_allreduce(codecs, sparse)
         >>> codecs[0].last_choice[0], bool(torch.allclose(out[0], sum(sparse) / 2, atol=1e-6))
-        ('lossless', True)
+        ('block_sparse', True)
     """
 
     name = "adaptive"
 
     def __init__(self, n_workers: int, rank: int = 0, seed: int = 0, table=None,
                  granularity: Optional[int] = None, columns: int = 1 << 12,
-                 sketch_seed: int = 0, min_columns: int = 64) -> None:
+                 sketch_seed: int = 0, min_columns: int = 256,
+                 choices: Sequence[str] = CHOICES, words: int = P.WORDS) -> None:
         super().__init__(n_workers)
         thc_kwargs: Dict[str, Any] = {"rank": rank, "seed": seed}
         if table is not None:
@@ -85,6 +111,16 @@ class AdaptiveCodec(Codec):
                 raise ValueError(f"{name}={value!r}: must be a power of two >= 1")
         if min_columns > columns:
             raise ValueError(f"min_columns={min_columns} exceeds columns={columns}")
+        choices = tuple(choices)
+        unknown = [c for c in choices if c not in CHOICES]
+        if unknown or not choices or len(set(choices)) != len(choices):
+            raise ValueError(f"choices={choices!r}: distinct names from {CHOICES}")
+        if "thc" not in choices and "block_sparse" not in choices:
+            raise ValueError(f"choices={choices!r}: needs thc or block_sparse for dense buckets")
+        if not isinstance(words, int) or words < 1:
+            raise ValueError(f"words={words!r}: must be an int >= 1")
+        self.choices, self.words = choices, words
+        self.block = BlockSparseCodec(n_workers, rank=rank)
         self.dense = ThcCodec(n_workers, **thc_kwargs)
         self.columns, self.min_columns, self.sketch_seed = columns, min_columns, sketch_seed
         #: columns -> the lossless codec of that size (made on first use; the same seed)
@@ -121,17 +157,19 @@ class AdaptiveCodec(Codec):
 
     @staticmethod
     def capacity_of(columns: int) -> int:
-        """Union support a lossless sketch of ``columns`` columns peels for sure."""
-        return int(PEELING_LOAD_THRESHOLD * LOSSLESS_ROWS * columns)
+        """Union support the codec gives a lossless sketch of ``columns`` columns (load
+        :data:`ADAPTIVE_LOAD`)."""
+        return int(ADAPTIVE_LOAD * LOSSLESS_ROWS * columns)
 
     @property
     def capacity(self) -> int:
-        """Union support the largest lossless sketch peels for sure."""
+        """Union support the codec gives its largest lossless sketch."""
         return self.capacity_of(self.columns)
 
     def sketch_columns(self, max_nonzeros: int) -> Optional[int]:
-        """The smallest sketch (power-of-two columns, ``min_columns`` to ``columns``) sure to
-        peel the union of the workers' supports, at most ``n * max_nonzeros``; None if none."""
+        """The smallest sketch (power-of-two columns, ``min_columns`` to ``columns``) holding the
+        union of the workers' supports, at most ``n * max_nonzeros``, at load
+        :data:`ADAPTIVE_LOAD`; None if none."""
         need, columns = self.n_workers * max_nonzeros, self.min_columns
         while columns <= self.columns:
             if need <= self.capacity_of(columns):
@@ -145,44 +183,77 @@ class AdaptiveCodec(Codec):
         columns = self.columns if columns is None else columns
         return 4 * (-(-numel // BITMAP_WORD_BITS)) + 4 * LOSSLESS_ROWS * columns
 
-    def plan(self, numel: int, max_nonzeros: int) -> tuple:
-        """``("lossless", columns)`` or ``("thc", 0)`` for a bucket of ``numel`` values whose
-        workers have at most ``max_nonzeros`` nonzeros each (the same on every worker)."""
+    def wire_bytes(self, numel: int, max_nonzeros: int, max_blocks: int) -> dict:
+        """Bytes one worker moves, up and down, for a bucket of ``numel`` values whose workers
+        have at most ``max_nonzeros`` nonzeros and ``max_blocks`` nonzero blocks each, per
+        allowed codec that can carry it: ``{name: (bytes, lossless columns or 0)}``."""
+        out = {}
+        if "thc" in self.choices:
+            out["thc"] = (THC_BYTES_PER_COORD * numel, 0)
         columns = self.sketch_columns(max_nonzeros)
-        if columns is not None and 2 * self.lossless_bytes(numel, columns) < THC_BYTES_PER_COORD * numel:
-            return "lossless", columns
-        return "thc", 0
+        if "lossless" in self.choices and columns is not None:
+            out["lossless"] = (2 * self.lossless_bytes(numel, columns), columns)
+        if "block_sparse" in self.choices:
+            rounds = min(-(-numel // self.words), self.n_workers * max_blocks)
+            lanes = 4 * self.words
+            # up: this worker's nonzero blocks with lanes, a skip in every other round;
+            # down: every round's result
+            up = max_blocks * lanes + rounds * _BLOCK_MESSAGE_BYTES
+            out["block_sparse"] = (up + rounds * (lanes + _BLOCK_MESSAGE_BYTES), 0)
+        return out
 
-    def choose(self, numel: int, max_nonzeros: int) -> str:
-        """``"lossless"`` or ``"thc"`` (see :meth:`plan`)."""
-        return self.plan(numel, max_nonzeros)[0]
+    def plan(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None) -> tuple:
+        """``(name, lossless columns or 0)``: the allowed codec with the fewest bytes for a
+        bucket of ``numel`` values whose workers have at most ``max_nonzeros`` nonzeros and
+        ``max_blocks`` nonzero blocks each (default: as many as the nonzeros allow); the same
+        on every worker. Ties go to the exact codecs."""
+        if max_blocks is None:
+            max_blocks = min(max_nonzeros, -(-numel // self.words))
+        costs = self.wire_bytes(numel, max_nonzeros, max_blocks)
+        rank = {"block_sparse": 0, "lossless": 1, "thc": 2}
+        name = min(costs, key=lambda c: (costs[c][0], rank[c]))
+        return name, costs[name][1]
+
+    def choose(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None) -> str:
+        """The codec's name (see :meth:`plan`)."""
+        return self.plan(numel, max_nonzeros, max_blocks)[0]
 
     def _sub(self, choice: str, columns: int = 0) -> Codec:
-        return self._lossless(columns) if choice == "lossless" else self.dense
+        if choice == "lossless":
+            return self._lossless(columns)
+        return self.block if choice == "block_sparse" else self.dense
 
     # ------------------------------------------------------------------ Codec API
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
-        """``[nonzero count]`` (one uint32 lane) for the MAX round."""
+        """``[nonzero count, nonzero blocks of words values]`` (two uint32 lanes, MAX round)."""
         x = check_gradient(grad, float32=False)
         if x.numel() and not bool(torch.isfinite(x).all()):
             raise NonFiniteGradientError(key, "local")
         if x.numel() >= 1 << 32:
             raise CodecError(f"bucket {key!r}: {x.numel()} values do not fit a 32-bit count")
         self.states[key] = {"grad": grad}
-        return torch.tensor([int(torch.count_nonzero(x))], dtype=torch.int64).to(torch.uint32)
+        flat = x.reshape(-1)
+        pad = -flat.numel() % self.words
+        nonzero = flat != 0
+        if pad:
+            nonzero = torch.cat([nonzero, nonzero.new_zeros(pad)])
+        blocks = int(nonzero.view(-1, self.words).any(dim=1).sum()) if nonzero.numel() else 0
+        return torch.tensor([int(nonzero.sum()), blocks], dtype=torch.int64).to(torch.uint32)
 
     def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:
         """The chosen codec's agreement, as a round of MAX lanes."""
-        if agreed.numel() != 1:
-            raise CodecError(f"agreed has {agreed.numel()} values: expected 1 nonzero count")
-        max_nonzeros = int(agreed.reshape(-1)[0].to(torch.int64))
-        if max_nonzeros == (1 << 32) - 1:        # a poisoned agreement: some worker's NaN/Inf
+        if agreed.numel() != 2:
+            raise CodecError(f"agreed has {agreed.numel()} values: expected 2 (nonzero count, "
+                             "nonzero blocks)")
+        max_nonzeros, max_blocks = (int(v) for v in agreed.reshape(-1).to(torch.int64).tolist())
+        if (1 << 32) - 1 in (max_nonzeros, max_blocks):  # poisoned: some worker's NaN/Inf
             raise NonFiniteGradientError(key, "agreed")
         numel = check_gradient(grad, float32=False).numel()
-        if max_nonzeros > numel:
-            raise CodecError(f"bucket {key!r}: agreed nonzero count {max_nonzeros} exceeds the "
-                             f"bucket's {numel} values (workers with different buckets?)")
-        choice, columns = self.plan(numel, max_nonzeros)
+        if max_nonzeros > numel or max_blocks > -(-numel // self.words):
+            raise CodecError(f"bucket {key!r}: agreed nonzero count {max_nonzeros} or blocks "
+                             f"{max_blocks} exceeds the bucket's {numel} values (workers with "
+                             "different buckets?)")
+        choice, columns = self.plan(numel, max_nonzeros, max_blocks)
         self.last_choice[key], self.last_nonzeros[key] = choice, max_nonzeros
         self.last_columns[key] = columns
         sub_agreement = self._sub(choice, columns).agreement(grad, key).reshape(-1)
@@ -225,11 +296,12 @@ class AdaptiveCodec(Codec):
     def snapshot(self, key: Hashable = 0) -> Any:
         return (self.dense.snapshot(key), {c: codec.snapshot(key) for c, codec in self._sparse.items()},
                 self.states.get(key), self.last_choice.get(key), self.last_nonzeros.get(key),
-                self.last_columns.get(key))
+                self.last_columns.get(key), self.block.snapshot(key))
 
     def restore(self, key: Hashable, snapshot: Any) -> None:
-        dense, sparse, state, choice, nonzeros, columns = snapshot
+        dense, sparse, state, choice, nonzeros, columns, block = snapshot
         self.dense.restore(key, dense)
+        self.block.restore(key, block)
         for c, codec in self._sparse.items():
             if c in sparse:
                 codec.restore(key, sparse[c])
@@ -244,12 +316,14 @@ class AdaptiveCodec(Codec):
 
     def release(self, key: Hashable, snapshot: Any) -> None:
         self.dense.release(key, snapshot[0])
+        self.block.release(key, snapshot[6])
         for c, snap in snapshot[1].items():
             self._sparse[c].release(key, snap)
 
     def reset(self, key: Optional[Hashable] = None) -> None:
         super().reset(key)
         self.dense.reset(key)
+        self.block.reset(key)
         for codec in self._sparse.values():
             codec.reset(key)
         for table in (self.last_choice, self.last_nonzeros, self.last_columns):
