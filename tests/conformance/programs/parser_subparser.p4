@@ -1,4 +1,5 @@
 // A parser instantiated and applied inside another parser (a sub-parser with its own states).
+// xfail-embedded: P4UnsupportedError: instantiations inside a parser (a sub-parser)
 #include <core.p4>
 #include <v1model.p4>
 
