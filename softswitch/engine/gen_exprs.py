@@ -56,6 +56,8 @@ class ExprGen:
         raise unsupported(e, f"member {e.member} of {bt}")
 
     def g_Index(self, e: ir.Index) -> str:
+        if isinstance(e.expr.type, ListT):          # a tuple (a Python tuple)
+            return f"{self.g(e.expr)}[{e.index.const}]"
         return f"{self.g(e.expr)}.at({self.g(e.index)})"
 
     def g_Slice(self, e: ir.Slice) -> str:

@@ -1,4 +1,4 @@
-// Annotations the targets do not act on (@hidden, @unknown_annotation, @atomic, @pure-like user ones) change nothing.
+// Annotations the targets do not act on (@hidden on an action called directly, an unknown annotation on a table, @defaultonly, @atomic on a block) change nothing.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -16,7 +16,8 @@ control MyVerify(inout headers_t hdr, inout meta_t meta) {
 }
 
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
-    @hidden action set(bit<8> v) { hdr.h.r = v; }
+    action set(bit<8> v) { hdr.h.r = v; }
+    @hidden action mark() { hdr.h.s = 0x11; }
     @my_annotation("x", 1) table t {
         key = { hdr.h.a: exact; }
         actions = { set; @defaultonly NoAction; }
@@ -24,6 +25,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     }
     apply {
         @atomic { t.apply(); }
+        mark();
         std.egress_spec = 1;
     }
 }

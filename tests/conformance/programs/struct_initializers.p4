@@ -1,4 +1,4 @@
-// Struct-valued expressions: a list { ... } and a named { x = ..., y = ... } initializer, and a struct compared with ==.
+// Struct-valued expressions: a list { ... } and a named { x = ..., y = ... } initializer, structs compared with ==.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -21,7 +21,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         pair_t p = { hdr.h.a, hdr.h.b };
         pair_t q = { y = hdr.h.a, x = hdr.h.b };
         hdr.h.r = p.x - q.x;
-        hdr.h.s = (p == { 8w1, 8w2 }) ? 8w0xAA : 8w0xBB;
+        pair_t one_two = { x = 1, y = 2 };
+        hdr.h.s = (p == one_two) ? 8w0xAA : 8w0xBB;
         std.egress_spec = 1;
     }
 }

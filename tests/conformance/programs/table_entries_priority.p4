@@ -1,4 +1,4 @@
-// Initial (non-const) entries with explicit priorities (priority=N:): their priorities decide, not their order (p4c refuses priorities in const entries: malformed/const_entries_priority).
+// Initial (non-const) entries with explicit priorities (priority=N:): the largest priority wins, not the first entry listed (p4c refuses priorities in const entries: malformed/const_entries_priority).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -23,8 +23,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         key = { hdr.h.a: ternary; }
         actions = { set; miss; }
         entries = {
-            priority=3: 0x00 &&& 0x00: set(1);
-            priority=1: 0x05 &&& 0xFF: set(2);
+            priority=1: 0x00 &&& 0x00: set(1);
+            priority=3: 0x05 &&& 0xFF: set(2);
             priority=2: 0x04 &&& 0xFC: set(3);
         }
         default_action = miss();

@@ -5,12 +5,13 @@
 header a_t { bit<8> kind; bit<8> v; }
 header b_t { bit<8> kind; bit<16> v; }
 header_union u_t { a_t a; b_t b; }
-struct headers_t { u_t u; }
+header p_t { bit<8> p; }
+struct headers_t { p_t pre; u_t u; }
 struct meta_t {  }
 
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t std) {
-    state start { transition select(pkt.lookahead<bit<8>>()) { 1: pa; 2: pb; } }
+    state start { pkt.extract(hdr.pre); transition select(pkt.lookahead<bit<8>>()) { 1: pa; 2: pb; } }
     state pa { pkt.extract(hdr.u.a); transition accept; }
     state pb { pkt.extract(hdr.u.b); transition accept; }
 }

@@ -5,14 +5,16 @@
 header a_t { bit<8> kind; bit<8> v; }
 header b_t { bit<8> kind; bit<16> v; }
 header_union u_t { a_t a; b_t b; }
-struct headers_t { u_t[3] us; }
+header p_t { bit<8> p; }
+struct headers_t { p_t pre; u_t[3] us; }
 struct meta_t {  }
 
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t std) {
-    state start { transition select(pkt.lookahead<bit<8>>()) { 1: pa; 2: pb; default: accept; } }
-    state pa { pkt.extract(hdr.us.next.a); transition start; }
-    state pb { pkt.extract(hdr.us.next.b); transition start; }
+    state start { pkt.extract(hdr.pre); transition body; }
+    state body { transition select(pkt.lookahead<bit<8>>()) { 1: pa; 2: pb; default: accept; } }
+    state pa { pkt.extract(hdr.us.next.a); transition body; }
+    state pb { pkt.extract(hdr.us.next.b); transition body; }
 }
 
 control MyVerify(inout headers_t hdr, inout meta_t meta) {
