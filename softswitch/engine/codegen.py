@@ -19,7 +19,7 @@ from ..frontend import ir
 from ..frontend.controlplane import local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
-from ..frontend.types import Bits, ExternT, ObjT, StackT, StructT, width_of
+from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
 from .gen_base import Emitter, Names, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
@@ -55,6 +55,15 @@ V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser
 _NOT_COPIED_ANNOTATIONS = {"name", "tableonly", "defaultonly"}
 
 
+# Annotations p4c parses into expressions (its ParseAnnotations, v1model's included): P4Info
+# writes their arguments as "a, b". Any other annotation keeps its tokens, which P4Info writes
+# separated by spaces: @my_annotation("x", 1) becomes @my_annotation("x" , 1).
+_PARSED_ANNOTATIONS = {"name", "id", "noWarn", "brief", "description", "deprecated", "length",
+                       "match", "priority", "field_list", "alias", "metadata", "pkginfo",
+                       "synchronous", "p4runtime_translation", "atomic", "optional",
+                       "tableonly", "defaultonly", "pure", "noSideEffects", "hidden"}
+
+
 def annotation_text(a: ir.Annotation) -> str:
     def arg(x):
         if isinstance(x, ir.StringLit):
@@ -62,7 +71,8 @@ def annotation_text(a: ir.Annotation) -> str:
         if isinstance(x, ir.IntLit):
             return x.text or str(x.value)
         return expr_text(x)
-    return f"@{a.name}(" + ", ".join(arg(x) for x in a.args) + ")" if a.args else f"@{a.name}"
+    sep = ", " if a.name in _PARSED_ANNOTATIONS else " , "
+    return f"@{a.name}(" + sep.join(arg(x) for x in a.args) + ")" if a.args else f"@{a.name}"
 
 
 def copied_annotations(anns: list) -> tuple:
@@ -174,6 +184,17 @@ class ProgramGen(CodeGen):
                           for p in d.params if not p.direction)
         o.line(f"REG.action({full}, {fname}, {widths!r}, {cp_params!r}, "
                f"{copied_annotations(d.annotations)!r})")
+        for p in d.params:
+            if not p.direction:
+                self._enum_use(full, p.resolved)
+
+    def _enum_use(self, user: str, t) -> None:
+        """Tell the registry that ``user`` (a table or action name expression) has a key or
+        parameter of ``t``, when ``t`` is a serializable enum (P4Info's type_info lists it)."""
+        if isinstance(t, EnumT) and t.base is not None:
+            members = tuple((m, t.values[m]) for m in t.members)
+            self.out.line(f"REG.enum_use({user}, {t.name!r}, {t.base.width}, {t.base.signed}, "
+                          f"{members!r})")
 
     def _fix_returns(self, outs: list) -> None:
         """Make a generated function return its out/inout scalars (on every return path)."""
@@ -408,6 +429,8 @@ class ProgramGen(CodeGen):
         meters = props.get("meters")
         if counters:
             self.counted_tables.add(vn)
+        for k in d.keys:
+            self._enum_use(full, k.expr.type)
         o.line(f"{vn} = REG.table({full}, {fields!r}, [" + ", ".join(
             f"({fn}, {sc!r}, {an!r})" for fn, sc, an in refs) + "], "
                f"({default[0]}, {default[1]!r}), {bool(const_default)}, {size}, "
