@@ -362,13 +362,27 @@ class ProgramGen(CodeGen):
             kname = local_name(k, expr_text(k.expr))
             fields.append((kname, width_of(k.expr.type), k.match_kind, copied_annotations(k.annotations)))
         refs = []
+        bound = {}
+        for ref, s in zip(d.actions, d.action_decls):
+            if ref.args:
+                # the table runs a wrapper that adds the arguments bound in the actions list
+                fn = self.names[s]
+                w = self.fresh(f"{fn}_bound")
+                o.line(f"def {w}(*cp):")
+                o.indent()
+                o.line(f"return {fn}({''.join(self.g(a) + ', ' for a in ref.args)}*cp)")
+                o.dedent()
+                o.line(f"REG.bound_action({w}, {fn})")
+                bound[id(s)] = w
+                # switch (t.apply().action_run) compares with the function the table ran
+                self.__dict__.setdefault("bound_fns", {})[(id(d), s.name)] = w
         for ref, s in zip(d.actions, d.action_decls):
             scope = "TABLE_AND_DEFAULT"
             if ir.find_annotation(ref.annotations, "tableonly"):
                 scope = "TABLE_ONLY"
             if ir.find_annotation(ref.annotations, "defaultonly"):
                 scope = "DEFAULT_ONLY"
-            refs.append((self.names[s], scope, copied_annotations(
+            refs.append((bound.get(id(s), self.names[s]), scope, copied_annotations(
                 [a for a in ref.annotations if a.name not in ("tableonly", "defaultonly")])))
         props = d.props
         size = 1024

@@ -304,6 +304,11 @@ class Registry:
         self.action_infos[name] = ActionInfo(
             name, tuple(ParamInfo(n, w, tuple(a)) for n, w, a in params), tuple(annotations))
 
+    def bound_action(self, wrapper, fn):
+        """``wrapper`` runs action ``fn`` with arguments a table's actions list binds."""
+        impl = self.actions[fn]
+        self.actions[wrapper] = ActionImpl(impl.name, wrapper, impl.widths)
+
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
               has_entries, dcounter, dmeter, annotations):
         impls = {}

@@ -397,7 +397,16 @@ class Checker(ExprChecker):
             if sym is None or sym.kind != "action":
                 raise error(ref, f"{ref.name}: no such action")
             if ref.args:
-                raise unsupported(ref, "action arguments bound in a table's action list")
+                # arguments of the directional parameters, evaluated when the table runs the
+                # action (P4_16 14.2.1.2); the entries give the directionless ones
+                dparams = [p for p in sym.decl.params if p.direction]
+                if len(ref.args) != len(dparams):
+                    raise error(ref, f"action {ref.name}: {len(dparams)} directional arguments "
+                                     f"expected in the actions list, got {len(ref.args)}")
+                if any(p.direction != "in" for p in dparams):
+                    raise unsupported(ref, "out and inout arguments bound in a table's action list")
+                call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
+                self.check_call_args(call, dparams, ref.args, scope, f"action {ref.name}")
             d.action_decls.append(sym)
         for name, (expr, is_const, span) in d.props.items():
             if name == "default_action":

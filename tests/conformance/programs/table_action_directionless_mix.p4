@@ -1,5 +1,4 @@
-// An action with a directional parameter (given where the table lists it) and directionless ones (from the entry).
-// xfail-embedded: P4UnsupportedError: action arguments bound in a table's action list
+// An action with a directional parameter (its argument bound in the table's actions list, read when the table runs it) and a directionless one (from the entry); switch on action_run sees it.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -28,7 +27,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     }
     apply {
         std.egress_spec = 1;
-        t.apply();
+        switch (t.apply().action_run) {
+            addto: { hdr.h.s = 0x5A; }
+            default: { }
+        }
     }
 }
 
