@@ -3,7 +3,8 @@
 :func:`generate` writes one program from a seed: a header of byte-aligned ``bit<W>`` fields,
 an ingress of random assignments (expressions over the fields and constants: ``+ - * & | ^ ~``,
 ``|+| |-|``, shifts by constants and by fields, slices, casts between widths, ``++``, ``?:``
-with comparisons), ``if``/``else`` on random conditions and tables with exact keys and
+with comparisons; on ``int<W>`` too: arithmetic shifts, saturation, sign extension, signed
+comparisons), ``if``/``else`` on random conditions and tables with exact keys and
 ``const entries`` (no control plane needed). :func:`packets` draws frames for it. The same
 program and frames run on two targets must give the same output bytes:
 ``tests/conformance/test_differential.py`` runs a few seeds on the embedded target and BMv2;
@@ -79,15 +80,27 @@ class _Gen:
             return f"({self.expr(wide, depth - 1)}[{hi}:{hi - w + 1}])"
         if kind < 0.82 and w >= 16:
             return f"({self.expr(w // 2, depth - 1)} ++ {self.expr(w // 2, depth - 1)})"
-        if kind < 0.9:
+        if kind < 0.88:
             return f"({self.cond(depth - 1)} ? {self.expr(w, depth - 1)} : {self.expr(w, depth - 1)})"
+        if kind < 0.94:
+            # signed: arithmetic shift, saturating add/sub, sign extension from a narrower width
+            a = f"((int<{w}>) {self.expr(w, depth - 1)})"
+            op = r.choice(("|+|", "|-|", "+", "*", ">>"))
+            rhs = f"8w{r.randint(0, w + 1)}" if op == ">>" else f"((int<{w}>) {self.expr(w, depth - 1)})"
+            if op != ">>" and w > 8 and r.random() < 0.3:
+                rhs = f"((int<{w}>) ((int<8>) {self.expr(8, depth - 1)}))"
+            return f"((bit<{w}>) ({a} {op} {rhs}))"
         other = r.choice(WIDTHS)
         return f"((bit<{w}>) {self.expr(other, depth - 1)})"
 
     def cond(self, depth: int) -> str:
         r = self.rng
         w = r.choice(WIDTHS)
-        c = f"({self.expr(w, depth)} {r.choice(COMPARE_OPS)} {self.expr(w, depth)})"
+        if r.random() < 0.25:            # a signed comparison
+            c = (f"(((int<{w}>) {self.expr(w, depth)}) {r.choice(COMPARE_OPS)} "
+                 f"((int<{w}>) {self.expr(w, depth)}))")
+        else:
+            c = f"({self.expr(w, depth)} {r.choice(COMPARE_OPS)} {self.expr(w, depth)})"
         if r.random() < 0.2:
             c = f"(!{c})"
         if r.random() < 0.2:

@@ -78,7 +78,8 @@ class ExprGen:
         if isinstance(t, Bits):
             if t.signed:
                 h = 1 << (t.width - 1)
-                return f"((({x}) + {h}) & {hex(t.mask)}) - {h}"
+                # parenthesised whole: it may be an operand ("a - wrap(b)")
+                return f"(((({x}) + {h}) & {hex(t.mask)}) - {h})"
             return f"(({x}) & {hex(t.mask)})"
         return x
 
