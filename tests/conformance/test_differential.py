@@ -35,5 +35,7 @@ def test_generator_is_deterministic():
     frames = p4smith.packets(prog, 4)
     assert frames == p4smith.packets(prog, 4)
     assert all(len(f) >= p4smith.MIN_FRAME for f in frames)
+    assert all(int.from_bytes(f[12:14], "big") not in p4smith.VLAN_ETHER_TYPES
+               for s in range(40) for f in p4smith.packets(p4smith.generate(s), 8))
     with pytest.raises(ValueError):
         p4smith.packets(prog, -1)
