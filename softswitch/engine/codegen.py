@@ -220,12 +220,19 @@ class ProgramGen(CodeGen):
             params.append(pn)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
-        if outs and d.ret.kind != "void":
-            raise unsupported(d, "functions that return a value and have out/inout parameters")
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
+        start = len(o.lines)
         self.stmt(d.body)
-        if outs:                    # called as a statement: returns its outs, as actions do
+        if outs and d.ret.kind != "void":
+            # returns (value, outs...): every path returns a value (the type checker made sure)
+            tail = "".join(", " + x for x in outs)
+            for i in range(start, len(o.lines)):
+                text = o.lines[i].lstrip()
+                if text.startswith("return "):
+                    indent = o.lines[i][:len(o.lines[i]) - len(text)]
+                    o.lines[i] = f"{indent}return ({text[len('return '):]}{tail})"
+        elif outs:                  # called as a statement: returns its outs, as actions do
             self._fix_returns(outs)
         o.dedent()
 

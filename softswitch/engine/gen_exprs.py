@@ -71,7 +71,17 @@ class ExprGen:
         return f"(({self.g(e.expr)} >> {e.lo_v}) & {hex((1 << w) - 1)})"
 
     def g_Cond(self, e: ir.Cond) -> str:
-        return f"({self.g(e.then)} if {self.g(e.cond)} else {self.g(e.other)})"
+        cond = self.g(e.cond)
+        then, other = self._lazily(e.then), self._lazily(e.other)
+        return f"({then} if {cond} else {other})"
+
+    def _lazily(self, e: ir.Expr) -> str:
+        """``e``, which runs only sometimes (a branch of ?:, the right of && and ||)."""
+        self._lazy = getattr(self, "_lazy", 0) + 1
+        try:
+            return self.g(e)
+        finally:
+            self._lazy -= 1
 
     @staticmethod
     def wrap(x: str, t) -> str:
@@ -96,7 +106,8 @@ class ExprGen:
 
     def g_Binary(self, e: ir.Binary) -> str:
         op = e.op
-        a, b = self.g(e.left), self.g(e.right)
+        a = self.g(e.left)
+        b = self._lazily(e.right) if op in ("&&", "||") else self.g(e.right)
         t = e.type
         lt = e.left.type
         if op == "&&":
@@ -175,10 +186,27 @@ class ExprGen:
         if kind[0] == "extern_method" and kind[1] == "packet_in" and kind[2] == "length":
             return "len(C.buf)"
         if kind[0] == "function":
+            d = e.func.sym.decl
+            if any(p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT))
+                   for p in d.params):
+                return self.call_value_with_outs(e, d)
             return f"{self.names[e.func.sym]}({', '.join(self.g(a) for a in e.args)})"
         if kind[0] == "extern_method" and kind[1] == "register" and kind[2] == "read":
             return f"{self.names[e.func.expr.sym]}.read({self.g(e.args[0])})"
         raise unsupported(e, f"call of {expr_text(e.func)} in an expression")
+
+    def call_value_with_outs(self, e: ir.Call, d) -> str:
+        """A function with out/inout parameters called in an expression: the call goes before
+        the statement (its out arguments copied back there), the expression reads its value."""
+        if getattr(self, "_lazy", 0):
+            raise unsupported(e, "a function with out/inout parameters called where it may not "
+                                 "run (after && or ||, in a branch of ?:)")
+        args, outs = self.out_args(e, d.params)
+        r = self.fresh("r")
+        self.out.line(f"{r} = {self.names[e.func.sym]}({', '.join(args)})")
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"{r}[{1 + j}]")
+        return f"{r}[0]"
 
     def table_apply(self, e: ir.Call) -> str:
         table = e.func.expr.sym.decl

@@ -315,8 +315,10 @@ class StmtGen:
             return
         r = self.fresh("r")
         self.out.line(f"{r} = {call}")
+        # a function returning a value returns (value, outs...)
+        first = 1 if _returns_value(callee) else 0
         for j, (_, a) in enumerate(outs):
-            self.assign(a, f"{r}[{j}]")
+            self.assign(a, f"{r}[{first + j}]")
 
     def union_siblings_invalid(self, header: ir.Expr) -> None:
         """After ``header`` became valid: if it is a member of a header_union, the union's
@@ -377,3 +379,8 @@ class StmtGen:
             self.extern_func(e, kind[1])
             return
         raise unsupported(e, f"call {expr_text(e.func)}")
+
+
+def _returns_value(callee) -> bool:
+    decl = getattr(callee, "decl", None)
+    return isinstance(decl, ir.FunctionDecl) and decl.ret.kind != "void"
