@@ -41,6 +41,10 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen):
         self.reg_sizes: dict = {}       # register instance name -> size literal (inlined access)
         self.hoisted: dict = {}         # field read text -> local holding it (body_with_hoisting)
         self.counted_tables: set = set()  # tables with a direct counter (apply passes C.length)
+        # (id of a table, action name) -> the wrapper a table runs for an action whose
+        # arguments its actions list binds (switch on action_run compares with it)
+        self.bound_fns: dict = {}
+        self._lazy = 0                  # > 0 while generating an operand that may not run
         self.prefix = ""
 
     def fresh(self, base: str = "t") -> str:
@@ -382,7 +386,7 @@ class ProgramGen(CodeGen):
                 o.line(f"REG.bound_action({w}, {fn})")
                 bound[id(s)] = w
                 # switch (t.apply().action_run) compares with the function the table ran
-                self.__dict__.setdefault("bound_fns", {})[(id(d), s.name)] = w
+                self.bound_fns[(id(d), s.name)] = w
         for ref, s in zip(d.actions, d.action_decls):
             scope = "TABLE_AND_DEFAULT"
             if ir.find_annotation(ref.annotations, "tableonly"):

@@ -77,7 +77,7 @@ class ExprGen:
 
     def _lazily(self, e: ir.Expr) -> str:
         """``e``, which runs only sometimes (a branch of ?:, the right of && and ||)."""
-        self._lazy = getattr(self, "_lazy", 0) + 1
+        self._lazy += 1
         try:
             return self.g(e)
         finally:
@@ -198,7 +198,7 @@ class ExprGen:
     def call_value_with_outs(self, e: ir.Call, d) -> str:
         """A function with out/inout parameters called in an expression: the call goes before
         the statement (its out arguments copied back there), the expression reads its value."""
-        if getattr(self, "_lazy", 0):
+        if self._lazy:
             raise unsupported(e, "a function with out/inout parameters called where it may not "
                                  "run (after && or ||, in a branch of ?:)")
         args, outs = self.out_args(e, d.params)

@@ -290,7 +290,7 @@ class StmtGen:
         """Python name of the generated action function (tables report the function run)."""
         for sym in table.action_decls:
             if sym.name == action:
-                return getattr(self, "bound_fns", {}).get((id(table), action), self.names[sym])
+                return self.bound_fns.get((id(table), action), self.names[sym])
         return action
 
     def out_args(self, e: ir.Call, params: list) -> tuple:

@@ -184,7 +184,7 @@ class ExprChecker:
             return ft
         if isinstance(bt, StackT):
             if e.member in ("next", "last"):
-                if not getattr(self, "in_parser", False):
+                if not self.in_parser:
                     raise error(e, f"{e.member} of a header stack can only be used in a parser")
                 return bt.elem
             if e.member in ("size", "lastIndex", "nextIndex"):

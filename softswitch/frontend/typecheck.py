@@ -35,6 +35,7 @@ class Checker(ExprChecker):
         self.main: Optional[ir.Instantiation] = None
         self.controls: dict = {}
         self.parsers: dict = {}
+        self.in_parser = False           # a stack's next and last are for parsers only
 
     # ------------------------------------------------------------------------------ helpers
     def uid(self) -> int:
