@@ -275,8 +275,9 @@ class ProgramGen(CodeGen):
                 cells.append(cn)
                 o.line(f"{cn} = {self.default_value(loc.resolved)}")
                 var_inits.append(loc)
-            elif isinstance(loc, ir.Instantiation) and not instances_allowed:
-                raise unsupported(loc, "instantiations inside a parser")
+            elif isinstance(loc, ir.Instantiation) and not instances_allowed and not (
+                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"):
+                raise unsupported(loc, "instantiations inside a parser (other than parsers)")
         return cells, var_inits
 
     def _apply_prologue(self, d, cells: list, var_inits: list) -> None:
@@ -356,7 +357,7 @@ class ProgramGen(CodeGen):
                 o.line(f"{vn} = REG.direct_meter({full}, {self.g(args[0])})")
             else:
                 raise unsupported(d, f"extern {t.name}")
-        elif isinstance(t, ObjT) and t.kind == "control_type":
+        elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type"):
             o.line(f"{vn} = make_{t.decl.name}({prefix_var} + {('.' + d.name)!r})")
         else:
             raise unsupported(d, f"instance of {t}")
@@ -468,6 +469,9 @@ class ProgramGen(CodeGen):
         o.line(f"def make_{d.name}(prefix):")
         o.indent()
         cells, var_inits = self._factory_cells(d, instances_allowed=False)
+        for loc in d.locals:
+            if isinstance(loc, ir.Instantiation):           # a sub-parser
+                self.gen_instance(loc, "prefix")
         saved = self.cells
         self.cells = cells
         for st in d.states:
@@ -492,11 +496,27 @@ class ProgramGen(CodeGen):
                 o.line("raise RT.ParserError(RT.ERR_NO_MATCH)")
             o.dedent()
         self._apply_prologue(d, cells, var_inits)
+        outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
+                and not isinstance(p.resolved, (StructT, StackT))]
+        ret = "(" + "".join(x + ", " for x in outs) + ")"
+        if outs:
+            # a sub-parser returns its scalar outs, as controls do; when it ends in reject or
+            # an error they still go back (BMv2 copies them out): the exception carries them
+            o.line("try:")
+            o.indent()
         o.line("st = s_start")
         o.line("while st is not None:")
         o.indent()
         o.line("st = st()")
         o.dedent()
+        if outs:
+            o.dedent()
+            o.line("except (RT.ParserError, RT.ParserReject) as exc:")
+            o.indent()
+            o.line(f"exc.outs = {ret}")
+            o.line("raise")
+            o.dedent()
+            o.line(f"return {ret}")
         o.dedent()
         o.line("return apply")
         o.dedent()

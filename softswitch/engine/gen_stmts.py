@@ -314,9 +314,23 @@ class StmtGen:
             self.out.line(call)
             return
         r = self.fresh("r")
-        self.out.line(f"{r} = {call}")
         # a function returning a value returns (value, outs...)
         first = 1 if _returns_value(callee) else 0
+        if _is_parser(callee):
+            # a sub-parser that ends in reject or an error still copies its outs back
+            o = self.out
+            o.line("try:")
+            o.indent()
+            o.line(f"{r} = {call}")
+            o.dedent()
+            o.line("except (RT.ParserError, RT.ParserReject) as exc:")
+            o.indent()
+            for j, (_, a) in enumerate(outs):
+                self.assign(a, f"exc.outs[{j}]")
+            o.line("raise")
+            o.dedent()
+        else:
+            self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{first + j}]")
 
@@ -384,3 +398,8 @@ class StmtGen:
 def _returns_value(callee) -> bool:
     decl = getattr(callee, "decl", None)
     return isinstance(decl, ir.FunctionDecl) and decl.ret.kind != "void"
+
+
+def _is_parser(callee) -> bool:
+    t = getattr(callee, "type", None)
+    return getattr(t, "kind", None) == "parser"

@@ -1,20 +1,29 @@
-// A parser instantiated and applied inside another parser (a sub-parser with its own states).
-// xfail-embedded: P4UnsupportedError: instantiations inside a parser (a sub-parser)
+// Sub-parsers: a parser declared at top level, instantiated twice inside the main parser and applied with out and inout arguments; its own select, its reject.
 #include <core.p4>
 #include <v1model.p4>
 
 header a_t { bit<8> v; }
 header b_t { bit<8> v; }
-parser Sub(packet_in pkt, out b_t b) {
-    state start { pkt.extract(b); transition accept; }
+parser Sub(packet_in pkt, out b_t b, inout bit<8> count) {
+    state start {
+        pkt.extract(b);
+        count = count + 1;
+        transition select(b.v) { 0xFF: reject; default: accept; }
+    }
 }
-struct headers_t { a_t a; b_t b; }
-struct meta_t {  }
+struct headers_t { a_t a; b_t b; b_t c; }
+struct meta_t { bit<8> n; }
 
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t std) {
-    Sub() sub;
-    state start { pkt.extract(hdr.a); sub.apply(pkt, hdr.b); transition accept; }
+    Sub() sub1;
+    Sub() sub2;
+    state start {
+        pkt.extract(hdr.a);
+        sub1.apply(pkt, hdr.b, meta.n);
+        transition select(hdr.b.v) { 2: more; default: accept; }
+    }
+    state more { sub2.apply(pkt, hdr.c, meta.n); transition accept; }
 }
 
 control MyVerify(inout headers_t hdr, inout meta_t meta) {
@@ -23,7 +32,8 @@ control MyVerify(inout headers_t hdr, inout meta_t meta) {
 
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
     apply {
-        hdr.b.v = hdr.b.v + 1; std.egress_spec = 1;
+        hdr.a.v = meta.n;
+        std.egress_spec = hdr.b.isValid() ? 9w1 : 9w2;
     }
 }
 
