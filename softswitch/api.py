@@ -183,6 +183,16 @@ class DigestInfo:
 
 
 @dataclass(frozen=True)
+class SerializableEnumInfo:
+    """A serializable enum (``enum bit<8> op_t { ADD = 1 }``) that a listed table's key or a
+    listed action's parameter has as its type: p4c's P4Info describes it in ``type_info``."""
+    name: str
+    bitwidth: int
+    signed: bool
+    members: tuple[tuple[str, int], ...]      # (name, value) in declaration order
+
+
+@dataclass(frozen=True)
 class ControllerHeaderInfo:
     """A header annotated ``@controller_header("packet_in"|"packet_out")``."""
     name: str                 # "packet_in" or "packet_out"
@@ -213,6 +223,7 @@ class ProgramInfo:
     # A control calls an extern function (mark_to_drop, hash, clone, ...): p4c's P4Info then
     # has a type_info (its type converter ran), even an empty one.
     calls_extern_functions: bool = False
+    serializable_enums: tuple[SerializableEnumInfo, ...] = ()
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:

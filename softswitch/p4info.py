@@ -38,7 +38,8 @@ from p4.config.v1 import p4info_pb2
 
 from .api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
                   DigestInfo, DirectCounterInfo, DirectMeterInfo, MatchFieldInfo, MeterInfo,
-                  ParamInfo, ProgramInfo, RegisterInfo, StructFieldInfo, TableInfo)
+                  ParamInfo, ProgramInfo, RegisterInfo, SerializableEnumInfo, StructFieldInfo,
+                  TableInfo)
 
 # p4c prints these two comment lines at the top of every text P4Info.
 TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
@@ -245,6 +246,13 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             or p4info.controller_packet_metadata or info.digests or info.calls_extern_functions
             or any(a.params for a in p4info.actions)):
         type_info.SetInParent()      # p4c's type converter ran: `type_info {}` even if empty
+    for enum in info.serializable_enums:
+        msg = type_info.serializable_enums[enum.name]
+        msg.underlying_type.bitwidth = enum.bitwidth
+        for name, value in enum.members:
+            member = msg.members.add()
+            member.name = name
+            member.value = encode_value(value & ((1 << enum.bitwidth) - 1), enum.bitwidth)
     for digest in info.digests:
         msg = p4info.digests.add()
         _set_preamble(msg.preamble, ids.digests[digest.name], digest.name, ids)
@@ -351,7 +359,11 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
         controller_headers=tuple(ControllerHeaderInfo(
             h.preamble.name, h.preamble.name,
             tuple(StructFieldInfo(m.name, m.bitwidth) for m in h.metadata))
-            for h in p4info.controller_packet_metadata))
+            for h in p4info.controller_packet_metadata),
+        serializable_enums=tuple(SerializableEnumInfo(
+            name, e.underlying_type.bitwidth, False,
+            tuple((m.name, int.from_bytes(m.value, "big")) for m in e.members))
+            for name, e in sorted(p4info.type_info.serializable_enums.items())))
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..frontend import ir
 from ..frontend.controlplane import local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
-from ..frontend.types import Bits, ExternT, ObjT, StackT, StructT, width_of
+from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
 from .gen_base import Emitter, Names, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
@@ -41,6 +41,10 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen):
         self.reg_sizes: dict = {}       # register instance name -> size literal (inlined access)
         self.hoisted: dict = {}         # field read text -> local holding it (body_with_hoisting)
         self.counted_tables: set = set()  # tables with a direct counter (apply passes C.length)
+        # (id of a table, action name) -> the wrapper a table runs for an action whose
+        # arguments its actions list binds (switch on action_run compares with it)
+        self.bound_fns: dict = {}
+        self._lazy = 0                  # > 0 while generating an operand that may not run
         self.prefix = ""
 
     def fresh(self, base: str = "t") -> str:
@@ -55,6 +59,15 @@ V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser
 _NOT_COPIED_ANNOTATIONS = {"name", "tableonly", "defaultonly"}
 
 
+# Annotations p4c parses into expressions (its ParseAnnotations, v1model's included): P4Info
+# writes their arguments as "a, b". Any other annotation keeps its tokens, which P4Info writes
+# separated by spaces: @my_annotation("x", 1) becomes @my_annotation("x" , 1).
+_PARSED_ANNOTATIONS = {"name", "id", "noWarn", "brief", "description", "deprecated", "length",
+                       "match", "priority", "field_list", "alias", "metadata", "pkginfo",
+                       "synchronous", "p4runtime_translation", "atomic", "optional",
+                       "tableonly", "defaultonly", "pure", "noSideEffects", "hidden"}
+
+
 def annotation_text(a: ir.Annotation) -> str:
     def arg(x):
         if isinstance(x, ir.StringLit):
@@ -62,7 +75,8 @@ def annotation_text(a: ir.Annotation) -> str:
         if isinstance(x, ir.IntLit):
             return x.text or str(x.value)
         return expr_text(x)
-    return f"@{a.name}(" + ", ".join(arg(x) for x in a.args) + ")" if a.args else f"@{a.name}"
+    sep = ", " if a.name in _PARSED_ANNOTATIONS else " , "
+    return f"@{a.name}(" + sep.join(arg(x) for x in a.args) + ")" if a.args else f"@{a.name}"
 
 
 def copied_annotations(anns: list) -> tuple:
@@ -174,6 +188,17 @@ class ProgramGen(CodeGen):
                           for p in d.params if not p.direction)
         o.line(f"REG.action({full}, {fname}, {widths!r}, {cp_params!r}, "
                f"{copied_annotations(d.annotations)!r})")
+        for p in d.params:
+            if not p.direction:
+                self._enum_use(full, p.resolved)
+
+    def _enum_use(self, user: str, t) -> None:
+        """Tell the registry that ``user`` (a table or action name expression) has a key or
+        parameter of ``t``, when ``t`` is a serializable enum (P4Info's type_info lists it)."""
+        if isinstance(t, EnumT) and t.base is not None:
+            members = tuple((m, t.values[m]) for m in t.members)
+            self.out.line(f"REG.enum_use({user}, {t.name!r}, {t.base.width}, {t.base.signed}, "
+                          f"{members!r})")
 
     def _fix_returns(self, outs: list) -> None:
         """Make a generated function return its out/inout scalars (on every return path)."""
@@ -199,12 +224,19 @@ class ProgramGen(CodeGen):
             params.append(pn)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
-        if outs and d.ret.kind != "void":
-            raise unsupported(d, "functions that return a value and have out/inout parameters")
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
+        start = len(o.lines)
         self.stmt(d.body)
-        if outs:                    # called as a statement: returns its outs, as actions do
+        if outs and d.ret.kind != "void":
+            # returns (value, outs...): every path returns a value (the type checker made sure)
+            tail = "".join(", " + x for x in outs)
+            for i in range(start, len(o.lines)):
+                text = o.lines[i].lstrip()
+                if text.startswith("return "):
+                    indent = o.lines[i][:len(o.lines[i]) - len(text)]
+                    o.lines[i] = f"{indent}return ({text[len('return '):]}{tail})"
+        elif outs:                  # called as a statement: returns its outs, as actions do
             self._fix_returns(outs)
         o.dedent()
 
@@ -243,8 +275,9 @@ class ProgramGen(CodeGen):
                 cells.append(cn)
                 o.line(f"{cn} = {self.default_value(loc.resolved)}")
                 var_inits.append(loc)
-            elif isinstance(loc, ir.Instantiation) and not instances_allowed:
-                raise unsupported(loc, "instantiations inside a parser")
+            elif isinstance(loc, ir.Instantiation) and not instances_allowed and not (
+                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"):
+                raise unsupported(loc, "instantiations inside a parser (other than parsers)")
         return cells, var_inits
 
     def _apply_prologue(self, d, cells: list, var_inits: list) -> None:
@@ -324,7 +357,7 @@ class ProgramGen(CodeGen):
                 o.line(f"{vn} = REG.direct_meter({full}, {self.g(args[0])})")
             else:
                 raise unsupported(d, f"extern {t.name}")
-        elif isinstance(t, ObjT) and t.kind == "control_type":
+        elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type"):
             o.line(f"{vn} = make_{t.decl.name}({prefix_var} + {('.' + d.name)!r})")
         else:
             raise unsupported(d, f"instance of {t}")
@@ -341,13 +374,27 @@ class ProgramGen(CodeGen):
             kname = local_name(k, expr_text(k.expr))
             fields.append((kname, width_of(k.expr.type), k.match_kind, copied_annotations(k.annotations)))
         refs = []
+        bound = {}
+        for ref, s in zip(d.actions, d.action_decls):
+            if ref.args:
+                # the table runs a wrapper that adds the arguments bound in the actions list
+                fn = self.names[s]
+                w = self.fresh(f"{fn}_bound")
+                o.line(f"def {w}(*cp):")
+                o.indent()
+                o.line(f"return {fn}({''.join(self.g(a) + ', ' for a in ref.args)}*cp)")
+                o.dedent()
+                o.line(f"REG.bound_action({w}, {fn})")
+                bound[id(s)] = w
+                # switch (t.apply().action_run) compares with the function the table ran
+                self.bound_fns[(id(d), s.name)] = w
         for ref, s in zip(d.actions, d.action_decls):
             scope = "TABLE_AND_DEFAULT"
             if ir.find_annotation(ref.annotations, "tableonly"):
                 scope = "TABLE_ONLY"
             if ir.find_annotation(ref.annotations, "defaultonly"):
                 scope = "DEFAULT_ONLY"
-            refs.append((self.names[s], scope, copied_annotations(
+            refs.append((bound.get(id(s), self.names[s]), scope, copied_annotations(
                 [a for a in ref.annotations if a.name not in ("tableonly", "defaultonly")])))
         props = d.props
         size = 1024
@@ -408,6 +455,8 @@ class ProgramGen(CodeGen):
         meters = props.get("meters")
         if counters:
             self.counted_tables.add(vn)
+        for k in d.keys:
+            self._enum_use(full, k.expr.type)
         o.line(f"{vn} = REG.table({full}, {fields!r}, [" + ", ".join(
             f"({fn}, {sc!r}, {an!r})" for fn, sc, an in refs) + "], "
                f"({default[0]}, {default[1]!r}), {bool(const_default)}, {size}, "
@@ -420,6 +469,9 @@ class ProgramGen(CodeGen):
         o.line(f"def make_{d.name}(prefix):")
         o.indent()
         cells, var_inits = self._factory_cells(d, instances_allowed=False)
+        for loc in d.locals:
+            if isinstance(loc, ir.Instantiation):           # a sub-parser
+                self.gen_instance(loc, "prefix")
         saved = self.cells
         self.cells = cells
         for st in d.states:
@@ -444,11 +496,27 @@ class ProgramGen(CodeGen):
                 o.line("raise RT.ParserError(RT.ERR_NO_MATCH)")
             o.dedent()
         self._apply_prologue(d, cells, var_inits)
+        outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
+                and not isinstance(p.resolved, (StructT, StackT))]
+        ret = "(" + "".join(x + ", " for x in outs) + ")"
+        if outs:
+            # a sub-parser returns its scalar outs, as controls do; when it ends in reject or
+            # an error they still go back (BMv2 copies them out): the exception carries them
+            o.line("try:")
+            o.indent()
         o.line("st = s_start")
         o.line("while st is not None:")
         o.indent()
         o.line("st = st()")
         o.dedent()
+        if outs:
+            o.dedent()
+            o.line("except (RT.ParserError, RT.ParserReject) as exc:")
+            o.indent()
+            o.line(f"exc.outs = {ret}")
+            o.line("raise")
+            o.dedent()
+            o.line(f"return {ret}")
         o.dedent()
         o.line("return apply")
         o.dedent()

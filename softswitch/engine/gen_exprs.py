@@ -56,6 +56,8 @@ class ExprGen:
         raise unsupported(e, f"member {e.member} of {bt}")
 
     def g_Index(self, e: ir.Index) -> str:
+        if isinstance(e.expr.type, ListT):          # a tuple (a Python tuple)
+            return f"{self.g(e.expr)}[{e.index.const}]"
         return f"{self.g(e.expr)}.at({self.g(e.index)})"
 
     def g_Slice(self, e: ir.Slice) -> str:
@@ -69,14 +71,25 @@ class ExprGen:
         return f"(({self.g(e.expr)} >> {e.lo_v}) & {hex((1 << w) - 1)})"
 
     def g_Cond(self, e: ir.Cond) -> str:
-        return f"({self.g(e.then)} if {self.g(e.cond)} else {self.g(e.other)})"
+        cond = self.g(e.cond)
+        then, other = self._lazily(e.then), self._lazily(e.other)
+        return f"({then} if {cond} else {other})"
+
+    def _lazily(self, e: ir.Expr) -> str:
+        """``e``, which runs only sometimes (a branch of ?:, the right of && and ||)."""
+        self._lazy += 1
+        try:
+            return self.g(e)
+        finally:
+            self._lazy -= 1
 
     @staticmethod
     def wrap(x: str, t) -> str:
         if isinstance(t, Bits):
             if t.signed:
                 h = 1 << (t.width - 1)
-                return f"((({x}) + {h}) & {hex(t.mask)}) - {h}"
+                # parenthesised whole: it may be an operand ("a - wrap(b)")
+                return f"(((({x}) + {h}) & {hex(t.mask)}) - {h})"
             return f"(({x}) & {hex(t.mask)})"
         return x
 
@@ -93,7 +106,8 @@ class ExprGen:
 
     def g_Binary(self, e: ir.Binary) -> str:
         op = e.op
-        a, b = self.g(e.left), self.g(e.right)
+        a = self.g(e.left)
+        b = self._lazily(e.right) if op in ("&&", "||") else self.g(e.right)
         t = e.type
         lt = e.left.type
         if op == "&&":
@@ -172,10 +186,27 @@ class ExprGen:
         if kind[0] == "extern_method" and kind[1] == "packet_in" and kind[2] == "length":
             return "len(C.buf)"
         if kind[0] == "function":
+            d = e.func.sym.decl
+            if any(p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT))
+                   for p in d.params):
+                return self.call_value_with_outs(e, d)
             return f"{self.names[e.func.sym]}({', '.join(self.g(a) for a in e.args)})"
         if kind[0] == "extern_method" and kind[1] == "register" and kind[2] == "read":
             return f"{self.names[e.func.expr.sym]}.read({self.g(e.args[0])})"
         raise unsupported(e, f"call of {expr_text(e.func)} in an expression")
+
+    def call_value_with_outs(self, e: ir.Call, d) -> str:
+        """A function with out/inout parameters called in an expression: the call goes before
+        the statement (its out arguments copied back there), the expression reads its value."""
+        if self._lazy:
+            raise unsupported(e, "a function with out/inout parameters called where it may not "
+                                 "run (after && or ||, in a branch of ?:)")
+        args, outs = self.out_args(e, d.params)
+        r = self.fresh("r")
+        self.out.line(f"{r} = {self.names[e.func.sym]}({', '.join(args)})")
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"{r}[{1 + j}]")
+        return f"{r}[0]"
 
     def table_apply(self, e: ir.Call) -> str:
         table = e.func.expr.sym.decl

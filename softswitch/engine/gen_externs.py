@@ -168,6 +168,16 @@ class ExternGen:
                 a = e.args[0]
                 if isinstance(a, ir.Member) and isinstance(a.expr.type, StackT) and a.member == "next":
                     o.line(f"C.extract({self.g(a.expr)}.next_for_extract())")
+                elif (isinstance(a, ir.Member) and isinstance(a.expr, ir.Member)
+                      and a.expr.member == "next" and isinstance(a.expr.expr.type, StackT)):
+                    # a member of the next element of a stack of header unions: the element
+                    # is taken (nextIndex moves on) once, then the member is extracted into it
+                    u = self.fresh("u")
+                    o.line(f"{u} = {self.g(a.expr.expr)}.next_for_extract()")
+                    self.inline_extract(f"{u}.{pyfield(a.member)}", a.type)
+                    for name, _ in a.expr.type.fields:
+                        if name != a.member:
+                            o.line(f"{u}.{pyfield(name)}._v = False")
                 elif not isinstance(a.type, StructT) or a.type.kind != "header":
                     raise unsupported(a, f"extract into {a.type}")
                 else:

@@ -290,7 +290,7 @@ class StmtGen:
         """Python name of the generated action function (tables report the function run)."""
         for sym in table.action_decls:
             if sym.name == action:
-                return self.names[sym]
+                return self.bound_fns.get((id(table), action), self.names[sym])
         return action
 
     def out_args(self, e: ir.Call, params: list) -> tuple:
@@ -314,9 +314,25 @@ class StmtGen:
             self.out.line(call)
             return
         r = self.fresh("r")
-        self.out.line(f"{r} = {call}")
+        # a function returning a value returns (value, outs...)
+        first = 1 if _returns_value(callee) else 0
+        if _is_parser(callee):
+            # a sub-parser that ends in reject or an error still copies its outs back
+            o = self.out
+            o.line("try:")
+            o.indent()
+            o.line(f"{r} = {call}")
+            o.dedent()
+            o.line("except (RT.ParserError, RT.ParserReject) as exc:")
+            o.indent()
+            for j, (_, a) in enumerate(outs):
+                self.assign(a, f"exc.outs[{j}]")
+            o.line("raise")
+            o.dedent()
+        else:
+            self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
-            self.assign(a, f"{r}[{j}]")
+            self.assign(a, f"{r}[{first + j}]")
 
     def union_siblings_invalid(self, header: ir.Expr) -> None:
         """After ``header`` became valid: if it is a member of a header_union, the union's
@@ -377,3 +393,13 @@ class StmtGen:
             self.extern_func(e, kind[1])
             return
         raise unsupported(e, f"call {expr_text(e.func)}")
+
+
+def _returns_value(callee) -> bool:
+    decl = getattr(callee, "decl", None)
+    return isinstance(decl, ir.FunctionDecl) and decl.ret.kind != "void"
+
+
+def _is_parser(callee) -> bool:
+    t = getattr(callee, "type", None)
+    return getattr(t, "kind", None) == "parser"

@@ -17,7 +17,8 @@ from typing import Optional, Sequence
 from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlError,
                    CounterInfo, Digest, DigestInfo, DirectCounterInfo,
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
-                   ProgramInfo, RegisterInfo, Replica, StructFieldInfo, TableEntry, TableInfo)
+                   ProgramInfo, RegisterInfo, Replica, SerializableEnumInfo, StructFieldInfo,
+                   TableEntry, TableInfo)
 from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
@@ -289,6 +290,12 @@ class Registry:
         self.classes = None
         self.field_lists: dict = {}
         self.error_names: tuple = ()
+        self.enum_uses: list = []        # (table or action name, SerializableEnumInfo)
+
+    def enum_use(self, user, name, bitwidth, signed, members):
+        """Table or action ``user`` has a key or parameter of serializable enum ``name``."""
+        self.enum_uses.append((user, SerializableEnumInfo(name, bitwidth, signed,
+                                                          tuple(map(tuple, members)))))
 
     def action(self, name, fn, widths, params, annotations):
         """Register action ``name`` (function ``fn``); ``params``: (name, width, annotations) of
@@ -296,6 +303,11 @@ class Registry:
         self.actions[fn] = ActionImpl(name, fn, tuple(widths))
         self.action_infos[name] = ActionInfo(
             name, tuple(ParamInfo(n, w, tuple(a)) for n, w, a in params), tuple(annotations))
+
+    def bound_action(self, wrapper, fn):
+        """``wrapper`` runs action ``fn`` with arguments a table's actions list binds."""
+        impl = self.actions[fn]
+        self.actions[wrapper] = ActionImpl(impl.name, wrapper, impl.widths)
 
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
               has_entries, dcounter, dmeter, annotations):
@@ -399,7 +411,17 @@ class Registry:
             digests=tuple(DigestInfo(n, tuple(StructFieldInfo(f, w) for f, w in fields))
                           for n, fields in digests.items()),
             controller_headers=controller_headers,
-            calls_extern_functions=view.extern_calls)
+            calls_extern_functions=view.extern_calls,
+            serializable_enums=self._serializable_enums(kept, actions))
+
+    def _serializable_enums(self, tables: set, actions: list) -> tuple:
+        """The serializable enums of listed tables' keys and listed actions' parameters."""
+        users = set(tables) | {a.name for a in actions if a.params}
+        found = {}
+        for user, enum in self.enum_uses:
+            if user in users:
+                found.setdefault(enum.name, enum)
+        return tuple(found[n] for n in sorted(found))
 
 
 # ------------------------------------------------------------------------------ dataplane

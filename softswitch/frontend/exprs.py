@@ -81,6 +81,14 @@ class ExprChecker:
         if isinstance(e, ir.Index):
             bt = self.check_expr(e.expr, scope)
             it = self.check_expr(e.index, scope)
+            if isinstance(bt, ListT):
+                # a tuple: indexed by a compile-time constant only
+                i = getattr(e.index, "const", None)
+                if not isinstance(i, int) or isinstance(i, bool):
+                    raise error(e.index, "a tuple index must be a compile-time constant")
+                if not 0 <= i < len(bt.items):
+                    raise error(e.index, f"index {i} out of bounds for {bt}")
+                return bt.items[i]
             if not isinstance(bt, StackT):
                 raise error(e, f"cannot index a value of type {bt}")
             if not isinstance(it, (Bits, InfInt)):
@@ -176,6 +184,8 @@ class ExprChecker:
             return ft
         if isinstance(bt, StackT):
             if e.member in ("next", "last"):
+                if not self.in_parser:
+                    raise error(e, f"{e.member} of a header stack can only be used in a parser")
                 return bt.elem
             if e.member in ("size", "lastIndex", "nextIndex"):
                 if e.member == "size":
@@ -287,6 +297,14 @@ class ExprChecker:
                 raise error(e, f"operator {op} is not defined on signed values")
             if e.right.const == 0:
                 raise error(e.right, "division by zero")
+            rc = e.right.const
+            folded = isinstance(e.left.const, int) and isinstance(rc, int)
+            if isinstance(t, Bits) and not folded and (
+                    not isinstance(rc, int) or rc <= 0 or rc & (rc - 1)):
+                # p4c-bm2-ss: "could not evaluate expression at compilation time"; BMv2 has
+                # no division: / and % by a power of two become shifts and masks
+                raise error(e, f"operator {op}: could not evaluate expression at compilation "
+                               f"time (a run-time {op} needs a constant power of two on the right)")
         if op in ("|+|", "|-|") and isinstance(t, InfInt):
             raise error(e, f"saturating operator {op} needs a fixed-width type")
         lc, rc = e.left.const, e.right.const
@@ -392,6 +410,10 @@ class ExprChecker:
                 for tp in m.type_params:
                     tv.setdefault(tp, TypeVar(tp))
                 self.check_call_args(e, m.params, e.args, scope, f"{base.name}.{name}", tv)
+                if base.name == "packet_in" and name == "extract":
+                    at = e.args[0].type if e.args else None
+                    if not (isinstance(at, StructT) and at.kind == "header"):
+                        raise error(e.args[0], f"{expr_text(e.args[0])}: argument must be a header")
                 e.call_kind = ("extern_method", base.name, name)
                 e.method = m
                 rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()

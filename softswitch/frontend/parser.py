@@ -456,6 +456,10 @@ class IRBuilder(Transformer):
         return ir.Block(list(c), span=self._span(meta))
 
     @v_args(meta=True)
+    def block_stmt(self, meta, c):
+        return ir.Block(list(c[1:]), span=self._span(meta))
+
+    @v_args(meta=True)
     def assign_stmt(self, meta, c):
         return ir.Assign(c[0], c[1], span=self._span(meta))
 

@@ -35,6 +35,7 @@ class Checker(ExprChecker):
         self.main: Optional[ir.Instantiation] = None
         self.controls: dict = {}
         self.parsers: dict = {}
+        self.in_parser = False           # a stack's next and last are for parsers only
 
     # ------------------------------------------------------------------------------ helpers
     def uid(self) -> int:
@@ -202,6 +203,13 @@ class Checker(ExprChecker):
             raise unsupported(d, "parser constructor parameters")
         scope = Scope(self.top, owner=d)
         self.declare_params(d.params, scope)
+        self.in_parser = True
+        try:
+            self._check_parser_body(d, scope)
+        finally:
+            self.in_parser = False
+
+    def _check_parser_body(self, d: ir.ParserDecl, scope: Scope) -> None:
         for loc in d.locals:
             self.check_local(loc, scope)
         names = {s.name for s in d.states}
@@ -261,6 +269,8 @@ class Checker(ExprChecker):
         for loc in d.locals:
             self.check_local(loc, scope)
         self.check_stmt(d.body, Scope(scope), ctx="control")
+        _tables_applied(d.body, frozenset())
+
 
     def check_local(self, loc: ir.Node, scope: Scope) -> None:
         if isinstance(loc, ir.ConstDecl):
@@ -307,11 +317,15 @@ class Checker(ExprChecker):
     def check_function(self, d: ir.FunctionDecl, scope: Scope) -> None:
         if d.type_params:
             raise unsupported(d, "generic functions")
-        scope.declare(Sym("function", d.name, ObjT("function", d), d, owner=scope.owner), d)
         f_scope = Scope(scope)
         self.declare_params(d.params, f_scope)
         d.ret_resolved = self.resolve_type(d.ret)
+        # the function's own name is declared after its body: P4_16 names are declared before
+        # use, so a function cannot call itself (p4c: "f: declaration not found")
         self.check_stmt(d.body, f_scope, ctx="function", ret=d.ret_resolved)
+        if not isinstance(d.ret_resolved, Void) and _falls_through(d.body):
+            raise error(d, f"function {d.name} does not return a value on all paths")
+        scope.declare(Sym("function", d.name, ObjT("function", d), d, owner=scope.owner), d)
 
     def check_instantiation(self, d: ir.Instantiation, scope: Scope) -> None:
         t = self.resolve_type(d.type_ref)
@@ -384,13 +398,24 @@ class Checker(ExprChecker):
             if sym is None or sym.kind != "action":
                 raise error(ref, f"{ref.name}: no such action")
             if ref.args:
-                raise unsupported(ref, "action arguments bound in a table's action list")
+                # arguments of the directional parameters, evaluated when the table runs the
+                # action (P4_16 14.2.1.2); the entries give the directionless ones
+                dparams = [p for p in sym.decl.params if p.direction]
+                if len(ref.args) != len(dparams):
+                    raise error(ref, f"action {ref.name}: {len(dparams)} directional arguments "
+                                     f"expected in the actions list, got {len(ref.args)}")
+                if any(p.direction != "in" for p in dparams):
+                    raise unsupported(ref, "out and inout arguments bound in a table's action list")
+                call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
+                self.check_call_args(call, dparams, ref.args, scope, f"action {ref.name}")
             d.action_decls.append(sym)
         for name, (expr, is_const, span) in d.props.items():
             if name == "default_action":
                 self.check_action_call(expr, scope, d)
             elif name == "size":
                 self.check_expr(expr, scope)
+                if not isinstance(getattr(expr, "const", None), int):
+                    raise error(expr, "size must be a constant numeric expression")
             elif name in ("counters", "meters"):
                 self.check_expr(expr, scope)
             elif name in ("implementation", "support_timeout"):
@@ -400,6 +425,9 @@ class Checker(ExprChecker):
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
+                    if d.entries_const:
+                        # p4c: "Table with 'const' entries cannot have priorities"
+                        raise error(e.keyset, "a table with const entries cannot have priorities")
                     self.const_int(e.priority, scope)
                 items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]
                 if len(items) != len(d.keys) and not (len(items) == 1 and isinstance(items[0], ir.DefaultKs)):
@@ -450,6 +478,9 @@ class Checker(ExprChecker):
                 self.check_stmt(s.other, scope, ctx, ret)
         elif isinstance(s, ir.Switch):
             t = self.check_expr(s.expr, scope)
+            if isinstance(t, Bool):
+                raise error(s.expr, "switch expression has type bool (switch takes bit<>, int<>, "
+                                    "an enum or action_run)")
             labels = set()
             for c in s.cases:
                 if c.label is not None:
@@ -477,6 +508,8 @@ class Checker(ExprChecker):
         elif isinstance(s, ir.Exit):
             if ctx == "parser":
                 raise error(s, "exit is not allowed in a parser")
+            if ctx == "function":
+                raise error(s, "exit is not allowed in a function")
         elif isinstance(s, ir.Return):
             if ctx == "parser":
                 raise error(s, "return is not allowed in a parser")
@@ -520,6 +553,16 @@ class Checker(ExprChecker):
             return
         if isinstance(src, StructT) and isinstance(dst, StructT) and src.name == "" :
             return
+        if isinstance(src, ListT) and isinstance(dst, ListT):
+            if len(src.items) != len(dst.items):
+                raise error(node, f"{dst}: expected {len(dst.items)} elements, got {len(src.items)}")
+            exprs = node.items if isinstance(node, ir.ListExpr) else [node] * len(src.items)
+            for item, dt, expr in zip(src.items, dst.items, exprs):
+                self.assignable(expr, item, dt)
+            return
+        if isinstance(src, StackT) and isinstance(dst, StackT):
+            if src.size == dst.size and src.elem.name == dst.elem.name:
+                return
         if src == dst or src is dst:
             return
         if isinstance(src, StructT) and isinstance(dst, StructT) and src.name == dst.name:
@@ -534,3 +577,77 @@ class Checker(ExprChecker):
             e.type = t
             if getattr(e, "const", None) is not None:
                 e.const = wrap(e.const, t)
+
+
+def _falls_through(s: ir.Stmt) -> bool:
+    """Whether control can reach the end of ``s`` (a function body missing a return)."""
+    if isinstance(s, (ir.Return, ir.Exit)):
+        return False
+    if isinstance(s, ir.Block):
+        return all(_falls_through(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return s.other is None or _falls_through(s.then) or _falls_through(s.other)
+    if isinstance(s, ir.Switch):
+        has_default = any(c.label is None for c in s.cases)
+        return not has_default or any(c.body is not None and _falls_through(c.body)
+                                      for c in s.cases)
+    return True
+
+
+def _table_applies(node: Any):
+    """The tables an expression applies (``t.apply()`` calls), in source order."""
+    if isinstance(node, ir.Call) and getattr(node, "call_kind", None) == ("table_apply",):
+        yield node
+    if isinstance(node, ir.Node):
+        for name in node.__dataclass_fields__:
+            if name != "span":
+                yield from _table_applies(getattr(node, name))
+    elif isinstance(node, (list, tuple)):
+        for x in node:
+            yield from _table_applies(x)
+
+
+def _apply_table(call: ir.Call, before: frozenset) -> frozenset:
+    table = call.func.expr.type.decl
+    if id(table) in before:
+        # p4c-bm2-ss lays tables out as a graph without cycles
+        raise error(table, "Program can not be implemented on this target since it contains a "
+                           f"path from table {table.name} back to itself")
+    return before | {id(table)}
+
+
+def _tables_applied(s: ir.Stmt, before: frozenset) -> Optional[frozenset]:
+    """The tables (their ids) that may have been applied when control leaves ``s`` normally (``None``: it
+    never does: exit or return), given those applied before; a table that may be applied a
+    second time on one path is an error (BMv2's pipelines are acyclic graphs of tables)."""
+    if isinstance(s, (ir.Exit, ir.Return)):
+        return None
+    if isinstance(s, ir.Block):
+        for x in s.stmts:
+            before = _tables_applied(x, before)
+            if before is None:
+                return None
+        return before
+    if isinstance(s, ir.If):
+        for call in _table_applies(s.cond):
+            before = _apply_table(call, before)
+        ends = [_tables_applied(s.then, before),
+                before if s.other is None else _tables_applied(s.other, before)]
+    elif isinstance(s, ir.Switch):
+        for call in _table_applies(s.expr):
+            before = _apply_table(call, before)
+        ends, into = [], None
+        for c in s.cases:
+            into = before if into is None else into
+            if c.body is None:
+                continue                  # falls into the next case's body
+            ends.append(_tables_applied(c.body, into))
+            into = None
+        if not any(c.label is None for c in s.cases):
+            ends.append(before)
+    else:
+        for call in _table_applies(s):
+            before = _apply_table(call, before)
+        return before
+    live = [e for e in ends if e is not None]
+    return frozenset().union(*live) if live else None

@@ -153,10 +153,14 @@ def test_const_entries_are_read_only():
 def test_action_run_switch_and_hit_miss():
     h = Harness("bit<8> k; bit<8> res;",
                 "switch (t.apply().action_run) { a: { hdr.d.res = 1; } default: { hdr.d.res = 2; } }"
-                "if (t.apply().miss) { hdr.d.res = hdr.d.res + 10; }",
+                "if (u.apply().miss) { hdr.d.res = hdr.d.res + 10; }",
                 "action a() { } action b() { }"
-                "table t { key = { hdr.d.k: exact; } actions = { a; b; } default_action = b(); }")
+                "table t { key = { hdr.d.k: exact; } actions = { a; b; } default_action = b(); }"
+                # a second table: p4c-bm2-ss (and the embedded compiler) refuse a table
+                # applied twice on one path
+                "table u { key = { hdr.d.k: exact; } actions = { a; b; } default_action = b(); }")
     h.dp.table_insert(entry("t", [Exact(1)], "a"))
+    h.dp.table_insert(entry("u", [Exact(1)], "a"))
     assert h.run(k=1)["res"] == 1
     assert h.run(k=2)["res"] == 12
 

@@ -1,5 +1,4 @@
-// A function that returns a value and has an out parameter, called inside an expression.
-// xfail-embedded: P4UnsupportedError: a function returning a value with out/inout parameters
+// A function that returns a value and has an out parameter, called inside an expression, in a condition and as a statement.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -22,6 +21,12 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<8> half;
         bit<8> t = twice(8w6, half) + 1;
         hdr.eth.ether_type = t ++ half;           // 13, 3
+        bit<8> half2;
+        twice(hdr.eth.src[7:0], half2);           // as a statement: the value is dropped
+        if (twice(half2, half) > 8w4) {           // in a condition: half2 = 0x11 -> 0x22 > 4
+            hdr.eth.src[15:8] = half;             // 0x08
+        }
+        hdr.eth.src[7:0] = half2;
         std.egress_spec = 1;
     }
 }

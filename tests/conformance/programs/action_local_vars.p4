@@ -1,0 +1,46 @@
+// Local variables in actions and in apply blocks, initialised and not, shadowing nothing.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t { bit<8> a; bit<8> b; bit<8> r; bit<8> s; }
+struct headers_t { h_t h; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    action calc(bit<8> v) {
+        bit<8> t = v << 1;
+        bit<8> u;
+        u = t + 1;
+        hdr.h.r = u;
+    }
+    apply {
+        bit<8> w = hdr.h.b;
+        calc(hdr.h.a);
+        w = w ^ 0xFF;
+        hdr.h.s = w;
+        std.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

@@ -1,0 +1,41 @@
+// Bitwise &, |, ^ and ~ on bit<8>.
+#include <core.p4>
+#include <v1model.p4>
+
+header ops_t { bit<8> a; bit<8> b; bit<8> and_; bit<8> or_; bit<8> xor_; bit<8> not_; bit<8> mix; }
+struct headers_t { ops_t o; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.o); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        hdr.o.and_ = hdr.o.a & hdr.o.b;
+        hdr.o.or_ = hdr.o.a | hdr.o.b;
+        hdr.o.xor_ = hdr.o.a ^ hdr.o.b;
+        hdr.o.not_ = ~hdr.o.a;
+        hdr.o.mix = (hdr.o.a & 0x0F) | (~hdr.o.b & 0xF0);
+        std.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

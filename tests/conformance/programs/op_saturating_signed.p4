@@ -1,0 +1,38 @@
+// |+| and |-| on int<8> clamp at 127 and -128.
+#include <core.p4>
+#include <v1model.p4>
+
+header ops_t { int<8> a; int<8> b; int<8> sadd; int<8> ssub; }
+struct headers_t { ops_t o; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.o); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        hdr.o.sadd = hdr.o.a |+| hdr.o.b;
+        hdr.o.ssub = hdr.o.a |-| hdr.o.b;
+        std.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

@@ -1,0 +1,41 @@
+// Extracting into header stack elements by constant index; the stack's size in a control.
+#include <core.p4>
+#include <v1model.p4>
+
+header e_t { bit<8> v; }
+struct headers_t { e_t[3] s; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start {
+        pkt.extract(hdr.s[0]);
+        pkt.extract(hdr.s[2]);
+        transition accept;
+    }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        hdr.s[0].v = hdr.s[0].v + (bit<8>) hdr.s.size;
+        std.egress_spec = hdr.s[1].isValid() ? 9w2 : 9w1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;

@@ -1,0 +1,45 @@
+// Registers of bit<48> and int<16>: values wrap at their width.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t { bit<8> a; bit<8> b; bit<8> r; bit<8> s; }
+struct headers_t { h_t h; }
+struct meta_t {  }
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control MyVerify(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    register<bit<48>>(1) wide;
+    register<int<16>>(1) sgn;
+    apply {
+        bit<48> w;
+        int<16> s;
+        wide.read(w, 0);
+        wide.write(0, w + 0xFFFFFFFFFF);
+        sgn.read(s, 0);
+        sgn.write(0, s - 16s1000);
+        hdr.h.r = w[47:40];
+        std.egress_spec = 1;
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+
+control MyCompute(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr); }
+}
+
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;
