@@ -198,7 +198,8 @@ def cmd_job_create(ctx: Context) -> int:
         sketch_rows=a.sketch_rows, sketch_columns=a.sketch_columns, sketch_seed=a.sketch_seed,
         sketch_k=k_count, sketch_k_fraction=k_fraction, sketch_bits=a.sketch_bits,
         value_bits=a.value_bits, value_blocks=a.value_blocks, sketch_rotate=a.sketch_rotate,
-        in_switch_sketch=a.in_switch_sketch, switch_ip=a.switch_ip, switch_mac=a.switch_mac)
+        in_switch_sketch=a.in_switch_sketch, switch_ip=a.switch_ip, switch_mac=a.switch_mac,
+        adaptive_choices=tuple(a.adaptive_choices.split(",")) if a.adaptive_choices else ())
     jobs = ctx.manager()
     config = jobs.create_job(config)
     token = ctx.tokens.issue(config.job_id, rotate=True)   # before the state: serve sees both
@@ -579,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "(MAX lanes; default 120)")
     create.add_argument("--sketch-rotate", type=int, default=0,
                         help="sketched_sgd: hash seeds cycled through, one per step (default 8)")
+    create.add_argument("--adaptive-choices", default="", metavar="NAMES",
+                        help="adaptive: the codecs its buckets may use, comma-separated from "
+                             "block_sparse,lossless,thc (default all; thc or block_sparse needed)")
     create.add_argument("--in-switch-sketch", action="store_true",
                         help="reserve in-switch sketch columns (PAIRS)")
     create.add_argument("--switch-ip", default="10.0.0.254",

@@ -179,6 +179,8 @@ class JobConfig:
         value_blocks: sketched_sgd only: value exponents per bucket (default 120).
         sketch_rotate: sketched_sgd only: hash seeds cycled through, one per step (default 8).
         in_switch_sketch: also reserve in-switch sketch columns (PAIRS) of ``sketch_columns``.
+        adaptive_choices: adaptive only: the codecs its buckets may use, from
+            ``hina.codecs.ADAPTIVE_CHOICES`` (default all; thc or block_sparse among them).
         switch_ip, switch_mac: the switch's address on the aggregation network.
         generation: the job's current generation (docs/protocol.md, "Generations"), written
             into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`
@@ -205,6 +207,7 @@ class JobConfig:
     value_blocks: int = 0
     sketch_rotate: int = 0
     in_switch_sketch: bool = False
+    adaptive_choices: tuple[str, ...] = ()
     sketch_base: Optional[int] = None
     pair_stream_base: Optional[int] = None
     lut_id: int = 0
@@ -253,6 +256,14 @@ class JobConfig:
                 object.__setattr__(self, "sketch_columns", DEFAULT_SKETCH_COLUMNS[self.codec])
         elif self.in_switch_sketch:
             raise ConfigError(f"job {self.job_id}: in-switch sketching needs a sketch codec")
+        if self.codec == "adaptive":
+            try:
+                object.__setattr__(self, "adaptive_choices",
+                                   codec_names.check_adaptive_choices(self.adaptive_choices))
+            except ValueError as exc:
+                raise ConfigError(f"job {self.job_id}: {exc}") from None
+        elif self.adaptive_choices:
+            raise ConfigError(f"job {self.job_id}: adaptive_choices is only for codec adaptive")
         if self.codec == "adaptive" and self.in_switch_sketch:
             raise ConfigError(f"job {self.job_id}: codec adaptive: the workers sketch; in-switch "
                               "sketching is not for it")
@@ -353,6 +364,7 @@ class JobConfig:
         data["workers"] = tuple(WorkerConfig(**w) for w in data["workers"])
         if data.get("thc_table") is not None:
             data["thc_table"] = tuple(data["thc_table"])
+        data["adaptive_choices"] = tuple(data.get("adaptive_choices") or ())
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -552,7 +552,8 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float,
                                                  sketch_bits=job.sketch_bits,
                                                  value_bits=job.value_bits,
                                                  value_blocks=job.value_blocks,
-                                                 rotate=job.sketch_rotate))
+                                                 rotate=job.sketch_rotate),
+                           adaptive_choices=list(job.adaptive_choices))
     return pb.JoinReply(
         job_id=job.job_id, worker_index=index, n_workers=len(job.workers), n_slots=job.n_slots,
         words=job.words, session=session, lease_s=lease_s, codec=codec, link=link,

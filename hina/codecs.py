@@ -132,8 +132,26 @@ register(CodecInfo("sketched_sgd", "SUM", "Sketched SGD: a summed sketch picks k
                                           "a second round sums them exactly", sketch=True))
 register(CodecInfo("lossless", "SUM", "nonzero bitmap (OR) + count sketch with peeling: exact "
                                       "for sparse gradients", sketch=True))
-register(CodecInfo("adaptive", "SUM", "per bucket: lossless for buckets sparse enough to peel, "
-                                       "THC for the others", sketch=True, lut=True))
+register(CodecInfo("adaptive", "SUM", "per bucket: the cheapest of block_sparse, lossless (when "
+                                       "sure to peel) and THC", sketch=True, lut=True))
+
+#: the codecs ``adaptive`` chooses from per bucket; a job may declare a subset
+#: (``JobConfig.adaptive_choices``), which must hold thc or block_sparse for dense buckets
+ADAPTIVE_CHOICES = ("block_sparse", "lossless", "thc")
+
+
+def check_adaptive_choices(choices) -> tuple:
+    """``choices`` as a tuple if it is a valid set for ``adaptive`` (empty: all of
+    :data:`ADAPTIVE_CHOICES`); ValueError otherwise."""
+    choices = tuple(choices) or ADAPTIVE_CHOICES
+    unknown = [c for c in choices if c not in ADAPTIVE_CHOICES]
+    if unknown or len(set(choices)) != len(choices):
+        raise ValueError(f"adaptive choices {list(choices)}: distinct names from "
+                         f"{', '.join(ADAPTIVE_CHOICES)}")
+    if "thc" not in choices and "block_sparse" not in choices:
+        raise ValueError(f"adaptive choices {list(choices)}: need thc or block_sparse for dense "
+                         "buckets")
+    return choices
 register(CodecInfo("sum", "SUM", "raw int32 lanes summed (no codec)", kind="raw"))
 register(CodecInfo("max", "MAX", "raw lanes, element-wise maximum (no codec)", kind="raw"))
 register(CodecInfo("or", "OR", "raw lanes, bitwise or (no codec)", kind="raw"))

@@ -118,6 +118,8 @@ class CodecParams:
     value_bits: int = 0
     value_blocks: int = 0
     sketch_rotate: int = 0
+    # adaptive only: the codecs its buckets may use (empty: all)
+    adaptive_choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,8 @@ class Seat:
                    CodecParams(c.name, c.lane_op, tuple(c.thc_table) or None, c.thc_granularity,
                                c.rht_seed, c.sketch.rows, c.sketch.columns, c.sketch.seed,
                                c.sketch.k, c.sketch.k_fraction, c.sketch.sketch_bits,
-                               c.sketch.value_bits, c.sketch.value_blocks, c.sketch.rotate),
+                               c.sketch.value_bits, c.sketch.value_blocks, c.sketch.rotate,
+                               tuple(c.adaptive_choices)),
                    r.lease_s, r.generation or 1)
 
     def to_json(self) -> dict:
@@ -164,6 +167,7 @@ class Seat:
         c = dict(data.pop("codec_params"))
         if c.get("thc_table") is not None:
             c["thc_table"] = tuple(c["thc_table"])
+        c["adaptive_choices"] = tuple(c.get("adaptive_choices") or ())
         tunnel = data.pop("tunnel")
         return cls(**{**data, "me": tuple(data["me"]), "switch": tuple(data["switch"]),
                       "tunnel": None if tunnel is None else (tuple(tunnel[0]), tuple(tunnel[1])),

@@ -196,6 +196,19 @@ def test_sketched_sgd_seat_needs_its_parameters(service, embedded_switch):
     assert err.value.code == "FAILED_PRECONDITION"
 
 
+def test_an_adaptive_seat_carries_the_jobs_declared_codecs(service, embedded_switch):
+    """The job's adaptive_choices reach the worker in its seat (and its JSON form), and the
+    codec the seat builds chooses only among them."""
+    address, jobs, _ = service
+    jobs[7] = embedded_switch.job(job_id=7, n_workers=1, codec="adaptive",
+                                  adaptive_choices=("block_sparse", "thc"))
+    with JobClient(address) as client:
+        seat = client.join(7)
+    assert seat.codec_params.adaptive_choices == ("block_sparse", "thc")
+    assert Seat.from_json(json.loads(json.dumps(seat.to_json()))) == seat
+    assert seat.codec().choices == ("block_sparse", "thc")
+
+
 def _hina_worker(address: str, job_id: int, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "hina.worker.cli", "join", "--controller", address,
                              "--job", str(job_id), "--barrier-timeout", "30", *args],

@@ -2,6 +2,8 @@
 codec is built by the one registry of builders, and old or ambiguous names get a clear error."""
 from __future__ import annotations
 
+import json
+
 import subprocess
 import sys
 
@@ -78,6 +80,30 @@ def test_a_job_of_the_adaptive_codec_gets_a_lut_and_a_sketch_and_its_workers_bui
     assert codec.sparse.cs.columns == job.sketch_columns and codec.sparse.cs.seed == 6
     with pytest.raises(ConfigError, match="in-switch sketching is not for it"):
         JobConfig(job_id=1, codec="adaptive", workers=(worker,), in_switch_sketch=True)
+
+
+def test_an_adaptive_job_declares_the_codecs_its_buckets_may_use():
+    """JobConfig.adaptive_choices: all three by default, a subset kept (with thc or block_sparse
+    for dense buckets), anything else refused; the state file and the workers' codec carry it."""
+    from hina.worker.jobclient import CodecParams
+    worker = WorkerConfig(ip="10.0.0.1", udp_port=1, port=1, mac="02:00:00:00:00:01")
+    assert JobConfig(job_id=1, codec="adaptive", workers=(worker,)).adaptive_choices == \
+        ("block_sparse", "lossless", "thc")
+    job = JobConfig(job_id=1, codec="adaptive", workers=(worker,),
+                    adaptive_choices=("block_sparse", "lossless"))
+    assert JobConfig.from_json(json.loads(json.dumps(job.to_json()))) == job
+    params = CodecParams("adaptive", job.lane_op, job.thc_table, job.thc_granularity, job.rht_seed,
+                         job.sketch_rows, job.sketch_columns, job.sketch_seed,
+                         adaptive_choices=job.adaptive_choices)
+    codec = registry.from_job(params, 2, 0)
+    assert codec.choices == ("block_sparse", "lossless")
+    assert codec.choose(1 << 16, 1 << 16, 512) == "block_sparse"     # dense, yet never THC
+    for bad, match in ((("lossless",), "need thc or block_sparse"),
+                       (("thc", "zip"), "distinct names"), (("thc", "thc"), "distinct names")):
+        with pytest.raises(ConfigError, match=match):
+            JobConfig(job_id=1, codec="adaptive", workers=(worker,), adaptive_choices=bad)
+    with pytest.raises(ConfigError, match="only for codec adaptive"):
+        JobConfig(job_id=1, codec="thc", workers=(worker,), adaptive_choices=("thc",))
 
 
 def test_state_written_with_old_names_loads_under_the_new_ones():

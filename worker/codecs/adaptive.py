@@ -36,6 +36,7 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 import torch
 
 from hina import protocol as P
+from hina.codecs import ADAPTIVE_CHOICES, check_adaptive_choices
 
 from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_gradient
 from .block_sparse import BlockSparseCodec
@@ -55,8 +56,8 @@ THC_BYTES_PER_COORD = 0.5 + 2.0
 #: ``(load * 3 c)**2 / (2 c**3)`` per bucket: 0.4 % at 256 columns, 0.1 % at 1024. They are
 #: counted (``incomplete_peels``), their values left to the sketch's estimate.
 ADAPTIVE_LOAD = 0.5
-#: the codecs :class:`AdaptiveCodec` chooses from
-CHOICES = ("block_sparse", "lossless", "thc")
+#: the codecs :class:`AdaptiveCodec` chooses from (hina.codecs.ADAPTIVE_CHOICES)
+CHOICES = ADAPTIVE_CHOICES
 #: a block-sparse message's bytes beyond its lanes: Ethernet, IPv4, UDP, HINA and block headers
 #: (every worker sends one per round, a skip when its block is zero; each result has as many)
 _BLOCK_MESSAGE_BYTES = (P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES + P.HEADER_BYTES
@@ -111,12 +112,7 @@ class AdaptiveCodec(Codec):
                 raise ValueError(f"{name}={value!r}: must be a power of two >= 1")
         if min_columns > columns:
             raise ValueError(f"min_columns={min_columns} exceeds columns={columns}")
-        choices = tuple(choices)
-        unknown = [c for c in choices if c not in CHOICES]
-        if unknown or not choices or len(set(choices)) != len(choices):
-            raise ValueError(f"choices={choices!r}: distinct names from {CHOICES}")
-        if "thc" not in choices and "block_sparse" not in choices:
-            raise ValueError(f"choices={choices!r}: needs thc or block_sparse for dense buckets")
+        choices = check_adaptive_choices(choices)
         if not isinstance(words, int) or words < 1:
             raise ValueError(f"words={words!r}: must be an int >= 1")
         self.choices, self.words = choices, words

@@ -81,7 +81,9 @@ _BUILDERS: dict[str, Builder] = {
     "adaptive": Builder(
         lambda n, rank, **kw: AdaptiveCodec(n, rank=rank, **kw),
         lambda c: dict(seed=c.rht_seed, table=c.thc_table, granularity=c.thc_granularity,
-                       columns=c.sketch_columns, sketch_seed=c.sketch_seed)),
+                       columns=c.sketch_columns, sketch_seed=c.sketch_seed,
+                       **({"choices": tuple(c.adaptive_choices)}
+                          if getattr(c, "adaptive_choices", ()) else {}))),
 }
 
 
