@@ -158,21 +158,26 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 seq_plus_one();
             }
             admission.apply(hdr, meta, ig_intr_md);
-            if (meta.recirculated == 0) {
+            // The slot state starts in stage 1: its gate is stage 0's raw outcomes (admitted,
+            // i.e. the job exists and the sender is one of its workers of the job's current
+            // generation (worker_admission's key), in the job's slots, well formed). The drop
+            // reason (TnaReason) is worked out only where the slot state is not entered: the two
+            // are mutually exclusive, so nothing TnaReason writes (meta.generation, meta.reason)
+            // is on the slot state's path, and it is placed off the critical chain.
+            if (meta.recirculated == 1) {
+                if (hdr.hina.msg_type == MSG_AGGREGATE) {
+                    index_next_block();
+                }
+            } else if (hdr.hina.msg_type == MSG_AGGREGATE && meta.verdict == VERDICT_OK
+                       && meta.ipv4_ok && meta.job_miss == 0 && meta.worker_miss == 0
+                       && meta.slot_miss == 0) {
+                slot_state.apply(hdr, meta);
+            } else {
                 reason.apply(hdr, meta, ig_intr_md);
             }
             if (hdr.hina.msg_type == MSG_AGGREGATE) {
                 if (hdr.thc_a.isValid()) {
                     thc_lut.apply(hdr, meta);
-                }
-                if (meta.recirculated == 1) {
-                    index_next_block();
-                } else if (meta.verdict == VERDICT_OK && meta.ipv4_bad == 0
-                           && meta.worker_miss == 0 && meta.slot_miss == 0) {
-                    // Admitted (the job exists: its workers' entries do), of the job's current
-                    // generation (worker_admission's key), in the job's slots: the raw outcomes
-                    // of stage 0 in one gateway, so that the slot state starts in stage 1.
-                    slot_state.apply(hdr, meta);
                 }
                 if (meta.in_slot == 1 && meta.stale == 0) {
                     lanes.apply(hdr, meta);
