@@ -216,7 +216,7 @@ def read_resources(out: Path) -> Resources:
     res = json.loads((logs / "resources.json").read_text())["resources"]
     mau = res["mau"]
     stages = mau["mau_stages"]
-    srams = tcams = map_rams = alus = alus_total = tables = 0
+    srams = tcams = map_rams = alus = alus_per_stage = tables = 0
     lanes = set()
     detail = []
     for st in stages:
@@ -235,7 +235,7 @@ def read_resources(out: Path) -> Resources:
         tcams += n_tcam
         map_rams += n_map
         alus += n_alu
-        alus_total += meters.get("nAlus", 0)
+        alus_per_stage = max(alus_per_stage, meters.get("nAlus", 0))
         tables += n_tab
         detail.append({"stage": st.get("stage_number"), "srams": n_sram, "tcams": n_tcam,
                        "stateful_alus": n_alu, "logical_tables": n_tab})
@@ -256,7 +256,7 @@ def read_resources(out: Path) -> Resources:
         target=manifest.get("target", ""),
         stages_used=len(stages), stages_available=mau.get("nStages", 0),
         srams=srams, tcams=tcams, map_rams=map_rams,
-        stateful_alus=alus, stateful_alus_available=alus_total,
+        stateful_alus=alus, stateful_alus_available=alus_per_stage * mau.get("nStages", 0),
         logical_tables=tables, lanes=len(lanes), words_per_packet=len(words),
         phv_containers=dict(sorted(containers.items())), stage_detail=detail)
 

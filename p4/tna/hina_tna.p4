@@ -35,6 +35,15 @@
 #endif
 // headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
+// Where the lanes go: TNA_LANES_PER_STAGE lane registers per stage (a stage's stateful ALUs,
+// four on Tofino 1 and 2) from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission
+// 0, slot_generation 1, slot_seq 2, slot_bitmap 3). Pinned with @stage (tna_lanes.p4): left to
+// itself the compiler's placement puts the lanes last (each lane table is one step from the
+// end of the dependency chain, so everything else goes first) and needs 15 stages of 12.
+#ifndef TNA_LANE_FIRST_STAGE
+#define TNA_LANE_FIRST_STAGE 4
+#endif
+#define TNA_LANES_PER_STAGE 4
 #ifndef HINA_PAIRS
 #define HINA_PAIRS 8
 #endif
@@ -109,6 +118,49 @@ control HinaTnaIngress(inout tna_headers_t hdr,
     action pass_generation() { hdr.pass.generation = meta.generation; }
     action pass_port() { hdr.pass.port = ig_intr_md.ingress_port; }
 
+    // Pass 0's decisions go into the pass header of every packet from the wire (not emitted
+    // unless it recirculates); recirculate_contribution and pass_reply_0 only for an accepted
+    // contribution (reason NONE). Tables keyed on the gate, not gateways: see apply.
+#define TNA_PASS_0(act) \
+    table act##_0 { \
+        key = { meta.recirculated: exact @name("recirculated"); } \
+        actions = { act; NoAction; } \
+        const entries = { 0 : act(); } \
+        size = 1; \
+        const default_action = NoAction(); \
+    }
+#define TNA_PASS_0_ACCEPTED(table_name, act) \
+    table table_name { \
+        key = { \
+            meta.recirculated: exact @name("recirculated"); \
+            meta.in_slot:      exact @name("in_slot"); \
+            meta.reason:       exact @name("reason"); \
+        } \
+        actions = { act; NoAction; } \
+        const entries = { (0, 1, REASON_NONE) : act(); } \
+        size = 1; \
+        const default_action = NoAction(); \
+    }
+    TNA_PASS_0(pass_new_round)
+    TNA_PASS_0(pass_worker)
+    TNA_PASS_0(pass_bitmap)
+    TNA_PASS_0(pass_lane_base)
+    TNA_PASS_0(pass_count)
+    TNA_PASS_0(pass_group)
+    TNA_PASS_0(pass_generation)
+    TNA_PASS_0(pass_port)
+    // An accepted contribution: counted, and round again for block 1.
+    action recirculate() {
+        job_counter.count(hdr.hina.job_id);
+        hdr.pass.setValid();
+        hdr.pass.pass = meta.pass + 1;
+        hdr.bridge.setValid();
+        hdr.bridge.reply = REPLY_RECIRCULATE;
+        ig_tm_md.ucast_egress_port = TNA_RECIRC_PORT;
+    }
+    TNA_PASS_0_ACCEPTED(recirculate_contribution, recirculate)
+    TNA_PASS_0_ACCEPTED(pass_reply_0, pass_reply)
+
     action bridge_pair_value() { hdr.bridge.pair_value = hdr.pair.value; }
     action bridge_pair_add() { hdr.bridge.pair_add = 1; }
     action bridge_pair_skip() { hdr.bridge.pair_add = 0; }
@@ -158,42 +210,41 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 seq_plus_one();
             }
             admission.apply(hdr, meta, ig_intr_md);
-            if (meta.recirculated == 0) {
+            // The slot state starts in stage 1: its gate is stage 0's raw outcomes (admitted,
+            // i.e. the job exists and the sender is one of its workers of the job's current
+            // generation (worker_admission's key), in the job's slots, well formed). The drop
+            // reason (TnaReason) is worked out only where the slot state is not entered: the two
+            // are mutually exclusive, so nothing TnaReason writes (meta.generation, meta.reason)
+            // is on the slot state's path, and it is placed off the critical chain.
+            if (meta.recirculated == 1) {
+                if (hdr.hina.msg_type == MSG_AGGREGATE) {
+                    index_next_block();
+                }
+            } else if (hdr.hina.msg_type == MSG_AGGREGATE && meta.verdict == VERDICT_OK
+                       && meta.ipv4_ok && meta.job_miss == 0 && meta.worker_miss == 0
+                       && meta.slot_miss == 0) {
+                slot_state.apply(hdr, meta);
+            } else {
                 reason.apply(hdr, meta, ig_intr_md);
             }
             if (hdr.hina.msg_type == MSG_AGGREGATE) {
-                if (hdr.thc_a.isValid()) {
-                    thc_lut.apply(hdr, meta);
-                }
-                if (meta.recirculated == 1) {
-                    index_next_block();
-                } else if (meta.verdict == VERDICT_OK && meta.ipv4_bad == 0
-                           && meta.worker_miss == 0 && meta.slot_miss == 0) {
-                    // Admitted (the job exists: its workers' entries do), of the job's current
-                    // generation (worker_admission's key), in the job's slots: the raw outcomes
-                    // of stage 0 in one gateway, so that the slot state starts in stage 1.
-                    slot_state.apply(hdr, meta);
-                }
-                if (meta.in_slot == 1 && meta.stale == 0) {
-                    lanes.apply(hdr, meta);
-                }
-                if (meta.recirculated == 0 && meta.in_slot == 1) {
-                    slot_outcome.apply(hdr, meta);
-                    if (meta.reason == REASON_NONE) {
-                        job_counter.count(hdr.hina.job_id);
-                        pass_new_round();
-                        pass_worker();
-                        pass_bitmap();
-                        pass_lane_base();
-                        pass_count();
-                        pass_group();
-                        pass_generation();
-                        pass_port();
-                        pass_next();                // block 1 (TNA_BLOCKS = 2)
-                        pass_reply();
-                        to_recirculation();
-                    }
-                }
+                // One sequence of plain tables, gates in their keys: Tofino 1 places a gateway's
+                // block after everything before it in sequence, so these go beside each other
+                // by their dependencies alone: lut_<i> in the stage before lane_<i>, the lanes
+                // right after slot_bitmap, the slot outcome and the pass header beside them.
+                thc_lut.apply(hdr, meta);
+                lanes.apply(hdr, meta);
+                slot_outcome.apply(hdr, meta);
+                pass_new_round_0.apply();
+                pass_worker_0.apply();
+                pass_bitmap_0.apply();
+                pass_lane_base_0.apply();
+                pass_count_0.apply();
+                pass_group_0.apply();
+                pass_generation_0.apply();
+                pass_port_0.apply();
+                recirculate_contribution.apply();   // block 1 (TNA_BLOCKS = 2)
+                pass_reply_0.apply();
             } else if (hdr.hina.msg_type == MSG_PAIRS) {
                 if (meta.recirculated == 0 && meta.reason == REASON_NONE) {
                     job_counter.count(hdr.hina.job_id);

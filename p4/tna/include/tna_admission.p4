@@ -214,6 +214,11 @@ control TnaReason(inout tna_headers_t hdr,
         meta.reply = REPLY_NOTICE;
     }
 
+    // Not a worker of the job at all (the miss of worker_generation).
+    action unknown_worker() {
+        meta.reason = REASON_UNKNOWN_WORKER;
+    }
+
     // Written by the controller: one entry per worker of each job, worker_admission's key
     // without the generation; its parameter is the job's current generation (MODIFY on restart).
     table worker_generation {
@@ -226,10 +231,10 @@ control TnaReason(inout tna_headers_t hdr,
         }
         actions = {
             stale_generation;
-            @defaultonly NoAction;
+            @defaultonly unknown_worker;
         }
         size = HINA_ADMISSION_SIZE;
-        default_action = NoAction();
+        default_action = unknown_worker();
     }
 
     apply {
@@ -240,8 +245,9 @@ control TnaReason(inout tna_headers_t hdr,
         } else if (meta.job_miss == 1) {
             meta.reason = REASON_BAD_JOB;
         } else if (meta.worker_miss == 1) {
+            // The miss names the sender unknown in the lookup's own stage, and
+            // worker_by_address refines it in the next (one stage less than a gateway between).
             if (!worker_generation.apply().hit) {
-                meta.reason = REASON_UNKNOWN_WORKER;
                 worker_by_address.apply();
             }
         } else if (meta.slot_miss == 1 && hdr.hina.msg_type == MSG_AGGREGATE) {

@@ -134,6 +134,11 @@ struct tna_ingress_metadata_t {
     bit<1>      new_round;
     bit<1>      stale;
     bit<1>      lut_miss;
+    // Slot outcome (tna_slot_state.p4): the comparisons a table can match on (x == 0).
+    bit<32>     others;          // all_workers ^ worker_bit: the job's other workers
+    bit<32>     mine;            // bitmap_old & worker_bit: the worker already counted
+    bit<32>     d_others;        // bitmap_old ^ others: 0 when this packet completes the copy
+    bit<32>     d_all;           // bitmap_old ^ all_workers: 0 when the copy is complete
     // In-switch sketch.
     bit<16>     stream_generation;
     bit<4>      stream_order;    // predicate of check_pair_seq

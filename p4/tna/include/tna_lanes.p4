@@ -31,16 +31,32 @@
 
 #include "tna_headers.p4"
 
+// Lane i's stage (hina_tna.p4: TNA_LANE_FIRST_STAGE), and its LUT table's: the stage before.
+// None without it.
+#ifdef TNA_LANE_FIRST_STAGE
+#define TNA_LANE_STAGE(i) @stage(TNA_LANE_FIRST_STAGE + (i) / TNA_LANES_PER_STAGE)
+#define TNA_LUT_STAGE(i) @stage(TNA_LANE_FIRST_STAGE - 1 + (i) / TNA_LANES_PER_STAGE)
+#else
+#define TNA_LANE_STAGE(i)
+#define TNA_LUT_STAGE(i)
+#endif
+
 control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
-// Written by the controller: for each LUT id, all 256 entries byte -> word per table. A miss (a
+// Written by the controller: for each LUT id, all 256 entries (1, lut_id, byte) -> word per
+// table (the first key field: the THC indices are there). A miss (a
 // job whose LUT is not installed) leaves the word 0: no shared miss flag, since every table
 // writing one field would chain the tables one stage each (v1model drops such a packet as
 // BAD_JOB; the controller installs a job's LUT before the job, so misses do not happen).
 #define TNA_LUT_TABLE(i) \
     action set_word_##i(bit<32> value) { hdr.words_a.w##i = value; } \
+    TNA_LUT_STAGE(i) \
     table lut_##i { \
-        key = { meta.lut_id : exact @name("lut_id"); hdr.thc_a.b##i : exact @name("byte"); } \
+        key = { \
+            hdr.thc_a.isValid() : exact @name("thc"); \
+            meta.lut_id : exact @name("lut_id"); \
+            hdr.thc_a.b##i : exact @name("byte"); \
+        } \
         actions = { set_word_##i; @defaultonly NoAction; } \
         size = HINA_LUTS * 256; \
         default_action = NoAction(); \
@@ -49,17 +65,32 @@ control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
 #define TNA_LUT_APPLY(i) lut_##i.apply();
 
-    action start_words() {
+    // The block's words replace its indices on the way out.
+    action words_for_indices() {
         hdr.words_a.setValid();
-    }
-    action drop_indices() {
         hdr.thc_a.setInvalid();
     }
+    table thc_block {
+        key = {
+            hdr.thc_a.isValid(): exact @name("thc");
+        }
+        actions = {
+            words_for_indices;
+            NoAction;
+        }
+        const entries = {
+            true : words_for_indices();
+        }
+        size = 1;
+        const default_action = NoAction();
+    }
 
+    // Plain tables with no gateway of their own (a THC packet is one whose indices were parsed:
+    // the keys' first field), so that the compiler places each one freely in the stage before
+    // its lane (Tofino 1 places a gateway's block after everything before it in sequence).
     apply {
-        start_words();
         TNA_FOR_EACH_LANE(TNA_LUT_APPLY)
-        drop_indices();
+        thc_block.apply();
     }
 }
 
@@ -74,8 +105,9 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 // (A drained copy, bitmap 0 and no new use, takes the op: harmless, the copy's next use starts
 // with a store, and the packet is dropped as STALE_POOL.) Pass 1 takes pass 0's inputs from the
 // pass header, so it picks the same.
+#define TNA_LANE_GO 1w1, 1w0, MSG_AGGREGATE
 #define TNA_LANE_SEEN(i, w, b) \
-        (1w0, _, w, b &&& b) : lane_##i##_read_action();
+        (TNA_LANE_GO, 1w0, _, w, b &&& b) : lane_##i##_read_action();
 #define TNA_LANE(i) \
     Register<int<32>, bit<32>>(2 * TNA_BLOCKS * HINA_SLOT_CAPACITY) lane_##i; \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = { \
@@ -119,8 +151,12 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action lane_##i##_read_action() { \
         hdr.words_a.w##i = (bit<32>)lane_##i##_read.execute(meta.lane_index); \
     } \
+    TNA_LANE_STAGE(i) \
     table lane_##i##_select { \
         key = { \
+            meta.in_slot:        ternary; \
+            meta.stale:          ternary; \
+            hdr.hina.msg_type:   ternary; \
             meta.new_round:      ternary; \
             hdr.hina.op:         ternary; \
             meta.worker_id:      ternary; \
@@ -134,11 +170,11 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             NoAction; \
         } \
         const entries = { \
-            (1w1, _, _, _) : lane_##i##_add_action(); \
+            (TNA_LANE_GO, 1w1, _, _, _) : lane_##i##_add_action(); \
             TNA_FOR_EACH_WORKER_WITH(TNA_LANE_SEEN, i) \
-            (_, OP_MAX, _, _) : lane_##i##_max_action(); \
-            (_, OP_OR, _, _) : lane_##i##_or_action(); \
-            (_, _, _, _) : lane_##i##_add_action(); \
+            (TNA_LANE_GO, _, OP_MAX, _, _) : lane_##i##_max_action(); \
+            (TNA_LANE_GO, _, OP_OR, _, _) : lane_##i##_or_action(); \
+            (TNA_LANE_GO, _, _, _, _) : lane_##i##_add_action(); \
         } \
         size = 40; \
         const default_action = NoAction(); \
@@ -147,6 +183,9 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
 #define TNA_LANE_APPLY(i) lane_##i##_select.apply();
 
+    // No gateway: whether the packet reached the lanes (an AGGREGATE packet in a slot copy of the
+    // pool it names) is part of each table's key, so the lanes are placed by their dependencies
+    // alone (a gateway around them made the compiler wait for every LUT table first).
     apply {
         TNA_FOR_EACH_LANE(TNA_LANE_APPLY)
     }

@@ -72,40 +72,49 @@ control TnaPairStream(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta
 // copies: an add cannot write a bridged field (the bridge's PHV layout splits it).
 control TnaSketchCells(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
-#define TNA_SKETCH_CELL_STEPS(r) \
+#define TNA_SKETCH_CELL_HASHES(r) \
     Hash<bit<32>>(HashAlgorithm_t.CRC32) first_pass_##r; \
     Hash<bit<32>>(HashAlgorithm_t.CRC32) second_pass_##r; \
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) second_pass_sign_##r; \
-    action first_key_##r() { meta.key##r = hdr.pair.index + meta.row_offset##r; } \
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) second_pass_sign_##r;
+    HINA_FOR_EACH_ROW(TNA_SKETCH_CELL_HASHES)
+
+// The steps without a hash for every row in one action (one logical table per step, not per
+// row and step: a stage has 16 logical tables, and the lanes' stages are full of them). A hash
+// result reaches an action through its 32-bit immediate path: one hash per action, so the hash
+// steps stay one action per row.
+#define TNA_FIRST_KEY(r) meta.key##r = hdr.pair.index + meta.row_offset##r;
+#define TNA_HASH_STEPS(r) \
     action second_key_##r() { \
         meta.key##r = first_pass_##r.get({meta.seed##r, meta.key##r}) + meta.row_offset##r; \
     } \
     action bucket_##r() { \
         meta.bucket##r = second_pass_##r.get({meta.seed##r, meta.key##r}) & meta.sketch_mask; \
     } \
-    action second_hash_##r() { meta.h##r = second_pass_sign_##r.get({meta.seed##r, meta.key##r}); } \
-    action sign_##r() { hdr.bridge.neg##r = (bit<8>)(meta.h##r >> 31); } \
-    action cell_##r##_of_job() { meta.bucket##r = meta.bucket##r + meta.sketch_base; } \
-    action bridge_cell_##r() { hdr.bridge.cell##r = meta.bucket##r; }
-    HINA_FOR_EACH_ROW(TNA_SKETCH_CELL_STEPS)
+    action second_hash_##r() { meta.h##r = second_pass_sign_##r.get({meta.seed##r, meta.key##r}); }
+#define TNA_SIGN(r) hdr.bridge.neg##r = (bit<8>)(meta.h##r >> 31);
+#define TNA_CELL_OF_JOB(r) meta.bucket##r = meta.bucket##r + meta.sketch_base;
+#define TNA_CELL_TO_BRIDGE(r) hdr.bridge.cell##r = meta.bucket##r;
+    HINA_FOR_EACH_ROW(TNA_HASH_STEPS)
+    action first_keys() { HINA_FOR_EACH_ROW(TNA_FIRST_KEY) }
+    action signs() { HINA_FOR_EACH_ROW(TNA_SIGN) }
+    action cells_of_job() { HINA_FOR_EACH_ROW(TNA_CELL_OF_JOB) }
+    action bridge_cells() { HINA_FOR_EACH_ROW(TNA_CELL_TO_BRIDGE) }
 
-// (The second CRC is computed twice, by two hash units: once masked to the bucket, once whole
-// for the sign; one value feeding both kept the PHV allocator from placing either.)
-#define TNA_SKETCH_CELL_APPLY(r) \
-    first_key_##r(); \
-    second_key_##r(); \
-    bucket_##r(); \
-    second_hash_##r(); \
-    sign_##r(); \
-    cell_##r##_of_job(); \
-    bridge_cell_##r();
+#define TNA_SECOND_KEY_APPLY(r) second_key_##r();
+#define TNA_BUCKET_APPLY(r) bucket_##r();
+#define TNA_SECOND_HASH_APPLY(r) second_hash_##r();
 
     apply {
-        HINA_FOR_EACH_ROW(TNA_SKETCH_CELL_APPLY)
+        first_keys();
+        HINA_FOR_EACH_ROW(TNA_SECOND_KEY_APPLY)
+        HINA_FOR_EACH_ROW(TNA_BUCKET_APPLY)
+        HINA_FOR_EACH_ROW(TNA_SECOND_HASH_APPLY)
+        signs();
+        cells_of_job();
+        bridge_cells();
     }
 }
 
-// Egress (pipe of the recirculation port): add the bridged pair to each row.
 control TnaSketchRows(inout tna_headers_t hdr) {
 
 #define TNA_SKETCH_ROW(r) \

@@ -112,6 +112,9 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
     action index_copy() {
         meta.reg_index = copy_hash_again.get({meta.copy_base, 16w0, hdr.hina.slot, hdr.hina.pool});
     }
+    action other_workers() {
+        meta.others = meta.all_workers ^ meta.worker_bit;
+    }
     action index_lanes() {
         meta.lane_index = lane_hash.get({meta.lane_base, 14w0, hdr.hina.slot, hdr.hina.pool, 1w0});
     }
@@ -169,6 +172,7 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         claim();
         index_copy();
         index_lanes();
+        other_workers();
         if (meta.stored_generation != meta.generation) {
             reclaim();
         } else {
@@ -179,37 +183,75 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
     }
 }
 
-// What the slot state means for the packet, once the lanes are under way (not on their path).
+// What the slot state means for the packet (pass 0 in a slot copy), as p4/include/slot_state.p4
+// decides it, once the lanes are under way (not on their path). No gateway: the comparisons are
+// XORs and ANDs that one ternary table matches against 0, so that these tables are placed beside
+// the lanes (a gateway block after them would wait for the last lane on Tofino 1).
 control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
-    bit<32> mine;
-    bit<32> after;
 
     action classify() {
-        mine = meta.bitmap_old & meta.worker_bit;
-        after = meta.bitmap_old | meta.worker_bit;
+        meta.mine = meta.bitmap_old & meta.worker_bit;
+        meta.d_others = meta.bitmap_old ^ meta.others;
+        meta.d_all = meta.bitmap_old ^ meta.all_workers;
+    }
+    action stale_pool() {
+        meta.reason = REASON_STALE_POOL;
+    }
+    action duplicate() {
+        meta.reason = REASON_DUPLICATE;
+    }
+    action complete() {
+        meta.reply = REPLY_MULTICAST;
+    }
+    action resend() {
+        meta.reply = REPLY_UNICAST;
+    }
+    action contribute() {}
+
+    // Rows in order (first match wins), each group as slot_state.p4's branches.
+    table slot_outcome {
+        key = {
+            meta.recirculated: ternary;
+            meta.in_slot:      ternary;
+            meta.stale:        ternary;
+            meta.new_round:    ternary;
+            meta.others:       ternary;
+            meta.bitmap_old:   ternary;
+            meta.mine:         ternary;
+            meta.d_others:     ternary;
+            meta.d_all:        ternary;
+        }
+        actions = {
+            stale_pool;
+            duplicate;
+            complete;
+            resend;
+            contribute;
+            NoAction;
+        }
+        const entries = {
+            // An older use of this copy (STALE_POOL).
+            (0, 1, 1, _, _, _, _, _, _) : stale_pool();
+            // A new use: complete at once in a one-worker job.
+            (0, 1, 0, 1, 0, _, _, _, _) : complete();
+            (0, 1, 0, 1, _, _, _, _, _) : contribute();
+            // Drained: every worker has moved on.
+            (0, 1, 0, 0, _, 0, _, _, _) : stale_pool();
+            // The worker's first contribution to this use: it completes the copy, or not yet.
+            (0, 1, 0, 0, _, _, 0, 0, _) : complete();
+            (0, 1, 0, 0, _, _, 0, _, _) : contribute();
+            // Already counted: the copy is complete (it lost the result: send it again), or
+            // still filling.
+            (0, 1, 0, 0, _, _, _, _, 0) : resend();
+            (0, 1, 0, 0, _, _, _, _, _) : duplicate();
+        }
+        size = 8;
+        const default_action = NoAction();
     }
 
     apply {
         classify();
-        if (meta.stale == 1) {
-            meta.reason = REASON_STALE_POOL;          // an older use of this copy
-        } else if (meta.new_round == 1) {
-            if (meta.worker_bit == meta.all_workers) {
-                meta.reply = REPLY_MULTICAST;         // a one-worker job
-            }
-        } else {
-            if (meta.bitmap_old == 0) {
-                meta.reason = REASON_STALE_POOL;      // drained: everybody moved on
-            } else if (mine == 0) {
-                if (after == meta.all_workers) {
-                    meta.reply = REPLY_MULTICAST;     // this contribution completes the copy
-                }
-            } else if (meta.bitmap_old == meta.all_workers) {
-                meta.reply = REPLY_UNICAST;           // it lost the result: send it again
-            } else {
-                meta.reason = REASON_DUPLICATE;       // already counted, copy still filling
-            }
-        }
+        slot_outcome.apply();
     }
 }
 
