@@ -2,12 +2,14 @@
 same frames in must give the same frames out. The test suite runs five seeds
 (``tests/conformance/test_differential.py``); this runs as many as asked.
 
-    sudo .venv/bin/python bench/p4_differential.py [--seeds 100] [--first 0] [--frames 8]
-        [--keep DIR]
+    sudo .venv/bin/python bench/p4_differential.py [--seeds 100 | --minutes 10] [--first 0]
+        [--frames 8] [--keep DIR]
 
 Prints one line per differing seed (the program stays in ``--keep``, default a temporary
-folder) and a summary; exits 1 when any seed differs, 2 when BMv2 cannot run here. p4c takes
-about a second a program.
+folder), then a summary: programs tried and per hour, disagreements, and the coverage of the
+generator's features (``p4smith.FEATURES``: how many of the programs tried used each; a
+feature no program used is named). Exits 1 when any seed differs, 2 when BMv2 cannot run here.
+p4c takes about a second a program.
 """
 from __future__ import annotations
 
@@ -21,12 +23,16 @@ from pathlib import Path
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="run seeds until this much time has passed instead of --seeds")
     ap.add_argument("--first", type=int, default=0, help="the first seed (default 0)")
     ap.add_argument("--frames", type=int, default=8, help="frames per program (default 8)")
     ap.add_argument("--keep", type=Path, default=None, help="folder for the programs")
     args = ap.parse_args(argv)
     if args.seeds < 1 or args.frames < 1:
         ap.error("--seeds and --frames must be at least 1")
+    if args.minutes is not None and not args.minutes > 0:
+        ap.error("--minutes must be > 0")
 
     from hina.testing import p4smith
     from hina.testing.targets import bmv2_missing, close_shared_bmv2, shared_bmv2
@@ -37,9 +43,15 @@ def main(argv=None) -> int:
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="p4smith-"))
     workdir.mkdir(parents=True, exist_ok=True)
     differ, errors, started = [], [], time.monotonic()
+    coverage = {f: 0 for f in p4smith.FEATURES}
+    tried = 0
     try:
         dp = shared_bmv2()
-        for seed in range(args.first, args.first + args.seeds):
+        seed = args.first
+        while (tried < args.seeds if args.minutes is None
+               else time.monotonic() - started < 60 * args.minutes):
+            for feature in p4smith.generate(seed).features:
+                coverage[feature] += 1
             try:
                 report = p4smith.differential(seed, dp, workdir, count=args.frames)
             except Exception as exc:           # a compiler refusing the program is a finding
@@ -49,10 +61,19 @@ def main(argv=None) -> int:
                 print(report, flush=True)
                 if seed not in errors:
                     differ.append(seed)
+            tried += 1
+            seed += 1
     finally:
         close_shared_bmv2()
-    print(f"{args.seeds} seeds from {args.first}: {len(differ)} differ {differ}, "
-          f"{len(errors)} raised {errors}, {time.monotonic() - started:.0f} s; programs in {workdir}")
+    seconds = time.monotonic() - started
+    print(f"{tried} programs (seeds {args.first}..{args.first + tried - 1}) in {seconds:.0f} s, "
+          f"{3600 * tried / max(seconds, 1e-9):.0f} per hour, {args.frames} frames each: "
+          f"{len(differ)} differ {differ}, {len(errors)} raised {errors}; programs in {workdir}")
+    print("coverage (programs that used the feature):")
+    for feature, count in coverage.items():
+        print(f"  {feature:<28} {count:>6}  {100 * count / max(tried, 1):5.1f} %")
+    unused = [f for f, c in coverage.items() if not c]
+    print("every feature used" if not unused else f"features no program used: {unused}")
     return 1 if differ or errors else 0
 
 

@@ -33,12 +33,26 @@ BINARY_OPS = ("+", "-", "*", "&", "|", "^", "|+|", "|-|")
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 
 
+#: the language features the generator emits (the coverage report's rows, in order); each is a
+#: row of docs/p4-conformance.md's feature table
+FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
+    "op ~", "shift by a constant", "shift by a field", "slice", "concatenation ++",
+    "conditional ?:", "cast between widths", "signed cast int<W>", "signed |+| |-| + *",
+    "signed >> (arithmetic)", "sign extension", "signed comparison",
+) + tuple(f"compare {op}" for op in COMPARE_OPS) + (
+    "! on a condition", "&& / ||", "if", "if/else", "exact table, const entries",
+    "action parameter", "default action",
+)
+
+
 @dataclass(frozen=True)
 class Program:
-    """A generated program: its source, its seed and its header's field widths."""
+    """A generated program: its source, its seed, its header's field widths and the
+    :data:`FEATURES` it uses."""
     seed: int
     source: str
     widths: tuple[int, ...]
+    features: frozenset = frozenset()
 
     @property
     def header_bytes(self) -> int:
@@ -51,6 +65,7 @@ class _Gen:
         r = self.rng
         self.widths = tuple(r.choice(WIDTHS) for _ in range(r.randint(3, 6)))
         self.fields = [f"f{i}" for i in range(len(self.widths))]
+        self.used: set = set()
 
     def const(self, w: int) -> str:
         r = self.rng
@@ -61,6 +76,8 @@ class _Gen:
         i = self.rng.randrange(len(self.fields))
         fw = self.widths[i]
         text = f"hdr.h.{self.fields[i]}"
+        if fw != w:
+            self.used.add("cast between widths")
         return text if fw == w else f"((bit<{w}>) {text})"
 
     def expr(self, w: int, depth: int) -> str:
@@ -68,45 +85,63 @@ class _Gen:
         if depth <= 0 or r.random() < 0.25:
             return self.field(w) if r.random() < 0.7 else self.const(w)
         kind = r.random()
+        use = self.used.add
         if kind < 0.45:
             op = r.choice(BINARY_OPS)
+            use(f"op {op}")
             return f"({self.expr(w, depth - 1)} {op} {self.expr(w, depth - 1)})"
         if kind < 0.55:
+            use("op ~")
             return f"(~{self.expr(w, depth - 1)})"
         if kind < 0.65:
-            amount = (f"8w{r.randint(0, w + 2)}" if r.random() < 0.6
-                      else f"((bit<8>) {self.field(8)})")
+            constant = r.random() < 0.6
+            use("shift by a constant" if constant else "shift by a field")
+            amount = f"8w{r.randint(0, w + 2)}" if constant else f"((bit<8>) {self.field(8)})"
             return f"({self.expr(w, depth - 1)} {r.choice(('<<', '>>'))} {amount})"
         if kind < 0.75:
+            use("slice")
             wide = r.choice([x for x in WIDTHS if x >= w] or [w])
             hi = r.randint(w - 1, wide - 1)
             return f"({self.expr(wide, depth - 1)}[{hi}:{hi - w + 1}])"
         if kind < 0.82 and w >= 16:
+            use("concatenation ++")
             return f"({self.expr(w // 2, depth - 1)} ++ {self.expr(w // 2, depth - 1)})"
         if kind < 0.88:
+            use("conditional ?:")
             return f"({self.cond(depth - 1)} ? {self.expr(w, depth - 1)} : {self.expr(w, depth - 1)})"
         if kind < 0.94:
             # signed: arithmetic shift, saturating add/sub, sign extension from a narrower width
+            use("signed cast int<W>")
             a = f"((int<{w}>) {self.expr(w, depth - 1)})"
             op = r.choice(("|+|", "|-|", "+", "*", ">>"))
+            use("signed >> (arithmetic)" if op == ">>" else "signed |+| |-| + *")
             rhs = f"8w{r.randint(0, w + 1)}" if op == ">>" else f"((int<{w}>) {self.expr(w, depth - 1)})"
             if op != ">>" and w > 8 and r.random() < 0.3:
+                use("sign extension")
                 rhs = f"((int<{w}>) ((int<8>) {self.expr(8, depth - 1)}))"
             return f"((bit<{w}>) ({a} {op} {rhs}))"
         other = r.choice(WIDTHS)
+        use("cast between widths")
         return f"((bit<{w}>) {self.expr(other, depth - 1)})"
 
     def cond(self, depth: int) -> str:
         r = self.rng
         w = r.choice(WIDTHS)
-        if r.random() < 0.25:            # a signed comparison
-            c = (f"(((int<{w}>) {self.expr(w, depth)}) {r.choice(COMPARE_OPS)} "
-                 f"((int<{w}>) {self.expr(w, depth)}))")
+        signed = r.random() < 0.25      # a signed comparison
+        left = self.expr(w, depth)      # drawn in this order: a seed's program never changes
+        op = r.choice(COMPARE_OPS)
+        right = self.expr(w, depth)
+        self.used.add(f"compare {op}")
+        if signed:
+            self.used.add("signed comparison")
+            c = f"(((int<{w}>) {left}) {op} ((int<{w}>) {right}))"
         else:
-            c = f"({self.expr(w, depth)} {r.choice(COMPARE_OPS)} {self.expr(w, depth)})"
+            c = f"({left} {op} {right})"
         if r.random() < 0.2:
+            self.used.add("! on a condition")
             c = f"(!{c})"
         if r.random() < 0.2:
+            self.used.add("&& / ||")
             c = f"({c} {r.choice(('&&', '||'))} {self.cond(0)})"
         return c
 
@@ -120,7 +155,9 @@ class _Gen:
             if depth > 0 and self.rng.random() < 0.25:
                 out.append(f"{indent}if {self.cond(1)} {{")
                 out += self.stmts(indent + "    ", self.rng.randint(1, 2), depth - 1)
+                self.used.add("if")
                 if self.rng.random() < 0.5:
+                    self.used.add("if/else")
                     out.append(f"{indent}}} else {{")
                     out += self.stmts(indent + "    ", self.rng.randint(1, 2), depth - 1)
                 out.append(f"{indent}}}")
@@ -144,9 +181,12 @@ class _Gen:
             f"        actions = {{ set_{n}; other_{n}; NoAction; }}",
             "        const entries = {",
         ]
+        self.used.update(("exact table, const entries", "default action"))
         keys = sorted({r.choice([0, 1, (1 << kw) - 1, r.getrandbits(kw)]) for _ in range(3)})
         for key in keys:
             call = f"set_{n}({r.getrandbits(tw)})" if r.random() < 0.6 else f"other_{n}()"
+            if call.startswith("set_"):
+                self.used.add("action parameter")
             decls.append(f"            {kw}w{key}: {call};")
         decls += ["        }", f"        default_action = {r.choice([f'other_{n}()', 'NoAction()'])};",
                   "    }"]
@@ -186,7 +226,9 @@ class _Gen:
             "control MyDeparser(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }",
             "V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(), MyCompute(), MyDeparser()) main;",
             ""])
-        return Program(seed, src, self.widths)
+        unknown = self.used - set(FEATURES)
+        assert not unknown, f"features missing from FEATURES: {unknown}"
+        return Program(seed, src, self.widths, frozenset(self.used))
 
 
 def generate(seed: int) -> Program:
