@@ -44,6 +44,7 @@ def main(argv=None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     differ, errors, started = [], [], time.monotonic()
     coverage = {f: 0 for f in p4smith.FEATURES}
+    stats: dict = {}
     tried = 0
     try:
         dp = shared_bmv2()
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
             for feature in p4smith.generate(seed).features:
                 coverage[feature] += 1
             try:
-                report = p4smith.differential(seed, dp, workdir, count=args.frames)
+                report = p4smith.differential(seed, dp, workdir, count=args.frames, stats=stats)
             except Exception as exc:           # a compiler refusing the program is a finding
                 report = f"seed {seed}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
                 errors.append(seed)
@@ -69,6 +70,8 @@ def main(argv=None) -> int:
     print(f"{tried} programs (seeds {args.first}..{args.first + tried - 1}) in {seconds:.0f} s, "
           f"{3600 * tried / max(seconds, 1e-9):.0f} per hour, {args.frames} frames each: "
           f"{len(differ)} differ {differ}, {len(errors)} raised {errors}; programs in {workdir}")
+    print(f"frames compared {stats.get('frames', 0)}, not observable on BMv2's veths "
+          f"{stats.get('unobservable', 0)} (an output with a VLAN Ethernet type)")
     print("coverage (programs that used the feature):")
     for feature, count in coverage.items():
         print(f"  {feature:<28} {count:>6}  {100 * count / max(tried, 1):5.1f} %")

@@ -262,7 +262,7 @@ def packets(program: Program, count: int) -> list[bytes]:
     return frames
 
 
-def differential(seed: int, dataplane, workdir, count: int = 8):
+def differential(seed: int, dataplane, workdir, count: int = 8, stats: dict | None = None):
     """Run the program of ``seed`` on the embedded target and on ``dataplane`` (a BMv2
     :class:`controller.bmv2_dataplane.Bmv2Dataplane`, the program compiled by p4c and loaded
     afresh) with the same ``count`` frames, one at a time.
@@ -276,6 +276,10 @@ def differential(seed: int, dataplane, workdir, count: int = 8):
         dataplane: the BMv2 dataplane (``hina.testing.targets.shared_bmv2()``).
         workdir: a folder for the program file (kept: a failing program can be rerun).
         count: frames to send.
+        stats: counters to add to: ``frames`` compared, ``unobservable`` frames skipped (the
+            embedded target sent a frame with a VLAN Ethernet type at bytes 12..13: a veth
+            takes the tag out of such a frame, so BMv2's copy cannot be seen as sent; seed 1173
+            found it).
 
     Returns:
         ``None`` when both targets sent the same frames on the same ports, else a report (the
@@ -293,8 +297,13 @@ def differential(seed: int, dataplane, workdir, count: int = 8):
     embedded = compile_file(str(path)).instantiate()
     build = bmv2.compile_p4c(path)
     dataplane.load(path, {}, info=program_info_from_p4info(read_p4info_text(str(build.p4info))))
+    stats = {} if stats is None else stats
     for i, frame in enumerate(packets(prog, count)):
         want = embedded.process(0, frame).outputs
+        if any(int.from_bytes(f[12:14], "big") in VLAN_ETHER_TYPES for _, f in want):
+            stats["unobservable"] = stats.get("unobservable", 0) + 1
+            continue
+        stats["frames"] = stats.get("frames", 0) + 1
         got = dataplane.process(0, frame, expected=len(want)).outputs
         if _per_port(want) != _per_port(got):
             def show(outputs):
