@@ -13,7 +13,7 @@ from hina import protocol as P
 from hina.softswitch.ports import PortLoss, UdpPort
 from hina.softswitch.switch import Switch
 from hina.worker.link import Endpoint, FrameLink
-from hina.worker.transport import JobParams, Transport
+from hina.worker.transport import JobParams, Transport, allreduce
 
 WORDS = 64                       # small packets keep the embedded target quick in tests
 SWITCH = Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)
@@ -88,3 +88,19 @@ def run_workers(fn, transports):
     for t in threads:
         t.join(timeout=120)
     return results, errors
+
+
+def allreduce_steps(job: LocalJob, codecs, grads, steps: int = 1):
+    """``steps`` allreduces of ``grads[w]`` with ``codecs[w]`` through ``job``'s switch, one
+    thread per worker (transports with a 30 ms minimum RTO, giving up after 20 s), then the job
+    closed. Returns (``results[w][step]``, the transports); an error on any worker fails the
+    caller's test with every worker's error."""
+    transports = job.transports(min_rto=0.03, give_up_s=20.0)
+    try:
+        results, errors = run_workers(
+            lambda w, t: [allreduce(grads[w], codecs[w], t, key=0) for _ in range(steps)],
+            transports)
+    finally:
+        job.close()
+    assert errors == [None] * len(transports), errors
+    return results, transports

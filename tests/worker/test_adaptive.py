@@ -113,19 +113,27 @@ def test_random_sparse_gradients_are_exact_to_the_fixed_point_step(nnz, seed, sc
     assert float((out[0] - mean).abs().max()) <= 0.5 * mass * 2.0 ** -25
 
 
+def _fail_and_restore(codecs, grads):
+    """Agreement and the first rounds of a call, then the call thrown away (the chosen codec's
+    lanes lost) and every codec restored to its snapshot from before it."""
+    snaps = [c.snapshot(0) for c in codecs]
+    agreed = reference_agree([c.agreement(g, 0) for c, g in zip(codecs, grads)])
+    lanes = [c.encode(g, agreed, 0) for c, g in zip(codecs, grads)]
+    round2 = reference_aggregate(lanes)
+    [c.followup(round2, agreed, 0, l.meta) for c, l in zip(codecs, lanes)]
+    chosen = codecs[0].last_columns.get(0)
+    for c, s in zip(codecs, snaps):
+        c.restore(0, s)
+    return chosen
+
+
 def test_a_failed_call_restored_changes_nothing():
     """Agreement and the first rounds, then the call is thrown away and every codec restored:
     the next call gives what it gives on codecs that never saw the failed one."""
     gen = torch.Generator().manual_seed(2)
     dense = [torch.randn(NUMEL, generator=gen) for _ in range(N)]
     codecs, fresh = _codecs(), _codecs()
-    snaps = [c.snapshot(0) for c in codecs]
-    agreed = reference_agree([c.agreement(g, 0) for c, g in zip(codecs, dense)])
-    lanes = [c.encode(g, agreed, 0) for c, g in zip(codecs, dense)]
-    round2 = reference_aggregate(lanes)
-    [c.followup(round2, agreed, 0, l.meta) for c, l in zip(codecs, lanes)]   # THC lanes, lost
-    for c, s in zip(codecs, snaps):
-        c.restore(0, s)
+    _fail_and_restore(codecs, dense)                  # THC lanes, lost
     for _ in range(2):       # error feedback carries over: two steps
         got = reference_allreduce(codecs, dense)
         want = reference_allreduce(fresh, dense)
@@ -153,14 +161,7 @@ def test_a_failed_lossless_call_restored_changes_nothing():
     """The same with a sparse bucket whose sketch size is first used in the failed call."""
     grads = _sparse(40, seed=9)
     codecs, fresh = _codecs(), _codecs()
-    snaps = [c.snapshot(0) for c in codecs]
-    agreed = reference_agree([c.agreement(g, 0) for c, g in zip(codecs, grads)])
-    lanes = [c.encode(g, agreed, 0) for c, g in zip(codecs, grads)]
-    round2 = reference_aggregate(lanes)
-    [c.followup(round2, agreed, 0, l.meta) for c, l in zip(codecs, lanes)]   # lossless lanes, lost
-    assert codecs[0].last_columns[0] == 256
-    for c, s in zip(codecs, snaps):
-        c.restore(0, s)
+    assert _fail_and_restore(codecs, grads) == 256    # lossless lanes of a 256-column sketch, lost
     assert 0 not in codecs[0].last_columns
     got = reference_allreduce(codecs, grads)
     want = reference_allreduce(fresh, grads)

@@ -22,7 +22,7 @@ import torch
 
 from hina import protocol as P
 from hina.softswitch.ports import UdpPort
-from hina.testing.switchjob import SWITCH, WORDS, LocalJob, run_workers
+from hina.testing.switchjob import SWITCH, WORDS, LocalJob, allreduce_steps, run_workers
 from hina.worker.codecs import (AdaptiveCodec, FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
                            ThcCodec, reference_allreduce)
 from hina.worker.link import Endpoint, FrameLink
@@ -91,14 +91,7 @@ def _through_switch(program, name: str, n: int, grads, loss: float = 0.0, steps:
     factory = CODECS[name][0]
     codecs = [factory(n, w) for w in range(n)]
     job = LocalJob(program, n, n_slots=8, loss=loss, table=tuple(ThcCodec(n).table))
-    transports = job.transports(min_rto=0.03, give_up_s=20.0)
-    try:
-        results, errors = run_workers(
-            lambda w, t: [allreduce(grads[w], codecs[w], t, key=0) for _ in range(steps)],
-            transports)
-    finally:
-        job.close()
-    assert errors == [None] * n, errors
+    results, transports = allreduce_steps(job, codecs, grads, steps)
     if name.endswith("-triton"):  # the kernels ran (no worker fell back to the eager path)
         assert all(set(c.last_kernels.values()) == {"triton"} for c in codecs)
     return results, sum(t.total.retransmissions for t in transports)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hina import protocol as P
-from hina.testing.switchjob import WORDS, LocalJob, run_workers
+from hina.testing.switchjob import WORDS, LocalJob, allreduce_steps, run_workers
 from hina.worker.codecs import BlockSparseCodec, FixedPointCodec, reference_allreduce
 from hina.worker.codecs import registry
 from hina.worker.transport import PAD_BLOCK, allreduce
@@ -49,15 +49,8 @@ def test_block_sparse_allreduce_is_bit_equal_to_the_fixed_point_reference(progra
     steps = 3
     codecs = [registry.build("block_sparse", n, rank=w) for w in range(n)]
     assert all(isinstance(c, BlockSparseCodec) for c in codecs)
-    job = LocalJob(program, n, n_slots=3, loss=loss)
-    transports = job.transports(min_rto=0.03, give_up_s=20.0)
-    try:
-        results, errors = run_workers(
-            lambda w, t: [allreduce(grads[w], codecs[w], t, key=0) for _ in range(steps)],
-            transports)
-    finally:
-        job.close()
-    assert errors == [None] * n, errors
+    results, transports = allreduce_steps(LocalJob(program, n, n_slots=3, loss=loss), codecs, grads,
+                                          steps)
     reference = [FixedPointCodec(n, rank=w) for w in range(n)]
     want = reference_allreduce(reference, grads)
     for w in range(n):
