@@ -51,7 +51,8 @@ __all__ = ["AdaptiveCodec"]
 THC_BYTES_PER_COORD = 0.5 + 2.0
 #: the largest load (union support / sketch cells) the codec gives a lossless sketch. Peeling's
 #: threshold, 0.818, holds as sketches grow; a small sketch near it still fails now and then (a
-#: hypothesis example: 292 values in a 3 x 128 sketch, load 0.76, did not peel). At 0.5 the
+#: hypothesis example: 292 values in a 3 x 128 sketch, load 0.76, did not peel;
+#: ``bench/bench_peel_load.py`` counts failures by load). At 0.5 the
 #: failures left are mostly two values hashed to the same three cells, about
 #: ``(load * 3 c)**2 / (2 c**3)`` per bucket: 0.4 % at 256 columns, 0.1 % at 1024. They are
 #: counted (``incomplete_peels``), their values left to the sketch's estimate.
