@@ -28,6 +28,8 @@ def test_unknown_device_is_a_usage_error():
 @pytest.mark.parametrize("args, message", [
     (("demo.dlrm", "--lossless-columns", "3000"), "--lossless-columns 3000: must be a power of two"),
     (("demo.moe", "--modes", "sparse"), "unknown mode 'sparse'"),
+    (("demo.dlrm", "--hina-bucket-mb", "0"), "--hina-bucket-mb 0.0: must be > 0"),
+    (("demo.dlrm", "--modes", "adaptive,zip"), "unknown mode 'zip'"),
 ])
 def test_sparse_workload_usage_errors(args, message):
     done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT,
