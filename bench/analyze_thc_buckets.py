@@ -12,7 +12,9 @@ the exact mean per parameter:
 
 * ``one bucket``: the whole model in one bucket (DDP's default 25 MiB cap, what the demo ran);
 * ``per table``: each embedding table in a bucket of its own, the MLPs in the rest (what
-  ``--hina-bucket-mb 0.01`` gives).
+  ``--hina-bucket-mb 0.01`` gives);
+* ``per parameter``: every parameter tensor in a bucket of its own (what a cap below the
+  smallest tensor, ``--hina-bucket-mb 0.0001``, gives).
 
 Columns: the parameter's share of the bucket's squared norm, THC's NMSE on it
 (``||decoded - mean||^2 / ||mean||^2``, averaged over the steps), and the share of its
@@ -54,7 +56,8 @@ def layouts(names: Sequence[str]) -> Dict[str, List[List[str]]]:
     rev = list(reversed(names))
     tables = [n for n in rev if n.startswith("tables.")]
     rest = [n for n in rev if not n.startswith("tables.")]
-    return {"one bucket": [rev], "per table": [[t] for t in tables] + [rest]}
+    return {"one bucket": [rev], "per table": [[t] for t in tables] + [rest],
+            "per parameter": [[n] for n in rev]}
 
 
 def analyse(grads, layout: List[List[str]], n: int, seed: int) -> Dict[str, tuple]:

@@ -341,6 +341,9 @@ def cmd_state(ctx: Context) -> int:
     table = Table(title=title)
     for col in ("slot", "pool", "generation", "seq", "count", "contributors", "overflow"):
         table.add_column(col)
+    if config.uses_blocks:
+        table.add_column("block")
+        table.add_column("next")
     if a.slot is not None:
         table.add_column(f"lanes (first {min(a.lanes, len(slots[0]['pools'][0]['lanes']))})")
     for s in slots:
@@ -351,6 +354,10 @@ def cmd_state(ctx: Context) -> int:
                    "-" if p["seq"] is None else str(p["seq"]),
                    f"{p['count']}/{s['n_workers']}", ",".join(map(str, p["contributors"])) or "-",
                    "yes" if p["overflow"] else ""]
+            if config.uses_blocks:
+                in_use = p["in_use"]
+                row += [str(p["block"]) if in_use else "-",
+                        ("end" if p["block_next"] is None else str(p["block_next"])) if in_use else "-"]
             if a.slot is not None:
                 row.append(" ".join(map(str, p["lanes"][:a.lanes])))
             table.add_row(*row)

@@ -330,6 +330,16 @@ class JobConfig:
     def lane_op(self) -> str:
         return CODECS[self.codec]
 
+    @property
+    def uses_blocks(self) -> bool:
+        """Whether the job's buckets may run block-sparse rounds (``block_sparse``, or
+        ``adaptive`` with block_sparse among its choices): its slot copies' ``block_index`` and
+        ``block_next`` registers then mean something."""
+        if self.codec == "block_sparse":
+            return True
+        return (self.codec == "adaptive"
+                and "block_sparse" in (self.adaptive_choices or codec_names.ADAPTIVE_CHOICES))
+
     def to_spec(self) -> pipeline.JobSpec:
         """The switch resources of the job (``reg_base`` etc. must have been allocated).
 

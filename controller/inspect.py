@@ -6,7 +6,9 @@ slot) * 2 + pool``, ``slot_seq[c]`` holds ``seq + 1`` of the copy's current use 
 its sticky OVERFLOW, ``slot_generation[c]`` the job generation of that use (a copy of another
 generation than the job's is left over from an earlier run, reclaimed by its next packet),
 ``lanes_<w>[c]`` word ``w`` of the aggregate (one 32-bit array per word,
-:func:`hina.pipeline.lane_register`).
+:func:`hina.pipeline.lane_register`). A job with block-sparse rounds (``JobConfig.uses_blocks``)
+also has, per copy, ``block_index[c]`` (the block the copy's round sums) and ``block_next[c]``
+(the smallest next block announced in the round so far; ``BLOCK_END``: none).
 
 Lane words decode by the job's lane operation: SUM as signed 32-bit, LUT_SUM as two unsigned
 16-bit sums (first coordinate in the upper half), MAX and OR as unsigned 32-bit.
@@ -65,7 +67,9 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
     Returns:
         ``{"job", "slot", "lane_op", "pools": [{"pool", "seq", "in_use", "generation",
         "current", "count", "contributors", "overflow", "lanes"}, ...]}``; ``current`` is
-        whether the copy's generation is the job's.
+        whether the copy's generation is the job's. For a job with block-sparse rounds
+        (``job.uses_blocks``) each pool also has ``"block"`` and ``"block_next"`` (``None``
+        for ``BLOCK_END``: no further nonzero block announced).
 
     Raises:
         ValueError: ``slot`` is not a slot of the job.
@@ -79,13 +83,17 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
         c = (base + slot) * 2 + pool
         cells += [(pipeline.SLOT_BITMAP, c), (pipeline.SLOT_SEQ, c), (pipeline.SLOT_COUNT, c),
                   (pipeline.SLOT_FLAGS, c), (pipeline.SLOT_GENERATION, c)]
+        if job.uses_blocks:
+            cells += [(pipeline.BLOCK_INDEX, c), (pipeline.BLOCK_NEXT, c)]
         cells += [(pipeline.lane_register(w), c) for w in range(words)]
     values = registers.read(cells)
-    per_pool = 5 + words
+    n_blocks = 2 if job.uses_blocks else 0
+    per_pool = 5 + n_blocks + words
     pools = []
     for pool in (0, 1):
-        pool_bitmap, seq1, count, flags, generation, *cells_of_words = \
+        pool_bitmap, seq1, count, flags, generation, *rest = \
             values[pool * per_pool:(pool + 1) * per_pool]
+        blocks, cells_of_words = rest[:n_blocks], rest[n_blocks:]
         lane_words = [pipeline.lane_word(v, w) for w, v in enumerate(cells_of_words)]
         pools.append({
             "pool": pool,
@@ -100,6 +108,9 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
             "overflow": bool(flags & P.Flag.OVERFLOW),
             "lanes": decode_lanes(lane_words, job.lane_op),
         })
+        if blocks:
+            pools[-1]["block"] = blocks[0]
+            pools[-1]["block_next"] = None if blocks[1] == P.BLOCK_END else blocks[1]
     return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,
             "n_workers": len(job.workers), "pools": pools}
 

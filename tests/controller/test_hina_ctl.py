@@ -16,7 +16,7 @@ from scapy.packet import raw
 from hina.controller.p4runtime_client import SwitchConnection
 from ctlutil import TEST_WORDS, free_port, join_and_allreduce, sketched_sgd_grads, wait_for
 from hina import protocol as P
-from hina.layers import HINA, HINAWords
+from hina.layers import HINA, HINABlock, HINAWords
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
@@ -189,6 +189,29 @@ def test_cli_bump_generation_rewrites_admission_and_survives_resync(traffic_swit
     assert "1 job(s) re-installed" in ctl.run("resync").stdout
     check_generation_2()
     assert ctl.run("job", "bump-generation", "2", "--json").stdout.count('"generation": 3') == 1
+
+
+def test_cli_state_shows_block_sparse_rounds(ctl, embedded_switch):
+    """``state`` of a block-sparse job: each slot copy's block and next block, in the table
+    ("-" for an unused copy, "end" for BLOCK_END) and in ``--json``."""
+    sw = embedded_switch
+    ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")
+    job = ctl.json("job", "create", "--id", "3", "--codec", "block_sparse", "--slots", "2",
+                   "--worker", sw.worker_arg(0), "--worker", sw.worker_arg(1))
+    link = sw.link(sw.worker(0))
+    try:
+        link.send(raw(HINA(msg_type=P.MsgType.AGGREGATE, op=P.Op.BLOCK_SKIP, job_id=3, slot=1,
+                           seq=0, generation=job["generation"]) / HINABlock(block=1)))
+        copy = wait_for(lambda: ctl.json("state", "--job", "3", "--slot", "1")["pools"][0],
+                        lambda p: p["count"] == 1)
+    finally:
+        link.close()
+    assert (copy["block"], copy["block_next"]) == (1, None)
+    lines = ctl.run("state", "--job", "3").stdout.splitlines()
+    assert any("block" in line and "next" in line for line in lines), "\n".join(lines)
+    rows = [line.split("│")[1:-1] for line in lines if line.count("│") > 8]
+    cells = {(r[0].strip(), r[1].strip()): (r[-2].strip(), r[-1].strip()) for r in rows}
+    assert cells[("1", "0")] == ("1", "end") and cells[("0", "0")] == ("-", "-")
 
 
 def test_allreduce_after_switch_restart_and_resync(ctl, embedded_switch):

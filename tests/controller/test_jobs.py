@@ -18,7 +18,7 @@ from hina.controller.state import ControllerState
 from hina.controller.target import PipelineConfig, ThriftRegisters
 from hina import pipeline
 from hina import protocol as P
-from hina.layers import HINA, HINAThc, HINAWords, pack_nibbles
+from hina.layers import HINA, HINABlock, HINAThc, HINAWords, pack_nibbles
 
 from ctlutil import TEST_WORDS, free_port, wait_for
 
@@ -336,6 +336,39 @@ def test_slot_state_decodes_thc_sums(tconn, traffic_switch):
         lanes = slot_state(regs, job, 0)["pools"][0]["lanes"]
         table = job.thc_table
         assert lanes == [table[x] + table[y] for x, y in zip(indices, indices[::-1])]
+    finally:
+        for link in links:
+            link.close()
+        regs.close()
+
+
+def test_slot_state_shows_block_sparse_rounds(tconn, traffic_switch):
+    """A block-sparse job's slot copies show the block their round sums and the smallest next
+    block announced so far (``None``: BLOCK_END); dense jobs read no block registers."""
+    sw, conn = traffic_switch, tconn
+    regs = sw.registers(conn)
+    jobs = JobManager(conn, registers=regs)
+    job = jobs.create_job(sw.job(job_id=7, n_workers=2, codec="block_sparse", n_slots=2))
+    assert job.uses_blocks
+    links = [sw.link(w) for w in job.workers]
+
+    def block_frame(block, next_block, words=None):
+        op = P.Op.BLOCK_SKIP if words is None else P.Op.BLOCK_SUM
+        head = HINA(msg_type=P.MsgType.AGGREGATE, op=op, job_id=7, slot=0, seq=0,
+                    generation=job.generation) / HINABlock(block=block, next=next_block)
+        return raw(head if words is None else head / HINAWords(words=words))
+    try:
+        v = [i - 3 for i in range(TEST_WORDS)]
+        links[0].send(block_frame(0, 4, v))      # slot 0's round of block 0; worker 0 next: 4
+        half = wait_for(lambda: slot_state(regs, job, 0),
+                        lambda st: st["pools"][0]["count"] == 1)["pools"][0]
+        assert (half["block"], half["block_next"], half["lanes"]) == (0, 4, v)
+        links[1].send(block_frame(0, P.BLOCK_END))   # worker 1 skips: nothing further
+        for link in links:
+            assert HINA(link.recv(RECV_TIMEOUT_S)).msg_type == P.MsgType.RESULT
+        full = slot_state(regs, job, 0)["pools"][0]
+        assert (full["complete"], full["block"], full["block_next"]) == (True, 0, 4)
+        assert "block" not in slot_state(regs, sw.job(job_id=8, n_workers=2, codec="fixed"), 0)["pools"][0]
     finally:
         for link in links:
             link.close()
