@@ -7,7 +7,11 @@ with every host link shaped by Mininet's TCLink (HTB, both ends of the link, so 
 is limited to the rate): the data links to the switch *and* the control network's links, since
 that is where gloo runs. Then, per mode, every host runs ``hina.mininet.tta_worker``: DDP on
 the digits MLP (``demo/digits.py``: 64-128-10, 9,610 parameters, batch 32 per worker, SGD lr
-0.05, momentum 0.9) until the replicas' test accuracy reaches ``--target-acc``:
+0.05, momentum 0.9) until the replicas' test accuracy reaches ``--target-acc``; or, with
+``--workload dlrm`` / ``moe``, the demo's sparse workloads with the demo's model, optimiser,
+codec settings and DDP buckets (``demo/dlrm.py``: test AUC, batch 64, lr 0.5, a bucket per
+embedding table for HINA's modes, and the ``sparse`` mode: ``nn.Embedding(sparse=True)`` on
+gloo; ``demo/moe.py``: batch 8, Adam lr 0.01):
 
 * ``fp32``: plain DDP, no hook: gloo's ring all-reduce of fp32 gradients over the control
   network's links (limited to the rate);
@@ -48,14 +52,16 @@ from hina import protocol as P
 ROOT = Path(__file__).resolve().parents[1]
 TTA_WORKER = "hina.mininet.tta_worker"
 FP32 = "fp32"
+#: modes on gloo alone (no switch): fp32, and dlrm's sparse embedding gradients
+GLOO_MODES = (FP32, "sparse")
 UNLIMITED = "none"
 #: the hook's warm-up iterations (plain all-reduce while DDP rebuilds its buckets): left out of
 #: the steady-state figures (ms/step, bytes/step), kept in seconds to target.
 WARMUP_STEPS = 2
 #: Port of the rendezvous per run (a fresh one per run: no TIME_WAIT on a reused port).
 FIRST_MASTER_PORT = 29600
-CONFIG_KEYS = ("target", "workers", "target_acc", "max_steps", "batch", "lr", "words", "slots",
-               "seed", "min_rto")
+CONFIG_KEYS = ("target", "workload", "workers", "target_acc", "max_steps", "batch", "lr", "words",
+               "slots", "seed", "min_rto")
 
 
 def parse_rates(text: str) -> list[float]:
@@ -111,8 +117,9 @@ def commands(hn, codec: str, args, master_port: int) -> list[list[str]]:
         cmd[cmd.index(HOST_WORKER)] = TTA_WORKER
         master = cmd.index("--master") + 1
         cmd[master] = cmd[master].rsplit(":", 1)[0] + f":{master_port}"
-        cmds.append(cmd + ["--target-acc", str(args.target_acc), "--max-steps",
-                           str(args.max_steps), "--batch", str(args.batch), "--lr", str(args.lr)])
+        cmds.append(cmd + ["--workload", args.workload, "--target-acc", str(args.target_acc),
+                           "--max-steps", str(args.max_steps), "--batch", str(args.batch),
+                           "--lr", str(args.lr)])
     return cmds
 
 
@@ -182,7 +189,7 @@ def run_rate(args, rate, codecs: list[str], saved: dict, save) -> None:
         data_if = [hn.data_intf(h).name for h in hn.workers]
         ctl_if = [hn.control_intf(h).name for h in hn.workers]
         for i, codec in enumerate(todo):
-            if codec != FP32:
+            if codec not in GLOO_MODES:
                 hn.reset_job()
             load = os.getloadavg()
             started = time.monotonic()
@@ -195,7 +202,7 @@ def run_rate(args, rate, codecs: list[str], saved: dict, save) -> None:
                                    f"(logs: {hn.log_dir}) {bad[0].stderr_tail[-400:]}")
             row = summarize([r.report["results"][0] for r in reports], data_if, ctl_if, rate)
             row.update(loadavg=load, wall_s=time.monotonic() - started,
-                       switch_counters=hn.counters() if codec != FP32 else {})
+                       switch_counters=hn.counters() if codec not in GLOO_MODES else {})
             entry = saved.setdefault(key, {}).setdefault(codec, {"runs": []})
             entry["runs"].append(row)
             entry["tc_rates_mbit"] = shaping
@@ -236,7 +243,7 @@ def table(saved: dict, rates: list, codecs: list[str]) -> list[dict]:
                 limit = "-"
             elif free is not None:
                 limit = ("link" if row["link_ms"] >= free
-                         else "switch" if codec != FP32 else "hosts")
+                         else "switch" if codec not in GLOO_MODES else "hosts")
             sec = row["seconds_to_target"]
             rows.append({
                 "mode": codec, "rate_mbit": key, "steps_to_target": row["steps_to_target"],
@@ -257,20 +264,21 @@ def _f(value, fmt: str) -> str:
 
 
 def render(rows: list[dict], markdown: bool) -> str:
-    head = ["mode", "rate Mbit/s", "steps", "s to target", "ms/step", "kB/worker/step",
-            "link ms", "unlimited ms/step", "switch pkt/s", "link pkt/s", "speed-up",
-            "limited by", "load"]
+    head = ["mode", "rate Mbit/s", "steps", "s to target", "final metric", "ms/step",
+            "kB/worker/step", "link ms", "unlimited ms/step", "switch pkt/s", "link pkt/s",
+            "speed-up", "limited by", "load"]
     body = [[r["mode"], r["rate_mbit"], _f(r["steps_to_target"], "d"),
-             _f(r["seconds_to_target"], ".2f"), _f(r["ms_per_step"], ".1f"),
+             _f(r["seconds_to_target"], ".2f"), _f(r["final_accuracy"], ".4f"),
+             _f(r["ms_per_step"], ".1f"),
              _f(r["bytes_per_worker_step"] / 1e3, ".1f"), _f(r["link_ms"], ".1f"),
              _f(r["unlimited_ms_per_step"], ".1f"),
              _f(r["switch_packets_per_s"] or None, ".0f"),
-             _f(r["link_packets_per_s"], ".0f") if r["mode"] != FP32 else "-",
+             _f(r["link_packets_per_s"], ".0f") if r["mode"] not in GLOO_MODES else "-",
              _f(r["speedup_vs_fp32"], ".2f") + ("x" if r["speedup_vs_fp32"] else ""),
              r["limited_by"], _f(r["load1"], ".1f")] for r in rows]
     if markdown:
         lines = ["| " + " | ".join(head) + " |",
-                 "|" + "|".join("---" if i < 2 or i == 11 else "---:"
+                 "|" + "|".join("---" if i < 2 or i == 12 else "---:"
                                 for i in range(len(head))) + "|"]
         return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
@@ -290,12 +298,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded")
     p.add_argument("--codecs", default="fp32,thc,fixed",
                    help="modes, comma separated: fp32 (gloo, no switch) and HINA codecs")
+    p.add_argument("--workload", choices=("digits", "dlrm", "moe"), default="digits",
+                   help="what the hosts train: the digits MLP, or the demo's DLRM (test AUC) "
+                   "or MoE, with the demo's settings")
     p.add_argument("--workers", type=int, default=4)
-    p.add_argument("--target-acc", type=float, default=0.95,
-                   help="test accuracy to reach (0: run --max-steps, no target)")
+    p.add_argument("--target-acc", type=float, default=None,
+                   help="test metric to reach (0: run --max-steps, no target; default per "
+                   "workload: digits 0.95, dlrm 0.76 AUC, moe 0.45)")
     p.add_argument("--max-steps", type=int, default=200)
-    p.add_argument("--batch", type=int, default=32, help="samples per worker per step")
-    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--batch", type=int, default=None,
+                   help="samples per worker per step (default per workload: 32, 64, 8)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default per workload: 0.05, 0.5, 0.01)")
     p.add_argument("--no-unlimited", action="store_true",
                    help="skip the run with unlimited links (then 'limited by' is '?')")
     p.add_argument("--repeat", type=int, default=1, help="runs per rate and mode (the median "
@@ -320,10 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from hina.mininet.tta_worker import CODECS
+    from hina.mininet.tta_worker import codecs_of, fill_defaults
+    fill_defaults(args)
+    allowed = codecs_of(args.workload)
     codecs = [c for c in args.codecs.split(",") if c]
-    if not codecs or any(c not in CODECS for c in codecs):
-        parser.error(f"--codecs {args.codecs}: choose from {','.join(CODECS)}")
+    if not codecs or any(c not in allowed for c in codecs):
+        parser.error(f"--codecs {args.codecs}: for {args.workload}, choose from {','.join(allowed)}")
     if args.repeat < 1 or args.workers < 2:
         parser.error("--repeat must be >= 1 and --workers >= 2")
     if os.geteuid() != 0:
@@ -331,7 +347,8 @@ def main(argv=None) -> int:
         return 1
     from mininet.log import setLogLevel
     setLogLevel("warning")
-    path = Path(args.json) if args.json else Path(args.out) / f"bench_tta_{args.target}.json"
+    stem = "bench_tta" if args.workload == "digits" else f"bench_tta_{args.workload}"
+    path = Path(args.json) if args.json else Path(args.out) / f"{stem}_{args.target}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     config = {k: getattr(args, k) for k in CONFIG_KEYS}
     saved: dict = {}

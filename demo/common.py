@@ -139,7 +139,19 @@ class Workload:
     #: DDP's ``bucket_cap_mb`` for the HINA modes (None: ``bucket_cap_mb``); ``--hina-bucket-mb``
     #: overrides it
     hina_bucket_cap_mb: Optional[float] = None
+    #: per HINA mode, a ``bucket_cap_mb`` other than ``hina_bucket_cap_mb`` (``--hina-bucket-mb``
+    #: overrides these too)
+    hina_bucket_cap_by_mode: Dict[str, float] = {}
     momentum = 0.9
+
+    def bucket_cap_mb_of(self, mode: str, override: Optional[float] = None) -> Optional[float]:
+        """DDP's ``bucket_cap_mb`` for ``mode`` (None: DDP's default): ``override``
+        (``--hina-bucket-mb``), then the mode's own cap, then ``hina_bucket_cap_mb``, for HINA's
+        modes; ``bucket_cap_mb`` for the others."""
+        if mode not in HINA_MODES:
+            return self.bucket_cap_mb
+        return next((c for c in (override, self.hina_bucket_cap_by_mode.get(mode),
+                                 self.hina_bucket_cap_mb, self.bucket_cap_mb) if c is not None), None)
 
     def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
         """The optimiser (SGD with momentum ``momentum`` by default)."""
@@ -358,10 +370,7 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
         test = tuple(t.to(device) for t in test)
         module = wl.make_model(mode, cfg.seed).to(device)
         names = {id(p): name for name, p in module.named_parameters()}
-        cap = wl.bucket_cap_mb
-        if mode in HINA_MODES:
-            cap = next((c for c in (cfg.hina_bucket_mb, wl.hina_bucket_cap_mb, cap) if c is not None),
-                       None)
+        cap = wl.bucket_cap_mb_of(mode, cfg.hina_bucket_mb)
         kwargs = {} if cap is None else {"bucket_cap_mb": cap}
         model = DDP(module, device_ids=[device] if device.type == "cuda" else None, **kwargs)
         n_params = sum(p.numel() for p in model.parameters())
@@ -633,7 +642,8 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
                              "(async) or aggregates each inside the hook (sync: no overlap)")
     parser.add_argument("--hina-bucket-mb", type=float, default=None, metavar="MB",
                         help="DDP's bucket_cap_mb for the HINA modes only (default: the workload's; "
-                             "dlrm: 0.01, a bucket per embedding table): "
+                             "dlrm: 0.01, a bucket per embedding table, and 0.0001 for thc, a "
+                             "bucket per parameter): "
                              "small buckets give each embedding table its own bucket, so a codec "
                              "scales or sizes itself per table (torch's PowerSGD hook hangs on gloo "
                              "with several buckets, so the torch rows keep one)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The agent of one Mininet host for the time-to-accuracy benchmark (``bench/bench_tta.py``):
-DDP training of the digits MLP until a target test accuracy, timed step by step, with the
-bytes and packets each of the host's interfaces carried during the steps.
+DDP training of the digits MLP (or, ``--workload``, the demo's DLRM or MoE) until a target test
+metric, timed step by step, with the bytes and packets each of the host's interfaces carried
+during the steps.
 
 ``--codec fp32`` is plain DDP (no comm hook): gloo's ring all-reduce over the control network,
 whose links the benchmark limits to the same rate as the data links. Any other codec sends
@@ -41,7 +42,17 @@ from hina.mininet import workloads as W
 
 #: fp32: DDP's own all-reduce (gloo), no hook; the others go through the switch.
 FP32 = "fp32"
+#: dlrm only: ``nn.Embedding(sparse=True)``, DDP's sparse gradients on gloo (no hook)
+SPARSE = "sparse"
+GLOO_MODES = (FP32, SPARSE)
+#: the digits workload's modes (the others: :func:`codecs_of`)
 CODECS = (FP32,) + tuple(c for c in W.CODECS if c != "sum")
+#: what a host can train: the digits MLP, or the demo's sparse workloads (``demo/dlrm.py``,
+#: ``demo/moe.py``: their data, model, optimiser and codec settings)
+WORKLOADS = ("digits", "dlrm", "moe")
+#: per workload: (samples per worker per step, learning rate, metric to reach) when not given
+DEFAULTS = {"digits": (H.DDP_BATCH, H.DDP_LR, 0.95), "dlrm": (64, 0.5, 0.76),
+            "moe": (8, 0.01, 0.45)}
 COUNTERS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
 TIMEOUT_S = 120
 
@@ -49,12 +60,25 @@ TIMEOUT_S = 120
 def build_parser():
     p = H.build_parser()
     p.description = __doc__.split("\n\n")[0]
-    p.add_argument("--target-acc", type=float, default=0.95,
-                   help="stop at this test accuracy (fraction); 0: run --max-steps")
+    p.add_argument("--workload", choices=WORKLOADS, default="digits",
+                   help="what to train (dlrm: test AUC is the metric)")
+    p.add_argument("--target-acc", type=float, default=None,
+                   help="stop at this test metric (fraction; default per workload: digits 0.95, "
+                   "dlrm 0.76 AUC, moe 0.45); 0: run --max-steps")
     p.add_argument("--max-steps", type=int, default=200)
-    p.add_argument("--batch", type=int, default=H.DDP_BATCH, help="samples per worker per step")
-    p.add_argument("--lr", type=float, default=H.DDP_LR)
+    p.add_argument("--batch", type=int, default=None,
+                   help="samples per worker per step (default per workload: 32, 64, 8)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default per workload: 0.05, 0.5, 0.01)")
     return p
+
+
+def fill_defaults(args) -> None:
+    """The workload's batch, learning rate and target where not given."""
+    batch, lr, target = DEFAULTS[args.workload]
+    args.batch = batch if args.batch is None else args.batch
+    args.lr = lr if args.lr is None else args.lr
+    args.target_acc = target if args.target_acc is None else args.target_acc
 
 
 def netdev() -> dict[str, tuple[int, int, int, int]]:
@@ -70,31 +94,101 @@ def netdev() -> dict[str, tuple[int, int, int, int]]:
     return out
 
 
+class Task:
+    """What one host trains: the data (train and test tensors, the target last), the model, its
+    loss and test metric, the optimiser, the HINA codec and DDP's bucket cap."""
+
+    def __init__(self, workload: str, codec: str, args) -> None:
+        import torch
+        from torch import nn
+        self.workload, self.codec_name, self.args = workload, codec, args
+        if workload == "digits":
+            from hina.demo.digits import load_digits_split, make_model
+            x_tr, y_tr, x_te, y_te = load_digits_split()
+            self.train, self.test = (x_tr, y_tr), (x_te, y_te)
+            self.module = make_model()       # rank 0's initial parameters on every replica
+            self.metric_name = "test accuracy"
+            self.bucket_cap_mb = None
+            self._loss_fn = nn.CrossEntropyLoss()
+            self._wl = None
+        else:
+            self._wl = load_workload(workload)
+            self.train, self.test = self._wl.data()
+            self.module = self._wl.make_model(codec, args.seed)
+            self.metric_name = self._wl.metric_name
+            self.bucket_cap_mb = self._wl.bucket_cap_mb_of(codec)
+        self._torch = torch
+
+    def loss(self, model, idx):
+        batch = tuple(t[idx] for t in self.train)
+        if self._wl is None:
+            return self._loss_fn(model(batch[0]), batch[1])
+        return self._wl.loss(model, batch)
+
+    def evaluate(self, module) -> float:
+        with self._torch.no_grad():
+            if self._wl is None:
+                x_te, y_te = self.test
+                return float((module(x_te).argmax(1) == y_te).float().mean())
+            return float(self._wl.evaluate(module, self.test))
+
+    def optimizer(self, params, lr: float):
+        if self._wl is None:
+            momentum = 0.0 if self.codec_name == "fetchsgd" else 0.9  # FetchSGD keeps its own
+            return self._torch.optim.SGD(params, lr=lr, momentum=momentum)
+        return self._wl.make_optimizer(params, lr)
+
+    def codec(self, n_workers: int, rank: int, seed: int):
+        if self._wl is None:
+            return W.make_ddp_codec(self.codec_name, n_workers, rank, seed)
+        return self._wl.make_codec(self.codec_name, n_workers, rank, seed)
+
+
+def load_workload(name: str):
+    """The demo's workload object of ``name`` (dlrm, moe), with its defaults."""
+    if name == "dlrm":
+        from hina.demo.dlrm import DlrmWorkload
+        return DlrmWorkload()
+    if name == "moe":
+        from hina.demo.moe import MoeWorkload
+        return MoeWorkload()
+    raise ValueError(f"workload {name!r}: one of {WORKLOADS}")
+
+
+def codecs_of(workload: str) -> tuple:
+    """The modes ``workload`` runs: fp32 (and, for dlrm, sparse) on gloo, the rest through the
+    switch."""
+    if workload == "digits":
+        return CODECS
+    from hina.demo.common import HINA_MODES
+    gloo = GLOO_MODES if workload == "dlrm" else (FP32,)
+    return gloo + tuple(HINA_MODES)
+
+
 def train(args) -> dict:
     import torch
     import torch.distributed as dist
-    from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from hina.demo.digits import load_digits_split, make_model
     from hina.worker.ddp_hook import HinaState, hina_hook
 
     codec_name = args.codec
     H.join_gloo(args, TIMEOUT_S)
     transport = state = None
     try:
-        x_tr, y_tr, x_te, y_te = load_digits_split()
-        loss_fn = nn.CrossEntropyLoss()
-        shard = torch.arange(args.rank, len(x_tr), args.workers)
-        model = DDP(make_model())          # rank 0's initial parameters on every replica
+        torch.set_num_threads(1)
+        task = Task(args.workload, codec_name, args)
+        n_train = len(task.train[-1])
+        shard = torch.arange(args.rank, n_train, args.workers)
+        kwargs = {} if task.bucket_cap_mb is None else {"bucket_cap_mb": task.bucket_cap_mb}
+        model = DDP(task.module, **kwargs)
         n_params = sum(p.numel() for p in model.parameters())
-        if codec_name != FP32:
+        if codec_name not in GLOO_MODES:
             transport = H.make_transport(args)
-            codec = W.make_ddp_codec(codec_name, args.workers, args.rank, args.seed)
+            codec = task.codec(args.workers, args.rank, args.seed)
             state = HinaState(transport, codec, start_iter=H.DDP_START_ITER)
             model.register_comm_hook(state, hina_hook)
-        momentum = 0.0 if codec_name == "fetchsgd" else 0.9   # FetchSGD keeps its own momentum
-        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=momentum)
+        opt = task.optimizer(model.parameters(), args.lr)
         names = sorted(netdev())
         counted = {n: {c: [] for c in COUNTERS} for n in names}
         step_s, losses, accuracy = [], [], []
@@ -105,7 +199,7 @@ def train(args) -> dict:
             before = netdev()
             started = time.monotonic()
             opt.zero_grad()
-            loss = loss_fn(model(x_tr[idx]), y_tr[idx])
+            loss = task.loss(model, idx)
             loss.backward()
             opt.step()
             step_s.append(time.monotonic() - started)
@@ -114,8 +208,7 @@ def train(args) -> dict:
                 for i, c in enumerate(COUNTERS):
                     counted[n][c].append(after[n][i] - before[n][i])
             losses.append(float(loss.detach()))
-            with torch.no_grad():
-                accuracy.append(float((model.module(x_te).argmax(1) == y_te).float().mean()))
+            accuracy.append(task.evaluate(model.module))
             if args.target_acc > 0:
                 flag = torch.tensor([int(accuracy[-1] >= args.target_acc)], dtype=torch.uint8)
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -130,7 +223,8 @@ def train(args) -> dict:
         ok = (in_sync and all(math.isfinite(v) for v in losses)
               and (state is None or (stats["hina_buckets"] > 0
                                      and stats["fallback_buckets"] == 0)))
-        return {"codec": codec_name, "n_params": n_params, "batch": args.batch, "lr": args.lr,
+        return {"codec": codec_name, "workload": args.workload, "metric": task.metric_name,
+                "n_params": n_params, "batch": args.batch, "lr": args.lr,
                 "target_acc": args.target_acc, "steps": len(step_s),
                 "reached": reached_at is not None, "steps_to_target": reached_at,
                 "seconds_to_target": sum(step_s) if reached_at is not None else None,
@@ -148,15 +242,17 @@ def train(args) -> dict:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if args.codec not in CODECS:
-        print(f"tta_worker: --codec {args.codec!r}: one of {CODECS}", file=sys.stderr)
+    fill_defaults(args)
+    if args.codec not in codecs_of(args.workload):
+        print(f"tta_worker: --codec {args.codec!r}: for {args.workload}, one of "
+              f"{codecs_of(args.workload)}", file=sys.stderr)
         return 2
     if args.master is None:
         print("tta_worker: --master IP:PORT is needed (gloo's rendezvous)", file=sys.stderr)
         return 2
-    if args.max_steps < 1 or not 0 <= args.target_acc <= 1:
-        print("tta_worker: --max-steps must be >= 1 and --target-acc in [0, 1]",
-              file=sys.stderr)
+    if args.max_steps < 1 or not 0 <= args.target_acc <= 1 or args.batch < 1 or not args.lr > 0:
+        print("tta_worker: --max-steps and --batch must be >= 1, --lr > 0 and --target-acc in "
+              "[0, 1]", file=sys.stderr)
         return 2
     report = {"rank": args.rank, "host": os.uname().nodename, "mode": "tta"}
     try:

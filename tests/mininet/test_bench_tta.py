@@ -144,3 +144,43 @@ def test_smallest_configuration_in_mininet(tmp_path):
     assert thc["hina_buckets"] > 0 and thc["fallback_buckets"] == 0
     assert thc["data_bytes_per_worker_step"] > 0 and thc["switch_packets_per_s"] > 0
     assert thc["bytes_per_worker_step"] < fp32["bytes_per_worker_step"] / 2
+
+
+@pytest.mark.parametrize("workload, codec", [("digits", "thc"), ("dlrm", "sparse"),
+                                             ("dlrm", "block_sparse"), ("moe", "adaptive")])
+def test_tta_worker_tasks_train_and_measure(workload, codec):
+    """What a host trains for each workload (no network): a step's loss and backward, the test
+    metric in [0, 1], the optimiser and, through the switch, the workload's codec; dlrm's
+    ``sparse`` mode gives sparse embedding gradients."""
+    import argparse
+
+    import torch
+
+    from hina.mininet import tta_worker as T
+    args = argparse.Namespace(workload=workload, codec=codec, seed=0, batch=None, lr=None,
+                              target_acc=None)
+    T.fill_defaults(args)
+    assert (args.batch, args.lr, args.target_acc) == T.DEFAULTS[workload]
+    task = T.Task(workload, codec, args)
+    opt = task.optimizer(task.module.parameters(), args.lr)
+    before = [p.detach().clone() for p in task.module.parameters()]
+    loss = task.loss(task.module, torch.arange(args.batch))
+    loss.backward()
+    opt.step()
+    assert torch.isfinite(loss) and any(not torch.equal(a, p) for a, p in
+                                        zip(before, task.module.parameters()))
+    assert 0.0 <= task.evaluate(task.module) <= 1.0
+    grads = [p.grad for p in task.module.parameters() if p.grad is not None]
+    assert any(g.is_sparse for g in grads) == (codec == "sparse")
+    if codec not in T.GLOO_MODES:
+        assert task.codec(2, 0, 0).name == codec
+    assert codec in T.codecs_of(workload)
+
+
+def test_tta_worker_refuses_a_mode_its_workload_lacks(capsys):
+    from hina.mininet import tta_worker as T
+    assert "sparse" not in T.codecs_of("moe") and "sparse" not in T.codecs_of("digits")
+    assert T.main(["--rank", "0", "--workers", "2", "--job-id", "1", "--slots", "4", "--words",
+                   "32", "--bind", "10.0.0.1:40000", "--switch", "10.0.0.254:48864",
+                   "--codec", "sparse", "--workload", "moe", "--master", "10.0.0.9:1"]) == 2
+    assert "for moe, one of" in capsys.readouterr().err
