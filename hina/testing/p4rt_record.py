@@ -27,6 +27,11 @@ from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 __all__ = ["RecordingP4Runtime"]
 
 Value = Union[int, Tuple[int, ...]]
+#: A Tofino device config is megabytes (p4/tna at one lane: 8.4 MB, context.json mostly), over
+#: gRPC's default 4 MiB receive limit; Tofino's P4Runtime servers raise theirs too.
+MAX_MESSAGE = 256 << 20
+_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.max_send_message_length", MAX_MESSAGE)]
 
 
 def _p4data(value: Value, width_bytes: int = 4) -> p4data_pb2.P4Data:
@@ -52,7 +57,7 @@ class RecordingP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
     @classmethod
     def start(cls) -> "RecordingP4Runtime":
         rec = cls()
-        rec._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        rec._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=_OPTIONS)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(rec, rec._server)
         port = rec._server.add_insecure_port("127.0.0.1:0")
         rec._server.start()
@@ -112,3 +117,48 @@ class RecordingP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Write(self, request, context):
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "the recording server takes no writes")
+
+
+def main(argv=None) -> int:
+    """``python -m hina.testing.p4rt_record [--port N] [--save DIR]``: serve until Ctrl-C and
+    print one line per pushed pipeline (format guess, sizes); ``--save`` writes each push's
+    ``p4_device_config`` and P4Info to DIR (a dry run of ``hina-ctl --target tofino``)."""
+    import argparse
+    import signal
+    import threading
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m hina.testing.p4rt_record",
+                                     description=main.__doc__)
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--save", metavar="DIR", help="write each push here")
+    args = parser.parse_args(argv)
+    rec = RecordingP4Runtime()
+    rec._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=_OPTIONS)
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(rec, rec._server)
+    port = rec._server.add_insecure_port(f"127.0.0.1:{args.port}")
+    rec._server.start()
+    rec.address = f"127.0.0.1:{port}"
+    print(f"recording P4Runtime server on {rec.address}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    shown = 0
+    while not stop.wait(0.2):
+        for req in rec.pipelines[shown:]:
+            shown += 1
+            blob = req.config.p4_device_config
+            print(f"push {shown}: p4_device_config {len(blob)} bytes (first 16: "
+                  f"{blob[:16].hex()}), P4Info {req.config.p4info.ByteSize()} bytes, "
+                  f"{len(req.config.p4info.tables)} tables", flush=True)
+            if args.save:
+                out = Path(args.save)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / f"push{shown}.device_config.bin").write_bytes(blob)
+                (out / f"push{shown}.p4info.bin").write_bytes(req.config.p4info.SerializeToString())
+    rec.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
