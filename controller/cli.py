@@ -84,8 +84,18 @@ class Context:
         self._conn = self.open_switch(primary)
         return self._conn
 
+    def require_jobs(self, what: str) -> None:
+        """Refuse ``what`` on a target where jobs cannot be installed yet (tofino)."""
+        if self.target == "tofino":
+            raise ConfigError(f"{what}: not supported on tofino yet: jobs are installed with the "
+                              "v1model program's tables and registers (hina.pipeline), and the "
+                              "TNA program (p4/tna) lays them out differently; on tofino "
+                              "'pipeline push', 'resync', 'counters' and 'read' work")
+
     def manager(self) -> JobManager:
         """A primary connection's JobManager that knows the jobs of the state file."""
+        self.require_jobs(" ".join(filter(None, ("'" + self.args.command,
+                                                 getattr(self.args, "action", None)))) + "'")
         conn = self.connect(primary=True)
         jobs = JobManager(conn, registers=self.registers(), target=self.target)
         for config in self.state.jobs.values():
@@ -129,8 +139,11 @@ class Context:
 # ------------------------------------------------------------------------------------------------
 def cmd_pipeline_push(ctx: Context) -> int:
     a = ctx.args
-    config = PipelineConfig(target=a.target or ctx.target, p4=a.p4, defines=dict(a.defines),
-                            bmv2_json=a.bmv2_json or "", p4info=a.p4info or "")
+    target = a.target or ctx.target
+    config = PipelineConfig(target=target, p4=a.p4 or str(PipelineConfig().p4),
+                            defines=dict(a.defines), bmv2_json=a.bmv2_json or "",
+                            p4info=a.p4info or "", device_config_format=a.device_config_format or "",
+                            p4info_externs=a.p4info_externs or "", tofino_out=a.tofino_out or "")
     p4info, device_config = config.build()
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
@@ -138,7 +151,10 @@ def cmd_pipeline_push(ctx: Context) -> int:
     ctx.state.pipeline, ctx.state.jobs = config, {}
     ctx.save()
     ctx.tokens.remove(dropped)
-    msg = f"pipeline {Path(config.p4).name} pushed to {a.switch} ({config.target})"
+    what = config.target if config.target != "tofino" else (
+        f"tofino, {config.device_config_format} device config of {len(device_config)} bytes, "
+        f"{config.p4info_externs} P4Info externs")
+    msg = f"pipeline {Path(config.p4).name} pushed to {a.switch} ({what})"
     if dropped:
         msg += f"; jobs {', '.join(map(str, dropped))} were removed with the old pipeline"
     print(msg)
@@ -152,6 +168,9 @@ def cmd_resync(ctx: Context) -> int:
     p4info, device_config = ctx.state.pipeline.build()
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
+    if ctx.target == "tofino":            # no jobs there (Context.require_jobs)
+        print(f"pipeline re-pushed to {ctx.args.switch}; 0 job(s) re-installed")
+        return EXIT_OK
     jobs = JobManager(conn, registers=ctx.registers(), target=ctx.target)
     done = jobs.resync([ctx.state.jobs[j] for j in sorted(ctx.state.jobs)])
     print(f"pipeline re-pushed to {ctx.args.switch}; {len(done)} job(s) re-installed"
@@ -190,6 +209,7 @@ def _sketch_k(text: str) -> tuple[int, float]:
 
 def cmd_job_create(ctx: Context) -> int:
     a = ctx.args
+    ctx.require_jobs("'job create'")
     workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
     k_count, k_fraction = a.sketch_k or (0, 0.0)
     config = JobConfig(
@@ -324,6 +344,7 @@ def cmd_job_show(ctx: Context) -> int:
 def cmd_state(ctx: Context) -> int:
     from .inspect import job_progress, slot_state
     a = ctx.args
+    ctx.require_jobs("'state'")
     config = ctx.job(a.job)
     registers = ctx.registers()
     if a.slot is None:
@@ -369,6 +390,8 @@ def _counters(ctx: Context) -> dict:
     from .inspect import job_packets, job_progress, reason_counts
     conn = ctx._conn or ctx.connect(primary=False)
     registers = ctx.registers()
+    if ctx.target == "tofino":            # the TNA program's names; no jobs there yet
+        return {"reasons": registers.reason_counts(), "jobs": []}
     return {"reasons": reason_counts(conn),
             "jobs": [{**job_progress(registers, c), **job_packets(conn, c.job_id)}
                      for _, c in sorted(ctx.state.jobs.items())]}
@@ -432,11 +455,40 @@ def cmd_reset(ctx: Context) -> int:
     return EXIT_OK
 
 
+def cmd_read(ctx: Context) -> int:
+    """One register or counter by name, through the target's register path."""
+    a = ctx.args
+    conn = ctx._conn or ctx.connect(primary=False)
+    if ctx.target == "tofino":
+        registers = ctx.registers()
+        values = (registers.register_values(a.name, a.index) if a.kind == "register"
+                  else registers.counter_values(a.name, a.index))
+    elif a.kind == "counter":
+        values = conn.read_counter(a.name, a.index)
+    elif ctx.target == "bmv2":
+        if a.index is None:
+            raise ConfigError("read register on bmv2: give --index (BMv2's registers are read "
+                              "through its Thrift runtime, one cell here)")
+        values = {a.index: ctx.registers().read([(a.name, a.index)])[0]}
+    else:
+        values = conn.read_register(a.name, a.index)
+    if a.json:
+        ctx.print_json({"kind": a.kind, "name": a.name, "values": {
+            str(i): list(v) if isinstance(v, tuple) else v for i, v in sorted(values.items())}})
+        return EXIT_OK
+    for i, v in sorted(values.items()):
+        shown = (f"bytes {v[0]} packets {v[1]}" if a.kind == "counter"
+                 else " ".join(map(str, v)) if isinstance(v, tuple) else str(v))
+        print(f"{a.name}[{i}] {shown}")
+    return EXIT_OK
+
+
 def cmd_serve(ctx: Context) -> int:
     from .jobservice import StateFileJobs, serve
     from .primary import PrimaryHold
     from .restarts import SwitchKeeper
     a = ctx.args
+    ctx.require_jobs("'serve'")
     tls = ServerTls.from_args(a.tls_cert, a.tls_key, a.tls_client_ca)
     issued = ctx.tokens.ensure(sorted(ctx.state.jobs))   # jobs of an older state file
     if issued:
@@ -480,7 +532,7 @@ def _define(text: str) -> tuple[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=PROG, **_help(
-            "Control HINA aggregation on a P4 switch (BMv2 or the embedded target) over "
+            "Control HINA aggregation on a P4 switch (BMv2, the embedded target or a Tofino) over "
             "P4Runtime: push the pipeline, create and delete jobs, inspect slots and counters, "
             "serve the worker job service.",
             "hina-ctl --switch 127.0.0.1:9559 pipeline push && "
@@ -526,12 +578,25 @@ def build_parser() -> argparse.ArgumentParser:
         "switch is lost: installed jobs are forgotten. For BMv2 the program is compiled with "
         "p4c-bm2-ss when it is on PATH; otherwise give --bmv2-json and --p4info.",
         "hina-ctl --target bmv2 pipeline push --bmv2-json build/hina.json "
-        "--p4info build/hina.p4info.txt"))
-    push.add_argument("--p4", default=str(PipelineConfig().p4), help="the P4 program")
+        "--p4info build/hina.p4info.txt\n"
+        "  hina-ctl --target tofino --switch SWITCH:9559 pipeline push -D TNA_LANES=1 "
+        "--device-config-format stratum"))
+    push.add_argument("--p4", default=None,
+                      help="the P4 program (default: p4/hina.p4; tofino: p4/tna/hina_tna.p4)")
     push.add_argument("-D", dest="defines", action="append", default=[], type=_define,
                       metavar="NAME[=VALUE]", help="preprocessor define (e.g. HINA_WORDS=64)")
     push.add_argument("--bmv2-json", help="prebuilt BMv2 JSON (with --p4info)")
     push.add_argument("--p4info", help="prebuilt text P4Info (with --bmv2-json)")
+    push.add_argument("--device-config-format", choices=("pi", "stratum"), default=None,
+                      help="tofino: PI's legacy packing (default; PI, stratum_bf) or Stratum's "
+                           "BfPipelineConfig (stratum_bfrt)")
+    push.add_argument("--p4info-externs", choices=("tofino", "standard"), default=None,
+                      help="tofino: the compiler's P4Info with TNA externs (default for pi) or "
+                           "standard registers/counters (--p4runtime-force-std-externs; default "
+                           "for stratum; needed to read them through P4Runtime)")
+    push.add_argument("--tofino-out", metavar="DIR",
+                      help="tofino: a prebuilt 'bf-p4c -o DIR --p4runtime-files DIR/p4info.bin' "
+                           "output instead of compiling")
     push.set_defaults(func=cmd_pipeline_push)
 
     resync = sub.add_parser("resync", help="re-push pipeline and jobs after a switch restart",
@@ -667,6 +732,17 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--count", type=int, default=0, help="stop after N refreshes (0: never)")
     watch.add_argument("--json", action="store_true", help="one JSON object per line")
     watch.set_defaults(func=cmd_watch)
+
+    read = sub.add_parser("read", help="one register or counter, by P4 name", **_help(
+        "Read a register or counter through the target's register path. On tofino the name "
+        "is looked up in the compiler's P4Info (HinaIngress.x also finds HinaTnaIngress.x; "
+        "the pipe. prefix is optional).",
+        "hina-ctl --target tofino read counter HinaIngress.reason_counter --json"))
+    read.add_argument("kind", choices=("register", "counter"))
+    read.add_argument("name", help="the P4 name (fully qualified, or a unique alias)")
+    read.add_argument("--index", type=int, default=None, help="one cell (default: all)")
+    read.add_argument("--json", action="store_true")
+    read.set_defaults(func=cmd_read)
 
     serve = sub.add_parser("serve", help="run the worker job service", **_help(
         "Serve hina/jobservice.proto: workers join jobs of the state file (re-read when it "

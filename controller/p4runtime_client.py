@@ -357,7 +357,12 @@ class SwitchConnection:
             self._stub.SetForwardingPipelineConfig(req, timeout=max(self.timeout,
                                                                     PIPELINE_TIMEOUT_S))
         except grpc.RpcError as exc:
-            raise _wrap_rpc_error(exc, "set pipeline") from None
+            err = _wrap_rpc_error(exc, "set pipeline")
+            if err.code == "RESOURCE_EXHAUSTED":   # a Tofino config is megabytes
+                err = P4RuntimeClientError(
+                    f"{err} (the request is {req.ByteSize()} bytes: the switch's P4Runtime "
+                    "server must accept gRPC messages that large)", err.code)
+            raise err from None
         self.index = P4InfoIndex(p4info)
 
     def fetch_pipeline(self) -> Optional[p4info_pb2.P4Info]:

@@ -1,4 +1,4 @@
-"""The two switch targets behind one controller: what a pipeline push sends, how registers are read.
+"""The switch targets behind one controller: what a pipeline push sends, how registers are read.
 
 * **embedded** (``softswitch``): the device config is the preprocessed P4 program
   (:func:`softswitch.p4runtime_server.make_device_config`), compiled here only to build the P4Info;
@@ -7,6 +7,12 @@
   (cached on disk by :func:`controller.bmv2.compile_p4c`) or given prebuilt (``--bmv2-json`` with
   ``--p4info``); BMv2's P4Runtime does not implement ``RegisterEntry``, so registers go through
   its Thrift runtime (:class:`ThriftRegisters`: whole arrays per call, in process).
+* **tofino**: the device config is built from ``bf-p4c``'s output (:mod:`controller.tofino`, PI's
+  legacy packing or Stratum's ``BfPipelineConfig``), compiled here through
+  :mod:`hina.tofino_build` (cached) or given prebuilt (``--tofino-out``); the P4Info is the
+  compiler's. Registers and counters go through P4Runtime by the names of the compiler's P4Info
+  (:class:`controller.tofino.TofinoRegisters`). Jobs are not installed on tofino yet: the TNA
+  program's tables differ from the v1model ones :mod:`hina.pipeline` writes.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ __all__ = ["TARGETS", "PipelineConfig", "RegisterAccess", "P4RuntimeRegisters",
 
 log = logging.getLogger("hina.controller")
 
-TARGETS = ("embedded", "bmv2")
+TARGETS = ("embedded", "bmv2", "tofino")
 HINA_P4 = programs.HINA_P4
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 DEFAULT_THRIFT_PORT = 9090
@@ -54,24 +60,58 @@ class PipelineConfig:
         p4: the P4_16 program.
         defines: ``-D`` macros (``HINA_WORDS`` etc.).
         bmv2_json, p4info: prebuilt BMv2 JSON and text P4Info (bmv2 without ``p4c-bm2-ss``).
+        device_config_format: tofino: ``pi`` (PI's legacy packing, the default) or ``stratum``
+            (``BfPipelineConfig``).
+        p4info_externs: tofino: the P4Info flavour, ``tofino`` (the compiler's default: TNA
+            registers and counters as externs) or ``standard``
+            (``--p4runtime-force-std-externs``: readable through P4Runtime); default ``tofino``
+            for ``pi``, ``standard`` for ``stratum`` (what Stratum serves).
+        tofino_out: tofino: a prebuilt ``bf-p4c -o`` folder with ``p4info.bin``
+            (``--p4runtime-files``), used instead of compiling ``p4``.
     """
     target: str = "embedded"
     p4: str = str(HINA_P4)
     defines: Mapping[str, str] = field(default_factory=dict)
     bmv2_json: str = ""
     p4info: str = ""
+    device_config_format: str = ""
+    p4info_externs: str = ""
+    tofino_out: str = ""
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise ConfigError(f"target {self.target!r}: expected one of {', '.join(TARGETS)}")
+        tofino_only = [name for name in ("device_config_format", "p4info_externs", "tofino_out")
+                       if getattr(self, name)]
+        if self.target != "tofino" and tofino_only:
+            raise ConfigError(f"--{tofino_only[0].replace('_', '-')} is for --target tofino")
+        if self.target == "tofino":
+            from hina import tofino_build
+            from .tofino import FORMATS
+            fmt = self.device_config_format or "pi"
+            if fmt not in FORMATS:
+                raise ConfigError(f"--device-config-format {fmt!r}: expected one of "
+                                  f"{', '.join(FORMATS)}")
+            externs = self.p4info_externs or ("standard" if fmt == "stratum" else "tofino")
+            if externs not in tofino_build.P4INFO_EXTERNS:
+                raise ConfigError(f"--p4info-externs {externs!r}: expected one of "
+                                  f"{', '.join(tofino_build.P4INFO_EXTERNS)}")
+            object.__setattr__(self, "device_config_format", fmt)
+            object.__setattr__(self, "p4info_externs", externs)
+            if self.p4 == str(HINA_P4):
+                object.__setattr__(self, "p4", str(tofino_build.TNA_PROGRAM))
         if bool(self.bmv2_json) != bool(self.p4info):
             raise ConfigError("--bmv2-json and --p4info go together (a prebuilt BMv2 pipeline)")
         if self.bmv2_json and self.target != "bmv2":
             raise ConfigError("--bmv2-json is for --target bmv2")
 
     def to_json(self) -> dict:
-        return {"target": self.target, "p4": self.p4, "defines": dict(self.defines),
+        data = {"target": self.target, "p4": self.p4, "defines": dict(self.defines),
                 "bmv2_json": self.bmv2_json, "p4info": self.p4info}
+        if self.target == "tofino":
+            data.update(device_config_format=self.device_config_format,
+                        p4info_externs=self.p4info_externs, tofino_out=self.tofino_out)
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "PipelineConfig":
@@ -86,6 +126,8 @@ class PipelineConfig:
         """
         if self.target == "embedded":
             return self._build_embedded()
+        if self.target == "tofino":
+            return self._build_tofino()
         if self.bmv2_json:
             return _read_prebuilt(self.bmv2_json, self.p4info)
         return self._build_bmv2()
@@ -123,6 +165,34 @@ class PipelineConfig:
         version: a ``resync`` or a second push does not compile again)."""
         build = compile_p4c(self.p4, dict(self.defines))
         return _read_prebuilt(str(build.json), str(build.p4info))
+
+
+    def _build_tofino(self) -> tuple[p4info_pb2.P4Info, bytes]:
+        """The compiler's P4Info and the device config in :attr:`device_config_format`, from
+        :attr:`tofino_out` or a compile of :attr:`p4` (cached by :mod:`hina.tofino_build`: the
+        whole program takes minutes, a cached one none)."""
+        from hina import tofino_build
+        from .tofino import TofinoOutputError, device_config_from_output, read_p4info
+        if self.tofino_out:
+            out = Path(self.tofino_out)
+        else:
+            try:
+                log.info("compiling %s for Tofino (bf-p4c, cached)", self.p4)
+                build = tofino_build.compile_tna(Path(self.p4), target="tofino",
+                                                 defines=dict(self.defines),
+                                                 p4info_externs=self.p4info_externs)
+            except tofino_build.TofinoCompilerMissing as exc:
+                raise ConfigError(f"{exc} (or give a prebuilt output with --tofino-out)") from None
+            if not build.ok:
+                why = (tofino_build.assembler_stage_error(build.log)
+                       or tofino_build.first_error(build.log) or f"exit status {build.returncode}")
+                raise ConfigError(f"{self.p4} does not compile for Tofino: {why} (log: "
+                                  f"{build.path / 'compile.log'}; -D TNA_LANES=1 fits Tofino 1)")
+            out = build.out
+        try:
+            return read_p4info(out), device_config_from_output(out, self.device_config_format)
+        except TofinoOutputError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def _cache_put(entry: Path, files: Mapping[str, bytes]) -> None:
@@ -332,7 +402,11 @@ class ThriftRegisters:
 def register_access(target: str, switch: SwitchConnection,
                     thrift_port: Optional[int] = None) -> RegisterAccess:
     """The register path of ``target``: P4Runtime for the embedded target, BMv2's Thrift
-    runtime (``thrift_port``, default 9090, on the P4Runtime server's host) for BMv2."""
+    runtime (``thrift_port``, default 9090, on the P4Runtime server's host) for BMv2, P4Runtime by
+    the compiler's P4Info names for Tofino."""
+    if target == "tofino":
+        from .tofino import TofinoRegisters
+        return TofinoRegisters(switch)
     if target == "bmv2":
         return ThriftRegisters(thrift_port or DEFAULT_THRIFT_PORT,
                                switch.address.rpartition(":")[0] or "127.0.0.1")

@@ -1,35 +1,37 @@
-"""The P4Runtime ``p4_device_config`` of a Tofino, built from the compiler's output.
+"""A Tofino behind ``hina-ctl``: the P4Runtime device config, the P4Info and register reads.
 
 A P4Runtime ``SetForwardingPipelineConfig`` carries the P4Info and an opaque, target-specific
-``p4_device_config``. Two formats are in use for Tofino (Stratum's README.pipeline.md describes
-both):
+``p4_device_config``. Tofino's P4Runtime servers take one of two formats, both built here from
+the output of ``bf-p4c -o OUT`` (``OUT/bf-rt.json``, ``OUT/<pipe>/tofino.bin``,
+``OUT/<pipe>/context.json``; :func:`read_compiler_output`):
 
-* :func:`pi_device_config` -- PI's legacy packing, what PI's Tofino back end
-  (``pi_update_device_start``) and Stratum's ``stratum_bf`` accept: three length-prefixed
-  blobs, each length a little-endian unsigned 32-bit integer::
+* ``pi`` (:func:`pi_device_config`): PI's legacy packing, what PI's Tofino back end and
+  ``stratum_bf`` (Stratum on PI) accept: three length-prefixed blobs, each length a
+  little-endian unsigned 32-bit integer::
 
       u32le(len(name)) name  u32le(len(tofino.bin)) tofino.bin  u32le(len(context.json)) context.json
 
-  Followed from Stratum's ``BfPipelineConfigToPiConfig``
-  (stratum/hal/lib/barefoot/bf_pipeline_utils.cc), which converts its own format into exactly
-  this; one pipeline profile only, as there.
-* :func:`bf_pipeline_config` -- Stratum's ``BfPipelineConfig`` message
-  (stratum/hal/lib/barefoot/bf.proto, package ``stratum.hal.barefoot``)::
+  As Stratum's ``BfPipelineConfigToPiConfig`` (stratum/hal/lib/barefoot/bf_pipeline_utils.cc)
+  writes it when it converts its own format for PI; one pipeline only, as there.
+* ``stratum`` (:func:`bf_pipeline_config`): Stratum's ``BfPipelineConfig`` message
+  (``hina/tofino_bf.proto``, copied from stratum/hal/lib/barefoot/bf.proto; the only format
+  ``stratum_bfrt`` takes): program name, ``bf-rt.json`` and one profile per pipeline.
 
-      message BfPipelineConfig {
-        message Profile { string profile_name = 1; bytes context = 2; bytes binary = 3;
-                          repeated uint32 pipe_scope = 4; }
-        string p4_name = 1; bytes bfruntime_info = 2; repeated Profile profiles = 3;
-      }
+The P4Info is the compiler's own (``--p4runtime-files``, written by :mod:`hina.tofino_build`
+beside the rest, read by :func:`read_p4info`). In the compiler's default flavour a TNA
+``Register`` or ``Counter`` is a P4Info **extern** (``barefoot.Register``, extern type 139;
+``barefoot.Counter``, 131) named ``pipe.<control>.<name>``; with
+``--p4runtime-force-std-externs`` it is a standard ``registers`` / ``counters`` entry named
+``<control>.<name>``. :class:`TofinoNames` maps the names ``hina-ctl`` knows (the v1model
+program's ``HinaIngress.reason_counter``, a TNA name with or without ``pipe.``, an alias) to
+what the P4Info holds, and :class:`TofinoRegisters` reads through P4Runtime ``RegisterEntry`` /
+``CounterEntry`` where the P4Info has standard externs. Extern entries (the default flavour)
+are refused with a clear error: neither PI's P4Runtime server ("No extern support yet") nor
+Stratum ("Extern entries are not currently supported") reads them.
 
-  The proto is not vendored here, so the message is encoded directly in protobuf's wire
-  format (tests check it against protobuf's own encoder on a descriptor built from the same
-  definition).
-
-``bf-p4c -o OUT prog.p4`` writes ``OUT/bf-rt.json`` and ``OUT/<pipe>/{tofino.bin,
-context.json}`` (``tofino2.bin`` for Tofino 2); :func:`read_compiler_output` collects them.
-
-Not wired into ``hina-ctl`` yet.
+Nothing here has run against a Tofino (no hardware, SDE or Stratum here): the packings are
+checked byte for byte, and the push against a local gRPC server that records it
+(``tests/controller/test_tofino_ctl.py``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,38 @@ import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from hina import protocol as P
+from hina.generated import tofino_bf_pb2
+
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+
+__all__ = ["FORMATS", "PipelineProfile", "CompilerOutput", "TofinoOutputError",
+           "pi_device_config", "parse_pi_device_config", "bf_pipeline_config",
+           "read_compiler_output", "device_config_from_output", "read_p4info", "TofinoNames",
+           "TofinoRegisters", "tna_name", "TNA_INGRESS", "TNA_EGRESS", "EXTERN_REGISTER",
+           "EXTERN_COUNTER"]
 
 _U32_MAX = 0xFFFFFFFF
+#: ``p4_device_config`` formats: PI's legacy packing, Stratum's BfPipelineConfig.
+FORMATS = ("pi", "stratum")
+#: The assembler's output per chip (``bf-p4c`` writes one into each pipeline's folder).
+BINARIES = ("tofino.bin", "tofino2.bin", "tofino3.bin")
+#: Extern type ids of the compiler's P4Info (barefoot/p4info.proto, ``P4Ids.Prefix``).
+EXTERN_COUNTER = 131
+EXTERN_REGISTER = 139
+#: The TNA program's top-level controls (p4/tna/hina_tna.p4), beside the v1model program's
+#: ``P.INGRESS`` / ``P.EGRESS``.
+TNA_INGRESS = "HinaTnaIngress"
+TNA_EGRESS = "HinaTnaEgress"
+
+
+class TofinoOutputError(ValueError):
+    """The compiler output is missing a file or holds an unusable one (the message names it)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +93,9 @@ class CompilerOutput:
     profiles: tuple      # of PipelineProfile
 
 
+# ------------------------------------------------------------------------------------------------
+# The two p4_device_config formats
+# ------------------------------------------------------------------------------------------------
 def _u32le(n: int) -> bytes:
     if not 0 <= n <= _U32_MAX:
         raise ValueError(f"length {n} does not fit a 32-bit length prefix")
@@ -71,7 +105,21 @@ def _u32le(n: int) -> bytes:
 def pi_device_config(program_name: str, binary: bytes, context: bytes) -> bytes:
     """PI's legacy Tofino ``p4_device_config``: name, binary and context, each u32le-prefixed.
 
-    Raises ValueError on an empty program name, binary or context (PI would load nothing).
+    Args:
+        program_name: the P4 program's name (``hina_tna``).
+        binary: ``tofino.bin``.
+        context: ``context.json``.
+
+    Returns:
+        The packed bytes.
+
+    Raises:
+        ValueError: an empty program name, binary or context (PI would load nothing).
+
+    Example::
+
+        >>> pi_device_config("p", b"\\x01", b"{}").hex()
+        '01000000700100000001020000007b7d'
     """
     name = program_name.encode("utf-8")
     if not name:
@@ -104,102 +152,328 @@ def parse_pi_device_config(blob: bytes) -> tuple:
     return parts[0].decode("utf-8"), parts[1], parts[2]
 
 
-# Protobuf wire format (https://protobuf.dev/programming-guides/encoding/): a field is its key
-# varint (number << 3 | wire type) then its value; wire type 2 = length-delimited.
-def _varint(n: int) -> bytes:
-    if n < 0:
-        raise ValueError("varint of a negative number")
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _bytes_field(number: int, value: bytes) -> bytes:
-    # proto3: a field with its default value (empty) is not written.
-    if not value:
-        return b""
-    return _varint(number << 3 | 2) + _varint(len(value)) + value
-
-
-def _profile_message(profile: PipelineProfile) -> bytes:
-    scope = b"".join(_varint(p) for p in profile.pipe_scope)   # packed repeated uint32
-    return (_bytes_field(1, profile.name.encode("utf-8"))
-            + _bytes_field(2, profile.context)
-            + _bytes_field(3, profile.binary)
-            + _bytes_field(4, scope))
-
-
 def bf_pipeline_config(program_name: str, bfrt: bytes,
                        profiles: Sequence[PipelineProfile]) -> bytes:
-    """Stratum's ``BfPipelineConfig`` (serialized) for ``p4_device_config``."""
+    """Stratum's ``BfPipelineConfig`` (serialized) for ``p4_device_config``.
+
+    Args:
+        program_name: the P4 program's name.
+        bfrt: ``bf-rt.json``.
+        profiles: one per pipeline, each with its context, binary and pipe scope.
+
+    Returns:
+        The serialized message (fields in number order, as protobuf writes them).
+
+    Raises:
+        ValueError: no name, no profile, a profile without binary or context, a pipe number
+            that is not an unsigned 32-bit integer.
+    """
     if not program_name:
         raise ValueError("program name is empty")
     if not profiles:
         raise ValueError("at least one pipeline profile is needed")
+    msg = tofino_bf_pb2.BfPipelineConfig(p4_name=program_name, bfruntime_info=bfrt)
     for p in profiles:
         if not p.binary or not p.context:
             raise ValueError(f"profile {p.name!r} lacks its binary or context.json")
         for pipe in p.pipe_scope:
             if not 0 <= pipe <= _U32_MAX:
-                raise ValueError(f"pipe {pipe} out of range")
-    out = _bytes_field(1, program_name.encode("utf-8")) + _bytes_field(2, bfrt)
-    for p in profiles:
-        # A repeated message field: one key + length per element, written even if empty.
-        body = _profile_message(p)
-        out += _varint(3 << 3 | 2) + _varint(len(body)) + body
-    return out
+                raise ValueError(f"pipe {pipe} of profile {p.name!r} out of range 0..{_U32_MAX}")
+        msg.profiles.add(profile_name=p.name, context=p.context, binary=p.binary,
+                         pipe_scope=list(p.pipe_scope))
+    return msg.SerializeToString(deterministic=True)
 
 
-def read_compiler_output(out_dir: Path, program_name: Optional[str] = None) -> CompilerOutput:
+# ------------------------------------------------------------------------------------------------
+# The compiler's output
+# ------------------------------------------------------------------------------------------------
+def _read(path: Path, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TofinoOutputError(f"{path}: no {what} (is {path.parent} a 'bf-p4c -o' output "
+                                "folder of a compile that succeeded?)") from None
+    except OSError as exc:
+        raise TofinoOutputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    if not data:
+        raise TofinoOutputError(f"{path}: the {what} is empty")
+    return data
+
+
+def _json(path: Path, what: str) -> object:
+    data = _read(path, what)
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise TofinoOutputError(f"{path}: the {what} is not JSON ({exc})") from None
+
+
+def read_compiler_output(out_dir: Union[str, Path],
+                         program_name: Optional[str] = None) -> CompilerOutput:
     """Collect ``bf-rt.json`` and each pipeline's binary and context from ``bf-p4c -o out_dir``.
 
-    Pipelines are the subdirectories holding a ``context.json`` (``pipe`` for this project's
+    Pipelines are the subfolders holding a ``context.json`` (``pipe`` for this project's
     ``Pipeline(...) pipe``). The program name defaults to the manifest's (without ``.p4``).
+
+    Raises:
+        TofinoOutputError: the folder, ``manifest.json`` (without ``program_name``),
+            ``bf-rt.json``, every ``<pipe>/context.json`` or a pipeline's binary is missing,
+            empty or not JSON where JSON is due; the message names the file.
     """
     out_dir = Path(out_dir)
-    manifest_path = out_dir / "manifest.json"
+    if not out_dir.is_dir():
+        raise TofinoOutputError(f"{out_dir}: no such folder (the compiler's -o output)")
     if program_name is None:
-        if not manifest_path.exists():
-            raise FileNotFoundError(f"{manifest_path} (pass program_name)")
-        programs = json.loads(manifest_path.read_text()).get("programs", [])
-        if not programs:
-            raise ValueError(f"{manifest_path} lists no program")
+        manifest = _json(out_dir / "manifest.json", "compiler manifest")
+        programs = manifest.get("programs", []) if isinstance(manifest, dict) else []
+        if not programs or "program_name" not in programs[0]:
+            raise TofinoOutputError(f"{out_dir / 'manifest.json'}: lists no program")
         program_name = Path(programs[0]["program_name"]).stem
     bfrt_path = out_dir / "bf-rt.json"
-    if not bfrt_path.exists():
-        raise FileNotFoundError(bfrt_path)
+    _json(bfrt_path, "BF Runtime schema (bf-rt.json)")
     profiles: List[PipelineProfile] = []
     for ctx in sorted(out_dir.glob("*/context.json")):
         pipe_dir = ctx.parent
-        bins = [pipe_dir / n for n in ("tofino.bin", "tofino2.bin", "tofino3.bin")
-                if (pipe_dir / n).exists()]
+        _json(ctx, "pipeline context")
+        bins = [pipe_dir / n for n in BINARIES if (pipe_dir / n).exists()]
         if not bins:
-            raise FileNotFoundError(f"no tofino*.bin beside {ctx} (did the assembler run?)")
-        profiles.append(PipelineProfile(pipe_dir.name, ctx.read_bytes(), bins[0].read_bytes()))
+            raise TofinoOutputError(f"{pipe_dir}: no {' or '.join(BINARIES)} beside the "
+                                    "context.json (did the assembler run? a compile that does "
+                                    "not fit writes none)")
+        profiles.append(PipelineProfile(pipe_dir.name, ctx.read_bytes(),
+                                        _read(bins[0], "pipeline binary")))
     if not profiles:
-        raise FileNotFoundError(f"no <pipe>/context.json under {out_dir}")
+        raise TofinoOutputError(f"{out_dir}: no <pipe>/context.json (not a bf-p4c output, or "
+                                "the compile failed)")
     return CompilerOutput(program_name, bfrt_path.read_bytes(), tuple(profiles))
 
 
-def device_config_from_output(out_dir: Path, fmt: str = "pi",
+def device_config_from_output(out_dir: Union[str, Path], fmt: str = "pi",
                               program_name: Optional[str] = None) -> bytes:
     """``p4_device_config`` for the compiler output in ``out_dir``: ``fmt`` ``pi`` or ``stratum``.
 
     The PI packing holds one pipeline only (as PI and Stratum's conversion require).
+
+    Example::
+
+        >>> blob = device_config_from_output("build/hina_tna", "stratum")   # doctest: +SKIP
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"device config format must be one of {', '.join(FORMATS)}, "
+                         f"not {fmt!r}")
     output = read_compiler_output(out_dir, program_name)
     if fmt == "pi":
         if len(output.profiles) != 1:
-            raise ValueError(f"PI's packing holds one pipeline, the output has "
-                             f"{len(output.profiles)}")
+            raise TofinoOutputError(f"{out_dir}: PI's packing holds one pipeline, the output "
+                                    f"has {len(output.profiles)} "
+                                    f"({', '.join(p.name for p in output.profiles)}): use "
+                                    "the stratum format")
         p = output.profiles[0]
         return pi_device_config(output.program_name, p.binary, p.context)
-    if fmt == "stratum":
-        return bf_pipeline_config(output.program_name, output.bfrt, output.profiles)
-    raise ValueError(f"fmt must be 'pi' or 'stratum', not {fmt!r}")
+    return bf_pipeline_config(output.program_name, output.bfrt, output.profiles)
+
+
+def read_p4info(out_dir: Union[str, Path]) -> p4info_pb2.P4Info:
+    """The P4Info the compiler wrote into ``out_dir`` (``p4info.bin``; ``--p4runtime-files``).
+
+    Binary, not text: the text form spells the Tofino externs' ``Any`` payloads out by type
+    name (``[type.googleapis.com/barefoot.Register] {...}``), which a text parser can only read
+    with barefoot's p4info.proto loaded; the binary form keeps them as bytes.
+
+    Raises:
+        TofinoOutputError: no ``p4info.bin`` (compiled without ``--p4runtime-files``: compile
+            through :mod:`hina.tofino_build`), or one that does not parse, or one without tables.
+    """
+    path = Path(out_dir) / "p4info.bin"
+    if not path.exists():
+        raise TofinoOutputError(f"{path}: no P4Info (compile with 'bf-p4c --p4runtime-files "
+                                f"{Path(out_dir) / 'p4info.bin'}', as hina.tofino_build does)")
+    try:
+        p4info = p4info_pb2.P4Info.FromString(_read(path, "P4Info"))
+    except Exception as exc:      # DecodeError: not a P4Info message
+        raise TofinoOutputError(f"{path}: not a binary P4Info ({exc})") from None
+    if not p4info.tables:
+        raise TofinoOutputError(f"{path}: a P4Info without tables")
+    return p4info
+
+
+# ------------------------------------------------------------------------------------------------
+# Names: what hina-ctl asks for -> what the compiler's P4Info holds
+# ------------------------------------------------------------------------------------------------
+def tna_name(name: str) -> str:
+    """The TNA program's name for a v1model program's (``HinaIngress.x`` -> ``HinaTnaIngress.x``).
+
+    Names of the TNA program pass unchanged."""
+    for v1, tna in ((P.INGRESS, TNA_INGRESS), (P.EGRESS, TNA_EGRESS)):
+        if name == v1 or name.startswith(v1 + "."):
+            return tna + name[len(v1):]
+    return name
+
+
+@dataclass(frozen=True)
+class P4Object:
+    """A register or counter of the compiler's P4Info."""
+
+    kind: str                  # "register" or "counter"
+    name: str                  # the P4Info's name
+    id: int
+    standard: bool             # a P4Runtime register/counter (False: a Tofino extern)
+    extern_type_id: int = 0    # for externs: 139 (Register), 131 (Counter)
+
+
+class TofinoNames:
+    """Registers and counters of a Tofino P4Info by every name ``hina-ctl`` may use.
+
+    A name resolves if it is, after :func:`tna_name`: the P4Info's own name, that name without
+    the pipeline prefix (``pipe.``) of the default flavour, or a unique alias.
+
+    Example::
+
+        >>> names = TofinoNames(p4info)                            # doctest: +SKIP
+        >>> names.counter("HinaIngress.reason_counter").name       # doctest: +SKIP
+        'pipe.HinaTnaIngress.reason_counter'
+    """
+
+    def __init__(self, p4info: p4info_pb2.P4Info):
+        self.objects: Dict[Tuple[str, str], P4Object] = {}
+        aliases: Dict[Tuple[str, str], List[P4Object]] = {}
+        found: List[Tuple[P4Object, str]] = []
+        for r in p4info.registers:
+            found.append((P4Object("register", r.preamble.name, r.preamble.id, True),
+                          r.preamble.alias))
+        for c in p4info.counters:
+            found.append((P4Object("counter", c.preamble.name, c.preamble.id, True),
+                          c.preamble.alias))
+        for ext in p4info.externs:
+            kind = {EXTERN_REGISTER: "register", EXTERN_COUNTER: "counter"}.get(
+                ext.extern_type_id)
+            if kind is None:
+                continue
+            for inst in ext.instances:
+                found.append((P4Object(kind, inst.preamble.name, inst.preamble.id, False,
+                                       ext.extern_type_id), inst.preamble.alias))
+        for obj, alias in found:
+            self.objects[(obj.kind, obj.name)] = obj
+            pipe, _, rest = obj.name.partition(".")
+            if not obj.standard and rest:
+                self.objects.setdefault((obj.kind, rest), obj)
+            if alias:
+                aliases.setdefault((obj.kind, alias), []).append(obj)
+        for key, objs in aliases.items():
+            if len(objs) == 1:
+                self.objects.setdefault(key, objs[0])
+
+    def _get(self, kind: str, name: str) -> P4Object:
+        for candidate in dict.fromkeys((name, tna_name(name))):
+            obj = self.objects.get((kind, candidate))
+            if obj is not None:
+                return obj
+        known = sorted({o.name for (k, _), o in self.objects.items() if k == kind})
+        raise P4RuntimeClientError(
+            f"{kind} {name!r} is not in the Tofino P4Info (nor {tna_name(name)!r}); its "
+            f"{kind}s: {', '.join(known[:8]) or 'none'}{' ...' if len(known) > 8 else ''}",
+            "NOT_FOUND")
+
+    def register(self, name: str) -> P4Object:
+        return self._get("register", name)
+
+    def counter(self, name: str) -> P4Object:
+        return self._get("counter", name)
+
+
+def _extern_refused(obj: P4Object) -> P4RuntimeClientError:
+    return P4RuntimeClientError(
+        f"{obj.kind} {obj.name} is a Tofino extern in this P4Info (extern type "
+        f"{obj.extern_type_id}): P4Runtime servers for Tofino do not read extern entries "
+        "(PI: 'No extern support yet'; Stratum: 'Extern entries are not currently supported'); "
+        "push with --p4info-externs standard (bf-p4c --p4runtime-force-std-externs) to read "
+        f"{obj.kind}s through P4Runtime", "UNIMPLEMENTED")
+
+
+def _p4data(data) -> Union[int, tuple]:
+    """A register cell's value: an integer (a bit string) or a tuple (a struct, e.g. a pair)."""
+    which = data.WhichOneof("data")
+    if which == "bitstring":
+        return int.from_bytes(data.bitstring, "big") if data.bitstring else 0
+    if which == "struct":
+        return tuple(_p4data(m) for m in data.struct.members)
+    if which is None:
+        return 0
+    raise P4RuntimeClientError(f"register value of kind {which} is not decoded", "UNIMPLEMENTED")
+
+
+class TofinoRegisters:
+    """Registers and counters of a Tofino through P4Runtime, by the names ``hina-ctl`` uses.
+
+    Args:
+        switch: a session with the switch (its pipeline's P4Info names the objects).
+
+    Raises (from every read):
+        P4RuntimeClientError: the name is not in the P4Info (``NOT_FOUND``), the object is a
+            Tofino extern (``UNIMPLEMENTED``, see :func:`_extern_refused`), or the server
+            refused the read (its code).
+    """
+
+    def __init__(self, switch: SwitchConnection):
+        self.switch = switch
+        self._names: Optional[TofinoNames] = None
+
+    @property
+    def names(self) -> TofinoNames:
+        if self._names is None:
+            self._names = TofinoNames(self.switch.require_index().p4info)
+        return self._names
+
+    def register_values(self, name: str, index: Optional[int] = None) -> Dict[int, object]:
+        """{index: value} of register ``name`` (every cell when ``index`` is None); a value is
+        an integer, or a tuple for a struct register (``slot_bitmap``'s pairs)."""
+        obj = self.names.register(name)
+        if not obj.standard:
+            raise _extern_refused(obj)
+        entry = p4runtime_pb2.RegisterEntry(register_id=obj.id)
+        if index is not None:
+            entry.index.index = index
+        return {e.register_entry.index.index: _p4data(e.register_entry.data)
+                for e in self.switch.read([p4runtime_pb2.Entity(register_entry=entry)],
+                                          f"read register {obj.name}")}
+
+    def counter_values(self, name: str,
+                       index: Optional[int] = None) -> Dict[int, Tuple[int, int]]:
+        """{index: (bytes, packets)} of counter ``name`` (every cell when ``index`` is None)."""
+        obj = self.names.counter(name)
+        if not obj.standard:
+            raise _extern_refused(obj)
+        entry = p4runtime_pb2.CounterEntry(counter_id=obj.id)
+        if index is not None:
+            entry.index.index = index
+        return {e.counter_entry.index.index: (e.counter_entry.data.byte_count,
+                                              e.counter_entry.data.packet_count)
+                for e in self.switch.read([p4runtime_pb2.Entity(counter_entry=entry)],
+                                          f"read counter {obj.name}")}
+
+    # -- RegisterAccess (controller.target) ---------------------------------------------------
+    def read(self, cells: Sequence[Tuple[str, int]]) -> List[int]:
+        """The values of ``(register, index)`` cells, in order (integer registers only)."""
+        out = []
+        for name, index in cells:
+            value = self.register_values(name, index).get(index)
+            if value is None:
+                raise P4RuntimeClientError(f"register {name}[{index}] missing from the answer",
+                                           "INTERNAL")
+            if not isinstance(value, int):
+                raise P4RuntimeClientError(f"register {name} holds a struct {value}: read it "
+                                           "with register_values", "INVALID_ARGUMENT")
+            out.append(value)
+        return out
+
+    def zero(self, ranges: Sequence[Tuple[str, int, int]]) -> None:
+        raise P4RuntimeClientError("zeroing registers on tofino is not supported yet (jobs "
+                                   "are not installed there yet)", "UNIMPLEMENTED")
+
+    def close(self) -> None:
+        """Nothing to release: the connection belongs to the caller."""
+
+    def reason_counts(self) -> Dict[str, int]:
+        """Packets per drop/exception reason (``HinaTnaIngress.reason_counter``)."""
+        counts = self.counter_values(P.REASON_COUNTER)
+        return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}

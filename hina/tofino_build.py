@@ -5,8 +5,15 @@ compiles are cached by a hash of everything that decides their output: every ``.
 ``p4/``, the defines, the target and the compiler's version line. The cache is
 ``$HINA_TOFINO_CACHE`` or ``~/.cache/hina/tofino``; each entry is ``<hash>/`` holding the
 compiler's output directory ``out/`` (``pipe/tofino.bin``, ``pipe/context.json``,
-``pipe/logs/resources.json``, ``pipe/logs/phv.json``, ...), its log and ``result.json`` (exit
-status, seconds). A failed compile is cached too (its log is the diagnosis).
+``pipe/logs/resources.json``, ``pipe/logs/phv.json``, ``bf-rt.json``, the P4Info as
+``p4info.txtpb`` and ``p4info.bin``, ...), its log and ``result.json`` (exit status, seconds). A
+failed compile is cached too (its log is the diagnosis).
+
+The P4Info comes in two flavours (``p4info_externs``): ``tofino``, the compiler's default, where
+TNA ``Register``s and ``Counter``s are P4Info ``externs`` (``barefoot.Register``, extern type 139;
+``barefoot.Counter``, 131) named ``pipe.<control>.<name>``; and ``standard``
+(``--p4runtime-force-std-externs``), where they are P4Runtime's own ``registers`` and
+``counters`` named ``<control>.<name>``, the form Stratum serves. Both are part of the cache key.
 
 Figures are read from the compiler's own output, never assumed:
 
@@ -42,6 +49,10 @@ ROOT = programs.P4_DIR.parent
 TNA_PROGRAM = programs.P4_DIR / "tna" / "hina_tna.p4"
 #: Stage budgets (the compiler's nStages says the same; kept for messages).
 TARGETS = {"tofino": ("tofino", "tna"), "tofino2": ("tofino2", "t2na")}
+#: The P4Info files every compile writes into ``out/`` (``--p4runtime-files``; format by suffix).
+P4INFO_FILES = ("p4info.txtpb", "p4info.bin")
+#: P4Info flavours: the compiler's default (TNA externs) and P4Runtime's standard externs.
+P4INFO_EXTERNS = {"tofino": (), "standard": ("--p4runtime-force-std-externs",)}
 
 
 class TofinoCompilerMissing(RuntimeError):
@@ -78,10 +89,14 @@ def _sources(program: Path) -> List[Path]:
 
 
 def build_key(program: Path, defines: Dict[str, object], target: str,
-              version: Optional[str] = None) -> str:
-    """Hash of the sources, the defines, the target and the compiler version."""
+              version: Optional[str] = None, p4info_externs: str = "tofino") -> str:
+    """Hash of the sources, the defines, the target, the compiler version and the outputs asked
+    for (the P4Info files and flavour)."""
+    _check_externs(p4info_externs)
     h = hashlib.sha256()
     h.update(f"target={target}\n".encode())
+    h.update(f"p4runtime-files={','.join(P4INFO_FILES)}\n".encode())
+    h.update(f"p4info-externs={p4info_externs}\n".encode())
     h.update(f"version={version if version is not None else compiler_version()}\n".encode())
     for name in sorted(defines):
         h.update(f"-D{name}={defines[name]}\n".encode())
@@ -112,6 +127,11 @@ class Build:
         return self.path / "out"
 
     @property
+    def p4info_bin(self) -> Path:
+        """The binary P4Info the compiler wrote (``--p4runtime-files``)."""
+        return self.out / "p4info.bin"
+
+    @property
     def log(self) -> str:
         return (self.path / "compile.log").read_text(errors="replace")
 
@@ -123,14 +143,21 @@ class Build:
         return read_resources(self.out)
 
 
+def _check_externs(p4info_externs: str) -> None:
+    if p4info_externs not in P4INFO_EXTERNS:
+        raise ValueError(f"p4info_externs must be one of {sorted(P4INFO_EXTERNS)}, "
+                         f"not {p4info_externs!r}")
+
+
 def cached_build(program: Path = TNA_PROGRAM, *, target: str = "tofino",
-                 defines: Optional[Dict[str, object]] = None) -> Optional[Build]:
+                 defines: Optional[Dict[str, object]] = None,
+                 p4info_externs: str = "tofino") -> Optional[Build]:
     """The cached compile of exactly these sources, defines, target and compiler, or None (no
     compile is started: a cold compile of the whole program takes tens of minutes)."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {sorted(TARGETS)}, not {target!r}")
     defines = dict(defines or {})
-    key = build_key(program, defines, target)
+    key = build_key(program, defines, target, p4info_externs=p4info_externs)
     result_file = cache_dir() / key / "result.json"
     if not result_file.exists():
         return None
@@ -141,8 +168,12 @@ def cached_build(program: Path = TNA_PROGRAM, *, target: str = "tofino",
 
 def compile_tna(program: Path = TNA_PROGRAM, *, target: str = "tofino",
                 defines: Optional[Dict[str, object]] = None, timeout: float = 3600,
-                use_cache: bool = True, include_dirs: Sequence[Path] = ()) -> Build:
+                use_cache: bool = True, include_dirs: Sequence[Path] = (),
+                p4info_externs: str = "tofino") -> Build:
     """Compile ``program`` for ``target`` (``tofino`` or ``tofino2``), from the cache if there.
+
+    ``p4info_externs``: ``tofino`` (the compiler's P4Info, TNA externs) or ``standard``
+    (``--p4runtime-force-std-externs``).
 
     Raises :class:`TofinoCompilerMissing` without ``bf-p4c``; a compile that fails is returned
     (``returncode`` != 0, ``log`` says why), not raised.
@@ -151,7 +182,7 @@ def compile_tna(program: Path = TNA_PROGRAM, *, target: str = "tofino",
         raise ValueError(f"target must be one of {sorted(TARGETS)}, not {target!r}")
     bf = compiler()
     defines = dict(defines or {})
-    key = build_key(program, defines, target)
+    key = build_key(program, defines, target, p4info_externs=p4info_externs)
     if include_dirs:
         key = hashlib.sha256((key + "".join(f"-I{d}" for d in include_dirs)).encode()).hexdigest()[:24]
     entry = cache_dir() / key
@@ -161,7 +192,9 @@ def compile_tna(program: Path = TNA_PROGRAM, *, target: str = "tofino",
         return Build(key, target, defines, entry, result["returncode"], result["seconds"], True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=_ensure(cache_dir())))
     chip, arch = TARGETS[target]
-    cmd = [bf, "--target", chip, "--arch", arch, "-o", str(tmp / "out")]
+    cmd = [bf, "--target", chip, "--arch", arch, "-o", str(tmp / "out"), "--p4runtime-files",
+           ",".join(str(tmp / "out" / name) for name in P4INFO_FILES),
+           *P4INFO_EXTERNS[p4info_externs]]
     cmd += [f"-D{name}={value}" for name, value in sorted(defines.items())]
     cmd += [f"-I{d}" for d in include_dirs]
     cmd.append(str(program))

@@ -18,6 +18,8 @@ out=${1:-hina/generated}
 mkdir -p "$out"
 protoc -I hina --python_out="$out" --grpc_out="$out" \
     --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" hina/jobservice.proto
+# Messages only (no service): Stratum's Tofino device config.
+protoc -I hina --python_out="$out" hina/tofino_bf.proto
 # grpc_python_plugin imports its sibling module absolutely ("import jobservice_pb2"): make it
 # relative so the package imports as hina.generated.
 sed -i 's/^import jobservice_pb2 as /from . import jobservice_pb2 as /' \

@@ -123,6 +123,11 @@ def test_cli_job_lifecycle_state_and_resync(traffic_switch, tmp_path):
                         and c["reasons"]["WRONG_PORT"] == 1)
     assert sum(counters["reasons"].values()) == 2, counters["reasons"]
     assert "WRONG_PORT" in ctl.run("counters").stdout          # the people's view names it
+    # read: one counter and one register cell by P4 name, the same as counters and state
+    reasons = ctl.json("read", "counter", P.REASON_COUNTER)["values"]
+    assert reasons[str(int(P.DropReason.WRONG_PORT))][1] == 1
+    count = ctl.json("read", "register", "HinaIngress.slot_state.slot_count", "--index", "0")
+    assert count["values"] == {"0": 2}                          # slot 0, copy 0: both workers
     assert ctl.json("state", "--job", "1", "--slot", "1")["pools"][1]["in_use"] is False
     frame_bytes = 14 + 20 + 8 + P.HEADER_BYTES + 4 * TEST_WORDS
     assert counters["jobs"] == [{"job": 1, "chunks": 1, "complete_copies": 1,

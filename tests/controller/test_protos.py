@@ -17,11 +17,12 @@ def test_generated_code_is_current(tmp_path):
     """scripts/gen_protos.sh output for the .proto as it is now equals what is installed."""
     copy = tmp_path / "repo"
     (copy / "hina" / "generated").mkdir(parents=True)
-    shutil.copy(ROOT / "hina" / "jobservice.proto", copy / "hina")
+    for proto in ("jobservice.proto", "tofino_bf.proto"):
+        shutil.copy(ROOT / "hina" / proto, copy / "hina")
     (copy / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "gen_protos.sh", copy / "scripts")
     subprocess.run(["bash", str(copy / "scripts" / "gen_protos.sh")], check=True)
-    for name in ("jobservice_pb2.py", "jobservice_pb2_grpc.py"):
+    for name in ("jobservice_pb2.py", "jobservice_pb2_grpc.py", "tofino_bf_pb2.py"):
         assert (copy / "hina" / "generated" / name).read_text() == \
             (GENERATED / name).read_text(), f"{name} is stale: run scripts/gen_protos.sh"
 

@@ -2,11 +2,78 @@
 protobuf's own encoder as a cross-check, and a real bf-p4c output when one is cached."""
 
 import json
+import shutil
 import struct
+from pathlib import Path
 
 import pytest
 
 from hina.controller import tofino
+
+DATA = Path(__file__).parent / "data"
+#: The synthetic compile output (data/README.md): every file small enough to write out here.
+OUT = DATA / "tofino_out"
+NAME = b"tiny"                                           # manifest.json: tiny.p4
+BFRT = b'{"schema_version": "1.0.0", "tables": []}\n'    # 42 bytes
+CONTEXT = b'{"program_name": "tiny"}\n'                  # 25 bytes
+BINARY = b"\x01\x00\xff\x80"
+
+
+def test_data_files_are_what_the_golden_tests_spell_out():
+    assert (OUT / "bf-rt.json").read_bytes() == BFRT
+    assert (OUT / "pipe" / "context.json").read_bytes() == CONTEXT
+    assert (OUT / "pipe" / "tofino.bin").read_bytes() == BINARY
+
+
+def test_pi_device_config_of_the_data_output_golden_bytes():
+    """u32le(4) 'tiny' u32le(4) 01 00 ff 80 u32le(25) context.json, written out by hand."""
+    expected = (b"\x04\x00\x00\x00" + b"tiny" + b"\x04\x00\x00\x00" + b"\x01\x00\xff\x80"
+                + b"\x19\x00\x00\x00" + CONTEXT)
+    assert tofino.device_config_from_output(OUT, "pi") == expected
+    assert expected == struct.pack("<I4sI4sI25s", 4, NAME, 4, BINARY, 25, CONTEXT)
+
+
+def test_stratum_device_config_of_the_data_output_golden_bytes():
+    """BfPipelineConfig in protobuf's wire format, key by key (field << 3 | 2: length-delimited):
+    0x0a p4_name, 0x12 bfruntime_info, 0x1a one profile {0x0a name, 0x12 context, 0x1a binary};
+    an empty pipe_scope (field 4) is not written."""
+    profile = (b"\x0a\x04pipe" + b"\x12\x19" + CONTEXT + b"\x1a\x04" + BINARY)
+    assert len(profile) == 6 + 27 + 6 == 0x27
+    expected = b"\x0a\x04tiny" + b"\x12\x2a" + BFRT + b"\x1a\x27" + profile
+    assert tofino.device_config_from_output(OUT, "stratum") == expected
+
+
+@pytest.mark.parametrize("remove, message", [
+    ("pipe/tofino.bin", "no tofino.bin or tofino2.bin"),
+    ("bf-rt.json", "bf-rt.json: no BF Runtime schema"),
+    ("manifest.json", "manifest.json: no compiler manifest"),
+    ("pipe/context.json", "no <pipe>/context.json"),
+])
+def test_missing_file_of_the_output_is_named(tmp_path, remove, message):
+    out = tmp_path / "out"
+    shutil.copytree(OUT, out)
+    (out / remove).unlink()
+    with pytest.raises(tofino.TofinoOutputError, match=message.replace(".", r"\.")):
+        tofino.device_config_from_output(out, "pi")
+
+
+def test_invalid_files_of_the_output_are_named(tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(OUT, out)
+    (out / "pipe" / "context.json").write_text("{not json")
+    with pytest.raises(tofino.TofinoOutputError, match=r"context\.json: the pipeline context is "
+                       "not JSON"):
+        tofino.device_config_from_output(out, "stratum")
+    (out / "pipe" / "context.json").write_bytes(CONTEXT)
+    (out / "pipe" / "tofino.bin").write_bytes(b"")
+    with pytest.raises(tofino.TofinoOutputError, match=r"tofino\.bin: the pipeline binary is empty"):
+        tofino.device_config_from_output(out, "stratum")
+    with pytest.raises(tofino.TofinoOutputError, match="no such folder"):
+        tofino.device_config_from_output(tmp_path / "absent", "pi")
+    with pytest.raises(tofino.TofinoOutputError, match="no P4Info"):
+        tofino.read_p4info(OUT)
+    with pytest.raises(ValueError, match="one of pi, stratum"):
+        tofino.device_config_from_output(OUT, "tar")
 
 
 def test_pi_packing_golden_bytes():
@@ -47,7 +114,8 @@ def test_bf_pipeline_config_golden_bytes():
 
 
 def _bf_pipeline_config_class():
-    """BfPipelineConfig from stratum's bf.proto, built as a descriptor (the .proto is not here)."""
+    """BfPipelineConfig as Stratum's bf.proto defines it, built here as a descriptor: a check
+    of hina/tofino_bf.proto (and its generated code) that does not go through it."""
     from google.protobuf import descriptor_pb2, descriptor_pool
     try:
         from google.protobuf.message_factory import GetMessageClass
@@ -119,22 +187,39 @@ def test_pi_refuses_two_pipelines(tmp_path):
 def test_missing_binary_is_an_error(tmp_path):
     out = _fake_output(tmp_path)
     (out / "pipe" / "tofino.bin").unlink()
-    with pytest.raises(FileNotFoundError, match="assembler"):
+    with pytest.raises(tofino.TofinoOutputError, match="did the assembler run"):
         tofino.read_compiler_output(out)
 
 
 def test_real_compiler_output_when_cached():
-    """The TNA program's own bf-p4c output, if tests/tofino has compiled it (no compile here)."""
+    """The TNA program's own bf-p4c output at one lane (what fits Tofino 1), if the cache holds
+    it (tests/tofino's 1-lane build; no compile here): both formats carry its files unchanged,
+    and the P4Info is the compiler's, registers as Tofino externs."""
     from hina import tofino_build
-    try:
-        tofino_build.compiler()
-    except tofino_build.TofinoCompilerMissing:
+    if shutil.which("bf-p4c") is None:
         pytest.skip("bf-p4c is not installed")
-    key = tofino_build.build_key(tofino_build.TNA_PROGRAM, {}, "tofino")
-    out = tofino_build.cache_dir() / key / "out"
-    if not (out / "pipe" / "tofino.bin").exists():
-        pytest.skip("the TNA program is not compiled in the cache (tests/tofino compiles it)")
-    name, binary, context = tofino.parse_pi_device_config(tofino.device_config_from_output(out))
-    assert name == "hina_tna"
-    assert binary == (out / "pipe" / "tofino.bin").read_bytes()
+    build = tofino_build.cached_build(defines=tofino_build.defines_for(1))
+    if build is None or not build.ok:
+        pytest.skip("p4/tna at TNA_LANES=1 is not in the compile cache: run 'python "
+                    "bench/bench_tofino_fit.py --target tofino --lanes 1' (about 1-2 min)")
+    out = build.out
+    binary = (out / "pipe" / "tofino.bin").read_bytes()
+    context = (out / "pipe" / "context.json").read_bytes()
+    blob = tofino.device_config_from_output(out, "pi")
+    assert blob == (struct.pack("<I", 8) + b"hina_tna" + struct.pack("<I", len(binary)) + binary
+                    + struct.pack("<I", len(context)) + context)
     assert json.loads(context)["program_name"] == "hina_tna"
+    from hina.generated import tofino_bf_pb2
+    pb = tofino_bf_pb2.BfPipelineConfig.FromString(tofino.device_config_from_output(out, "stratum"))
+    assert pb.p4_name == "hina_tna"
+    assert pb.bfruntime_info == (out / "bf-rt.json").read_bytes()
+    assert [(p.profile_name, p.binary == binary, p.context == context) for p in pb.profiles] == \
+        [("pipe", True, True)]
+    p4info = tofino.read_p4info(out)
+    assert not p4info.registers and not p4info.counters
+    names = tofino.TofinoNames(p4info)
+    lane = names.register("HinaTnaIngress.lanes.lane_0")
+    assert (lane.name, lane.standard, lane.extern_type_id) == \
+        ("pipe.HinaTnaIngress.lanes.lane_0", False, tofino.EXTERN_REGISTER)
+    assert names.counter("HinaIngress.reason_counter").name == "pipe.HinaTnaIngress.reason_counter"
+    assert names.counter("HinaIngress.job_counter").name == "pipe.HinaTnaIngress.job_counter"
