@@ -13,7 +13,9 @@ The P4Info comes in two flavours (``p4info_externs``): ``tofino``, the compiler'
 TNA ``Register``s and ``Counter``s are P4Info ``externs`` (``barefoot.Register``, extern type 139;
 ``barefoot.Counter``, 131) named ``pipe.<control>.<name>``; and ``standard``
 (``--p4runtime-force-std-externs``), where they are P4Runtime's own ``registers`` and
-``counters`` named ``<control>.<name>``, the form Stratum serves. Both are part of the cache key.
+``counters`` named ``<control>.<name>``, the form Stratum serves. The P4Info is written only when
+a flavour is asked for (``hina-ctl --target tofino`` does); the flavour is then part of the cache
+key, and compiles without it (the fit benchmark's and tests') keep the key they had.
 
 Figures are read from the compiler's own output, never assumed:
 
@@ -89,14 +91,15 @@ def _sources(program: Path) -> List[Path]:
 
 
 def build_key(program: Path, defines: Dict[str, object], target: str,
-              version: Optional[str] = None, p4info_externs: str = "tofino") -> str:
+              version: Optional[str] = None, p4info_externs: Optional[str] = None) -> str:
     """Hash of the sources, the defines, the target, the compiler version and the outputs asked
-    for (the P4Info files and flavour)."""
-    _check_externs(p4info_externs)
+    for (the P4Info files and flavour, when asked for)."""
     h = hashlib.sha256()
     h.update(f"target={target}\n".encode())
-    h.update(f"p4runtime-files={','.join(P4INFO_FILES)}\n".encode())
-    h.update(f"p4info-externs={p4info_externs}\n".encode())
+    if p4info_externs is not None:
+        _check_externs(p4info_externs)
+        h.update(f"p4runtime-files={','.join(P4INFO_FILES)}\n".encode())
+        h.update(f"p4info-externs={p4info_externs}\n".encode())
     h.update(f"version={version if version is not None else compiler_version()}\n".encode())
     for name in sorted(defines):
         h.update(f"-D{name}={defines[name]}\n".encode())
@@ -151,7 +154,7 @@ def _check_externs(p4info_externs: str) -> None:
 
 def cached_build(program: Path = TNA_PROGRAM, *, target: str = "tofino",
                  defines: Optional[Dict[str, object]] = None,
-                 p4info_externs: str = "tofino") -> Optional[Build]:
+                 p4info_externs: Optional[str] = None) -> Optional[Build]:
     """The cached compile of exactly these sources, defines, target and compiler, or None (no
     compile is started: a cold compile of the whole program takes tens of minutes)."""
     if target not in TARGETS:
@@ -169,11 +172,11 @@ def cached_build(program: Path = TNA_PROGRAM, *, target: str = "tofino",
 def compile_tna(program: Path = TNA_PROGRAM, *, target: str = "tofino",
                 defines: Optional[Dict[str, object]] = None, timeout: float = 3600,
                 use_cache: bool = True, include_dirs: Sequence[Path] = (),
-                p4info_externs: str = "tofino") -> Build:
+                p4info_externs: Optional[str] = None) -> Build:
     """Compile ``program`` for ``target`` (``tofino`` or ``tofino2``), from the cache if there.
 
-    ``p4info_externs``: ``tofino`` (the compiler's P4Info, TNA externs) or ``standard``
-    (``--p4runtime-force-std-externs``).
+    ``p4info_externs``: None (no P4Info), ``tofino`` (the compiler's P4Info, TNA externs) or
+    ``standard`` (``--p4runtime-force-std-externs``).
 
     Raises :class:`TofinoCompilerMissing` without ``bf-p4c``; a compile that fails is returned
     (``returncode`` != 0, ``log`` says why), not raised.
@@ -192,9 +195,10 @@ def compile_tna(program: Path = TNA_PROGRAM, *, target: str = "tofino",
         return Build(key, target, defines, entry, result["returncode"], result["seconds"], True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=_ensure(cache_dir())))
     chip, arch = TARGETS[target]
-    cmd = [bf, "--target", chip, "--arch", arch, "-o", str(tmp / "out"), "--p4runtime-files",
-           ",".join(str(tmp / "out" / name) for name in P4INFO_FILES),
-           *P4INFO_EXTERNS[p4info_externs]]
+    cmd = [bf, "--target", chip, "--arch", arch, "-o", str(tmp / "out")]
+    if p4info_externs is not None:
+        cmd += ["--p4runtime-files", ",".join(str(tmp / "out" / name) for name in P4INFO_FILES),
+                *P4INFO_EXTERNS[p4info_externs]]
     cmd += [f"-D{name}={value}" for name, value in sorted(defines.items())]
     cmd += [f"-I{d}" for d in include_dirs]
     cmd.append(str(program))

@@ -192,16 +192,18 @@ def test_missing_binary_is_an_error(tmp_path):
 
 
 def test_real_compiler_output_when_cached():
-    """The TNA program's own bf-p4c output at one lane (what fits Tofino 1), if the cache holds
-    it (tests/tofino's 1-lane build; no compile here): both formats carry its files unchanged,
+    """The TNA program's own bf-p4c output at one lane (what fits Tofino 1) with the compiler's
+    P4Info, if the cache holds it (what ``hina-ctl --target tofino pipeline push -D TNA_LANES=1``
+    compiles; no compile here): both formats carry its files unchanged,
     and the P4Info is the compiler's, registers as Tofino externs."""
     from hina import tofino_build
     if shutil.which("bf-p4c") is None:
         pytest.skip("bf-p4c is not installed")
-    build = tofino_build.cached_build(defines=tofino_build.defines_for(1))
+    build = tofino_build.cached_build(defines=tofino_build.defines_for(1), p4info_externs="tofino")
     if build is None or not build.ok:
-        pytest.skip("p4/tna at TNA_LANES=1 is not in the compile cache: run 'python "
-                    "bench/bench_tofino_fit.py --target tofino --lanes 1' (about 1-2 min)")
+        pytest.skip("p4/tna at TNA_LANES=1 with its P4Info is not in the compile cache: "
+                    "hina.tofino_build.compile_tna(defines=defines_for(1), "
+                    "p4info_externs='tofino') fills it (about 1-2 min)")
     out = build.out
     binary = (out / "pipe" / "tofino.bin").read_bytes()
     context = (out / "pipe" / "context.json").read_bytes()
