@@ -35,7 +35,8 @@ from .common import (ALL_MODES, SparseCodecs, Workload, add_common_args, check_c
 
 TITLE = "HINA demo: mixture of experts (top-k routing), DDP through the embedded switch"
 MOE_MODES = tuple(m for m in ALL_MODES if m != "sparse")
-DEFAULT_MODES = "fp32,fp16,powersgd,thc,sketched_sgd,lossless,fixed,fp32@1,lossless@1"
+DEFAULT_MODES = ("fp32,fp16,powersgd,thc,sketched_sgd,lossless,fixed,block_sparse,adaptive,"
+                 "fp32@1,thc@1,sketched_sgd@1,lossless@1,block_sparse@1,adaptive@1")
 
 
 @dataclass(frozen=True)
