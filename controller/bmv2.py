@@ -526,6 +526,13 @@ class Bmv2Thrift:
         from bm_runtime.standard.ttypes import BmCounterValue  # type: ignore[import-not-found]
         self._call("bm_counter_write", name, index, BmCounterValue(bytes=bytes_, packets=packets))
 
+    def parse_vset_add(self, name: str, value: bytes) -> None:
+        """Add ``value`` (the member's fields packed, big-endian) to parser value set ``name``."""
+        self._call("bm_parse_vset_add", name, value)
+
+    def parse_vset_clear(self, name: str) -> None:
+        self._call("bm_parse_vset_clear", name)
+
     def close(self) -> None:
         try:
             self._transport.close()

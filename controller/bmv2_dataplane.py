@@ -40,7 +40,7 @@ from p4.v1 import p4runtime_pb2
 from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
-from .bmv2 import WORKDIR_PREFIX, Bmv2Process, Bmv2Thrift, compile_p4c
+from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection
 
 __all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
@@ -336,6 +336,7 @@ class Bmv2Dataplane:
         self.veths = self.switch = self.conn = self.thrift = self.io = None
         self._groups: dict[int, tuple[Replica, ...]] = {}
         self._sessions: dict[int, CloneSession] = {}
+        self._value_sets: dict[str, list[tuple[int, ...]]] = {}
         try:
             sweep_stale()
             self.veths = VethPorts(ports)
@@ -372,6 +373,7 @@ class Bmv2Dataplane:
             self.mcast_group_delete(group)
         for session in list(self._sessions):
             self.clone_session_delete(session)
+        self._value_sets.clear()
         self.conn.set_pipeline(read_p4info_text(str(self.build.p4info)),
                                self.build.device_config())
         self.late.clear()
@@ -530,6 +532,43 @@ class Bmv2Dataplane:
                                             f"direct counter ({len(found)} answers)")
         data = found[0].direct_counter_entry.data
         return data.byte_count, data.packet_count
+
+    # -- parser value sets (Thrift: PI's P4Runtime server refuses ValueSetEntry writes) -----------
+    def _value_set_widths(self, name: str) -> list[int]:
+        for vs in self.info.value_sets:
+            if vs.name == name:
+                return [f.bitwidth for f in vs.match_fields]
+        raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
+
+    def value_set_set(self, name: str, members: Sequence[tuple[int, ...]]) -> None:
+        """Replace the members of value set ``name``: BMv2's ``bm_parse_vset_clear`` then one
+        ``bm_parse_vset_add`` per member (its fields packed as BMv2's ``compressed_bitwidth``
+        value, first field in the high bits, as ``simple_switch_CLI``'s ``pvs_add`` takes it)."""
+        widths = self._value_set_widths(name)
+        values = []
+        for member in members:
+            if len(member) != len(widths):
+                raise ControlError("INVALID_ARGUMENT", f"value set {name}: a member has "
+                                   f"{len(member)} values, the set {len(widths)} fields")
+            packed = 0
+            for value, width in zip(member, widths):
+                if value < 0 or value >> width:
+                    raise ControlError("OUT_OF_RANGE", f"value set {name}: {value} does not "
+                                       f"fit in {width} bits")
+                packed = (packed << width) | value
+            values.append(packed.to_bytes(max(1, (sum(widths) + 7) // 8), "big"))
+        try:
+            self.thrift.parse_vset_clear(name)
+            for value in values:
+                self.thrift.parse_vset_add(name, value)
+        except Bmv2Error as exc:
+            raise ControlError("RESOURCE_EXHAUSTED" if "FULL" in str(exc).upper()
+                               else "INVALID_ARGUMENT", str(exc)) from None
+        self._value_sets[name] = [tuple(m) for m in members]
+
+    def value_set_get(self, name: str) -> list[tuple[int, ...]]:
+        self._value_set_widths(name)
+        return list(self._value_sets.get(name, []))
 
     # -- teardown ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -171,6 +171,15 @@ class DirectMeterInfo:
 
 
 @dataclass(frozen=True)
+class ValueSetInfo:
+    """A parser ``value_set<T>(size)``: one exact match field per member of T (a ``bit<W>``:
+    one field with no name; a struct: its fields, named)."""
+    name: str                 # "MyParser.vs"
+    match_fields: tuple[MatchFieldInfo, ...]
+    size: int
+
+
+@dataclass(frozen=True)
 class StructFieldInfo:
     name: str
     bitwidth: int
@@ -224,6 +233,13 @@ class ProgramInfo:
     # has a type_info (its type converter ran), even an empty one.
     calls_extern_functions: bool = False
     serializable_enums: tuple[SerializableEnumInfo, ...] = ()
+    value_sets: tuple[ValueSetInfo, ...] = ()
+
+    def value_set(self, name: str) -> ValueSetInfo:
+        for v in self.value_sets:
+            if v.name == name:
+                return v
+        raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:
@@ -373,6 +389,13 @@ class Dataplane(Protocol):
     def meter_set(self, name: str, index: int, cir: int, cburst: int,
                   pir: int, pburst: int) -> None: ...
     def meter_get(self, name: str, index: int) -> Optional[tuple[int, int, int, int]]: ...
+
+    # -- parser value sets -------------------------------------------------------------------
+    def value_set_set(self, name: str, members: Sequence[tuple[int, ...]]) -> None:
+        """Replace the members of value set ``name`` (each a tuple, one value per match field;
+        at most the set's size: RESOURCE_EXHAUSTED otherwise)."""
+    def value_set_get(self, name: str) -> list[tuple[int, ...]]:
+        """The members of value set ``name``, in the order they were set."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The message is what ``p4c --p4runtime-files x.p4info.txt`` writes for a v1model 
 included, so a controller written against a P4Info from real p4c works unchanged here:
 
 * ids follow p4c's scheme: the top 8 bits are the resource type (``P4Ids.Prefix``: action
-  ``0x01``, table ``0x02``, controller header ``0x04``, counter ``0x12``, direct counter ``0x13``,
+  ``0x01``, table ``0x02``, value set ``0x03``, controller header ``0x04``, counter ``0x12``, direct counter ``0x13``,
   meter ``0x14``, direct meter ``0x15``, register ``0x16``, digest ``0x17``), the low 24 bits the
   Jenkins one-at-a-time hash of the fully qualified name. Names of one type are hashed in sorted
   order and a collision probes the next hash value (p4c ``P4RuntimeSymbolTable``).
@@ -39,7 +39,7 @@ from p4.config.v1 import p4info_pb2
 from .api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
                   DigestInfo, DirectCounterInfo, DirectMeterInfo, MatchFieldInfo, MeterInfo,
                   ParamInfo, ProgramInfo, RegisterInfo, SerializableEnumInfo, StructFieldInfo,
-                  TableInfo)
+                  TableInfo, ValueSetInfo)
 
 # p4c prints these two comment lines at the top of every text P4Info.
 TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
@@ -169,10 +169,11 @@ class SymbolIds:
         self.digests = assign_ids(PREFIX.DIGEST, (d.name for d in info.digests))
         self.controller_headers = assign_ids(PREFIX.CONTROLLER_HEADER,
                                              (h.type_name for h in info.controller_headers))
+        self.value_sets = assign_ids(PREFIX.VALUE_SET, (v.name for v in info.value_sets))
         every_symbol: list[str] = []
         for table in (self.tables, self.actions, self.counters, self.direct_counters,
                       self.meters, self.direct_meters, self.registers, self.digests,
-                      self.controller_headers):
+                      self.controller_headers, self.value_sets):
             every_symbol.extend(table)
         self.alias = shortest_unique_suffixes(every_symbol)
 
@@ -235,6 +236,16 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         for i, field in enumerate(header.metadata, start=1):
             md = msg.metadata.add()
             md.id, md.name, md.bitwidth = i, field.name, field.bitwidth
+    for value_set in info.value_sets:
+        msg = p4info.value_sets.add()
+        _set_preamble(msg.preamble, ids.value_sets[value_set.name], value_set.name, ids)
+        for i, field in enumerate(value_set.match_fields, start=1):
+            mf = msg.match.add()
+            mf.id, mf.bitwidth = i, field.bitwidth
+            if field.name:
+                mf.name = field.name
+            mf.match_type = _MATCH_TYPES[field.match_kind]
+        msg.size = value_set.size
     for register in info.registers:
         msg = p4info.registers.add()
         _set_preamble(msg.preamble, ids.registers[register.name], register.name, ids,
@@ -363,7 +374,10 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
         serializable_enums=tuple(SerializableEnumInfo(
             name, e.underlying_type.bitwidth, False,
             tuple((m.name, int.from_bytes(m.value, "big")) for m in e.members))
-            for name, e in sorted(p4info.type_info.serializable_enums.items())))
+            for name, e in sorted(p4info.type_info.serializable_enums.items())),
+        value_sets=tuple(ValueSetInfo(v.preamble.name, tuple(
+            MatchFieldInfo(m.name, m.bitwidth, kinds.get(m.match_type, "exact"))
+            for m in v.match), v.size) for v in p4info.value_sets))
 
 
 # --------------------------------------------------------------------------------------------

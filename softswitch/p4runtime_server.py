@@ -25,7 +25,9 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   it; on the first failure every applied update is undone and the others report ABORTED).
   TableEntry (with default entries),
   MulticastGroupEntry, CloneSessionEntry, CounterEntry, DirectCounterEntry, RegisterEntry,
-  MeterEntry, DigestEntry. Failed updates are reported as PI does: overall status UNKNOWN with
+  MeterEntry, DigestEntry, ValueSetEntry (MODIFY only, the whole set: exact members, at most
+  the set's size, else RESOURCE_EXHAUSTED; PI's BMv2 server refuses ValueSetEntry writes, so
+  BMv2 is driven through its Thrift ``bm_parse_vset_*`` calls in the tests). Failed updates are reported as PI does: overall status UNKNOWN with
   one ``p4.v1.Error`` per update in ``grpc-status-details-bin``.
 * **Read** with wildcards for the same entities, streamed in batches. An answer is one
   snapshot, copied under the switch lock and encoded after the lock is released. One request
@@ -40,7 +42,7 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   port; frames the dataplane sends to the CPU port lose their ``packet_in`` header, whose fields
   become PacketIn metadata for the primary. Digests go to the primary as DigestList once a
   DigestEntry enabled them (one digest per list; acks are accepted and ignored).
-* **Not supported** (UNIMPLEMENTED): action profiles and selectors, value sets, extern entries,
+* **Not supported** (UNIMPLEMENTED): action profiles and selectors, extern entries,
   DirectMeterEntry and meter config in table entries, resetting a MeterEntry. DigestEntry config
   knobs are accepted and ignored.
 

@@ -44,6 +44,11 @@ Supported commands
     without a condition, checks ``packets == 0``.
 ``wait``
     Nothing to do: processing is synchronous.
+``pvs_add NAME VALUE...``, ``pvs_remove NAME VALUE...``, ``pvs_clear NAME`` (HINA extension)
+    Parser value sets, after BMv2's runtime CLI: one VALUE per field of the set's element type
+    (a ``bit<W>`` set: one; a struct: one per field, in order). BMv2 value sets match exactly
+    (p4c-bm2-ss ignores ``@match``): there are no masks. Adding more members than the set's
+    size fails (RESOURCE_EXHAUSTED).
 
 Meter commands (``meter_set_rates``, ...), ``mirroring_add_mc`` and anything else are reported
 as failures ("unsupported STF command"), never silently passed.
@@ -301,6 +306,7 @@ class StfRunner:
         self.handles: dict[str, TableEntry] = {}
         self.mc_nodes: list[tuple[int, tuple[int, ...]]] = []       # handle -> (rid, ports)
         self.mc_groups: dict[int, list[int]] = {}                    # group -> node handles
+        self.value_sets: dict[str, list[tuple[int, ...]]] = {}       # name -> members
         self._auto_priority: dict[str, int] = {}
         self._line = 0
 
@@ -516,6 +522,46 @@ class StfRunner:
     def cmd_mirroring_get(self, rest: str) -> None:
         (session,) = self._ints(rest, 1, "mirroring_get SESSION")[:1]
         self.log.append(f"    {self.dp.clone_sessions().get(session)}")
+
+    # -- parser value sets (HINA extension) ---------------------------------------------------
+    def _value_set_member(self, rest: str, usage: str) -> tuple[str, tuple[int, ...]]:
+        words = rest.split()
+        if not words:
+            raise StfError(f"expected {usage}")
+        name = resolve_name(words[0], [v.name for v in self.info.value_sets], "value set")
+        fields = self.info.value_set(name).match_fields
+        if len(words) - 1 != len(fields):
+            raise StfError(f"value set {name} has {len(fields)} fields "
+                           f"({', '.join(f.name or f'bit<{f.bitwidth}>' for f in fields)}): "
+                           f"expected {usage}")
+        values = tuple(parse_number(w) for w in words[1:])
+        for value, f in zip(values, fields):
+            if value < 0 or value >> f.bitwidth:
+                raise StfError(f"value {value} does not fit in {f.bitwidth} bits "
+                               f"(field {f.name or 'of'} value set {name})")
+        return name, values
+
+    def _set_value_set(self, name: str, members: list) -> None:
+        self.dp.value_set_set(name, members)
+        self.value_sets[name] = members
+
+    def cmd_pvs_add(self, rest: str) -> None:
+        name, member = self._value_set_member(rest, "pvs_add NAME VALUE...")
+        members = self.value_sets.get(name, [])
+        if member in members:
+            raise StfError(f"value set {name} already has {member}")
+        self._set_value_set(name, members + [member])
+
+    def cmd_pvs_remove(self, rest: str) -> None:
+        name, member = self._value_set_member(rest, "pvs_remove NAME VALUE...")
+        members = self.value_sets.get(name, [])
+        if member not in members:
+            raise StfError(f"value set {name} has no member {member}")
+        self._set_value_set(name, [m for m in members if m != member])
+
+    def cmd_pvs_clear(self, rest: str) -> None:
+        name = resolve_name(rest.strip(), [v.name for v in self.info.value_sets], "value set")
+        self._set_value_set(name, [])
 
     # -- externs -----------------------------------------------------------------------------
     def _extern(self, name: str, kind: str) -> str:

@@ -472,6 +472,8 @@ class ProgramGen(CodeGen):
         for loc in d.locals:
             if isinstance(loc, ir.Instantiation):           # a sub-parser
                 self.gen_instance(loc, "prefix")
+            elif isinstance(loc, ir.ValueSetDecl):
+                self.gen_value_set(loc, d)
         saved = self.cells
         self.cells = cells
         for st in d.states:
@@ -522,6 +524,20 @@ class ProgramGen(CodeGen):
         o.dedent()
         self.cells = saved
 
+    def gen_value_set(self, d: ir.ValueSetDecl, parser: ir.ParserDecl) -> None:
+        """A parser value set: ``x_<name>.members`` is the set of its member tuples, which the
+        control plane replaces; p4c's P4Info lists it only when a ``select`` names it."""
+        vn = f"x_{d.name}"
+        sym = self._find_sym(d)
+        self.names[sym] = vn
+        name = local_name(d, d.name)
+        full = repr(qualified_name(name, None)) if name.startswith(".") else \
+            f"prefix + {('.' + name)!r}"
+        used = any(getattr(ks, "sym", None) is sym for st in parser.states
+                   if st.transition is not None for ks, _, _ in st.transition.cases)
+        fields = [(n, t.width) for n, t in d.members]
+        self.out.line(f"{vn} = REG.value_set({full}, {fields!r}, {d.size_value}, {used})")
+
     @staticmethod
     def state_ref(name: str) -> str:
         if name == "accept":
@@ -533,6 +549,9 @@ class ProgramGen(CodeGen):
     def keyset_cond(self, ks, sv: list, sel: list) -> str:
         if isinstance(ks, ir.DefaultKs):
             return "True"
+        if isinstance(ks, ir.Path) and getattr(ks, "sym", None) is not None \
+                and ks.sym.kind == "value_set":
+            return f"({''.join(v + ', ' for v in sv)}) in {self.names[ks.sym]}.members"
         items = ks.items if isinstance(ks, ir.TupleKs) else [ks]
         conds = []
         for item, v, x in zip(items, sv, sel):

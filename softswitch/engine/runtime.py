@@ -18,7 +18,7 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    CounterInfo, Digest, DigestInfo, DirectCounterInfo,
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
                    ProgramInfo, RegisterInfo, Replica, SerializableEnumInfo, StructFieldInfo,
-                   TableEntry, TableInfo)
+                   TableEntry, TableInfo, ValueSetInfo)
 from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
@@ -274,6 +274,16 @@ class DirectMeter:
         return externs.METER_GREEN
 
 
+class ValueSet:
+    """A parser value set: ``members`` (a set of tuples, one value per field) is what a
+    ``select`` case naming it matches; ``order`` keeps the control plane's order for reads."""
+
+    def __init__(self, name: str, fields: tuple, size: int, used: bool):
+        self.name, self.fields, self.size, self.used = name, fields, size, used
+        self.members: frozenset = frozenset()
+        self.order: tuple = ()
+
+
 class Registry:
     """Collects what one instance of the generated program creates, and its ProgramInfo facts."""
 
@@ -286,6 +296,7 @@ class Registry:
         self.meters: dict = {}
         self.direct_counters: dict = {}
         self.direct_meters: dict = {}
+        self.value_sets: dict = {}
         self.block_types: dict = {}
         self.classes = None
         self.field_lists: dict = {}
@@ -375,6 +386,11 @@ class Registry:
         self.direct_meters[name] = d
         return d
 
+    def value_set(self, name, fields, size, used):
+        v = ValueSet(name, tuple(fields), int(size), bool(used))
+        self.value_sets[name] = v
+        return v
+
     def program_info(self, digests: dict, controller_headers: tuple,
                      view: ControlPlaneView) -> ProgramInfo:
         """The :class:`ProgramInfo` of what was registered, as ``view`` (the program's
@@ -412,7 +428,10 @@ class Registry:
                           for n, fields in digests.items()),
             controller_headers=controller_headers,
             calls_extern_functions=view.extern_calls,
-            serializable_enums=self._serializable_enums(kept, actions))
+            serializable_enums=self._serializable_enums(kept, actions),
+            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, "exact")
+                                                        for n, w in v.fields), v.size)
+                             for v in self.value_sets.values() if v.used))
 
     def _serializable_enums(self, tables: set, actions: list) -> tuple:
         """The serializable enums of listed tables' keys and listed actions' parameters."""
@@ -775,6 +794,35 @@ class V1Dataplane:
         m = self._extern(self.REG.meters, "meter", name, index)
         c = m.cells.get(index)
         return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
+
+    # ------------------------------------------------------------------ parser value sets
+    def _value_set(self, name: str) -> ValueSet:
+        v = self.REG.value_sets.get(name)
+        if v is None or not v.used:
+            raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
+        return v
+
+    def value_set_set(self, name: str, members) -> None:
+        v = self._value_set(name)
+        checked = []
+        for member in members:
+            member = tuple(member)
+            if len(member) != len(v.fields):
+                raise ControlError("INVALID_ARGUMENT", f"value set {name}: a member has "
+                                   f"{len(member)} values, the set {len(v.fields)} fields")
+            for value, (fname, width) in zip(member, v.fields):
+                if not isinstance(value, int) or value < 0 or value >> width:
+                    raise ControlError("OUT_OF_RANGE", f"value set {name}: value {value!r} of "
+                                       f"{fname or 'the member'} does not fit in {width} bits")
+            if member not in checked:
+                checked.append(member)
+        if len(checked) > v.size:
+            raise ControlError("RESOURCE_EXHAUSTED", f"value set {name} holds at most {v.size} "
+                               f"members, {len(checked)} given")
+        v.order, v.members = tuple(checked), frozenset(checked)
+
+    def value_set_get(self, name: str) -> list:
+        return list(self._value_set(name).order)
 
 
 def _user_entry(entry: TableEntry) -> TableEntry:

@@ -237,7 +237,7 @@ class Checker(ExprChecker):
                     self.check_keyset(ks, sel_types, s_scope)
 
     def check_keyset(self, ks: ir.Expr, sel_types: list, scope: Scope) -> None:
-        if isinstance(ks, ir.DefaultKs):
+        if isinstance(ks, ir.DefaultKs) or self._value_set_keyset(ks, sel_types, scope):
             return
         items = ks.items if isinstance(ks, ir.TupleKs) else [ks]
         if len(items) != len(sel_types):
@@ -284,8 +284,50 @@ class Checker(ExprChecker):
             self.check_action(loc, scope)
         elif isinstance(loc, ir.TableDecl):
             self.check_table(loc, scope)
+        elif isinstance(loc, ir.ValueSetDecl):
+            self.check_value_set(loc, scope)
         else:
             raise unsupported(loc, type(loc).__name__)
+
+    # ------------------------------------------------------------------------------ value sets
+    def check_value_set(self, d: ir.ValueSetDecl, scope: Scope) -> None:
+        """``value_set<T>(size) name;`` in a parser: T is ``bit<W>``/``int<W>`` or a struct of
+        them (one match field each), size a positive constant."""
+        t = self.resolve_type(d.elem)
+        members = [("", t)] if isinstance(t, Bits) else (
+            list(t.fields) if isinstance(t, StructT) and t.kind == "struct" else None)
+        if not members or not all(isinstance(ft, Bits) for _, ft in members):
+            raise error(d.elem, f"value_set {d.name}: element type {t} must be bit<>, int<> or "
+                                "a struct of them")
+        size = self.const_int(d.size, scope)
+        if size <= 0:
+            raise error(d.size, f"value_set {d.name}: size {size} must be positive")
+        if isinstance(t, StructT):
+            for fname, anns in t.field_annotations.items():
+                if ir.find_annotation(anns, "match"):
+                    # p4c-bm2-ss ignores it (BMv2 value sets match exactly) but writes the
+                    # match type into P4Info: the two would disagree
+                    raise unsupported(d, f"@match on value_set member {fname} (BMv2 value "
+                                         "sets match exactly)")
+        d.resolved, d.members, d.size_value = t, members, size
+        scope.declare(Sym("value_set", d.name, t, d, owner=scope.owner, uid=self.uid()), d)
+
+    def _value_set_keyset(self, ks: ir.Expr, sel_types: list, scope: Scope) -> bool:
+        """A select case naming a value set: the set's members have the select's types."""
+        if not isinstance(ks, ir.Path):
+            return False
+        sym = scope.lookup(ks.name)
+        if sym is None or sym.kind != "value_set":
+            return False
+        ks.sym, ks.type = sym, sym.type
+        members = sym.decl.members
+        widths = [(ft.width, ft.signed) for _, ft in members]
+        want = [(st.width, st.signed) if isinstance(st, Bits) else None for st in sel_types]
+        if widths != want:
+            raise error(ks, f"'match' case label '{ks.name}' has type '{sym.type}' which does "
+                            f"not match the expected type "
+                            f"'{', '.join(map(str, sel_types))}'")
+        return True
 
     def check_var(self, d: ir.VarDecl, scope: Scope) -> None:
         t = self.resolve_type(d.type_ref)

@@ -171,6 +171,47 @@ class Codec:
         if counter is not None:
             msg.counter_data.byte_count, msg.counter_data.packet_count = counter
 
+    # -- parser value sets -----------------------------------------------------------------------
+    @staticmethod
+    def value_set_members(value_set, messages) -> list[tuple[int, ...]]:
+        """The members of a ValueSetEntry: one exact FieldMatch per match field of the set
+        (P4Info ids), each member given once."""
+        info: api.ValueSetInfo = value_set.info
+        p4info_ids = [mf.id for mf in value_set.msg.match]
+        members: list[tuple[int, ...]] = []
+        for n, member in enumerate(messages):
+            what = f"member {n} of value set {info.name!r}"
+            values: dict[int, int] = {}
+            for fm in member.match:
+                if fm.field_id not in p4info_ids:
+                    raise invalid(f"{what}: match field id {fm.field_id} is not in the set")
+                if fm.field_id in values:
+                    raise invalid(f"{what}: match field id {fm.field_id} is given twice")
+                field = info.match_fields[p4info_ids.index(fm.field_id)]
+                if fm.WhichOneof("field_match_type") != "exact":
+                    raise invalid(f"{what}: BMv2 value sets match exactly; field "
+                                   f"{fm.field_id} is {fm.WhichOneof('field_match_type')}")
+                values[fm.field_id] = decode_bytes(fm.exact.value, field.bitwidth,
+                                                   f"{what}, field {fm.field_id}")
+            missing = [i for i in p4info_ids if i not in values]
+            if missing:
+                raise invalid(f"{what}: match field ids {missing} are missing")
+            value = tuple(values[i] for i in p4info_ids)
+            if value in members:
+                raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS,
+                                     f"{what} repeats member {value}")
+            members.append(value)
+        return members
+
+    def fill_value_set(self, entity, value_set, members) -> None:
+        entry = entity.value_set_entry
+        entry.value_set_id = value_set.id
+        ids = [mf.id for mf in value_set.msg.match]
+        for member in members:
+            msg = entry.members.add()
+            for field_id, value in zip(ids, member):
+                msg.match.add(field_id=field_id).exact.value = encode_bytes(value)
+
     @staticmethod
     def _indices(msg, size: int, what: str) -> Sequence[int]:
         if not msg.HasField("index"):

@@ -227,6 +227,13 @@ class Reader(Codec):
             self._items.extend((_fill_meter, meter.id, index, get(meter.name, index))
                                for index in self._cells(msg, meter, "meter"))
 
+    def _read_value_set_entry(self, msg) -> None:
+        for value_set in self._resources("value set", msg.value_set_id):
+            members = self.dp.value_set_get(value_set.name)
+            self._scan(len(members), f"members of value set {value_set.name!r}")
+            self._reserve(1, f"value set {value_set.name!r}")
+            self._items.append((self.fill_value_set, value_set, members))
+
     def _read_digest_entry(self, msg) -> None:
         digests = [digest for digest in self._resources("digest", msg.digest_id)
                    if digest.id in self.server._digest_enabled]

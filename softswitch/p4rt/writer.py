@@ -212,6 +212,15 @@ class Writer(Codec):
                 self._remember(lambda i=index, old=old: self.dp.meter_set(meter.name, i,
                                                                              *old))
 
+    def _write_value_set_entry(self, kind: int, msg) -> None:
+        """P4Runtime: a value set is written whole, by MODIFY; its members replace the old."""
+        value_set = self.pipeline.resource("value set", msg.value_set_id)
+        self._modify_only(kind, f"value set {value_set.name!r}")
+        members = self.value_set_members(value_set, msg.members)
+        old = self.dp.value_set_get(value_set.name)
+        self.dp.value_set_set(value_set.name, members)
+        self._remember(lambda: self.dp.value_set_set(value_set.name, old))
+
     def _write_digest_entry(self, kind: int, msg) -> None:
         digest = self.pipeline.resource("digest", msg.digest_id)
         enabled = self.server._digest_enabled
