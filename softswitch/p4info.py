@@ -4,7 +4,7 @@ The message is what ``p4c --p4runtime-files x.p4info.txt`` writes for a v1model 
 included, so a controller written against a P4Info from real p4c works unchanged here:
 
 * ids follow p4c's scheme: the top 8 bits are the resource type (``P4Ids.Prefix``: action
-  ``0x01``, table ``0x02``, value set ``0x03``, controller header ``0x04``, counter ``0x12``, direct counter ``0x13``,
+  ``0x01``, table ``0x02``, value set ``0x03``, controller header ``0x04``, action profile ``0x11``, counter ``0x12``, direct counter ``0x13``,
   meter ``0x14``, direct meter ``0x15``, register ``0x16``, digest ``0x17``), the low 24 bits the
   Jenkins one-at-a-time hash of the fully qualified name. Names of one type are hashed in sorted
   order and a collision probes the next hash value (p4c ``P4RuntimeSymbolTable``).
@@ -36,7 +36,7 @@ from typing import Iterable, Mapping, Optional
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from .api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
+from .api import (ActionCall, ActionInfo, ActionProfileInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
                   DigestInfo, DirectCounterInfo, DirectMeterInfo, MatchFieldInfo, MeterInfo,
                   ParamInfo, ProgramInfo, RegisterInfo, SerializableEnumInfo, StructFieldInfo,
                   TableInfo, ValueSetInfo)
@@ -170,10 +170,12 @@ class SymbolIds:
         self.controller_headers = assign_ids(PREFIX.CONTROLLER_HEADER,
                                              (h.type_name for h in info.controller_headers))
         self.value_sets = assign_ids(PREFIX.VALUE_SET, (v.name for v in info.value_sets))
+        self.action_profiles = assign_ids(PREFIX.ACTION_PROFILE,
+                                          (p.name for p in info.action_profiles))
         every_symbol: list[str] = []
         for table in (self.tables, self.actions, self.counters, self.direct_counters,
                       self.meters, self.direct_meters, self.registers, self.digests,
-                      self.controller_headers, self.value_sets):
+                      self.controller_headers, self.value_sets, self.action_profiles):
             every_symbol.extend(table)
         self.alias = shortest_unique_suffixes(every_symbol)
 
@@ -206,6 +208,12 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     for action in info.actions:
         if _listed(action):
             _add_action(p4info.actions.add(), action, ids)
+    for profile in info.action_profiles:
+        msg = p4info.action_profiles.add()
+        _set_preamble(msg.preamble, ids.action_profiles[profile.name], profile.name, ids)
+        msg.table_ids.extend(_lookup(ids.tables, t, "table") for t in profile.tables)
+        msg.with_selector = profile.with_selector
+        msg.size = profile.size
     for counter in info.counters:
         msg = p4info.counters.add()
         _set_preamble(msg.preamble, ids.counters[counter.name], counter.name, ids,
@@ -313,6 +321,7 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
     """
     actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
     tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+    profiles = {p.preamble.id: p.preamble.name for p in p4info.action_profiles}
     directs = {c.preamble.id: c.preamble.name
                for c in list(p4info.direct_counters) + list(p4info.direct_meters)}
     scopes = {v[0]: k for k, v in _SCOPES.items()}
@@ -347,7 +356,8 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
             is_const=t.is_const_table,
             has_initial_entries=getattr(t, "has_initial_entries", False),
             direct_counter=direct(t, "direct_counters"),
-            direct_meter=direct(t, "direct_meters")) for t in p4info.tables),
+            direct_meter=direct(t, "direct_meters"),
+            implementation=profiles.get(t.implementation_id)) for t in p4info.tables),
         actions=tuple(ActionInfo(a.preamble.name,
                                  tuple(ParamInfo(p.name, p.bitwidth) for p in a.params))
                       for a in p4info.actions),
@@ -375,6 +385,9 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
             name, e.underlying_type.bitwidth, False,
             tuple((m.name, int.from_bytes(m.value, "big")) for m in e.members))
             for name, e in sorted(p4info.type_info.serializable_enums.items())),
+        action_profiles=tuple(ActionProfileInfo(
+            p.preamble.name, tuple(tables[i] for i in p.table_ids), p.with_selector, p.size)
+            for p in p4info.action_profiles),
         value_sets=tuple(ValueSetInfo(v.preamble.name, tuple(
             MatchFieldInfo(m.name, m.bitwidth, kinds.get(m.match_type, "exact"))
             for m in v.match), v.size) for v in p4info.value_sets))
@@ -466,6 +479,9 @@ def _add_table(msg: p4info_pb2.Table, table: TableInfo, ids: SymbolIds,
         default = ActionCall(table.const_default_action)
     if default is not None:
         _set_default_action(msg.initial_default_action, table, default, ids, actions)
+    if table.implementation:
+        msg.implementation_id = _lookup(ids.action_profiles, table.implementation,
+                                        "action profile")
     msg.direct_resource_ids.extend(direct_ids)
     msg.size = table.size
     msg.is_const_table = table.is_const

@@ -44,6 +44,11 @@ Supported commands
     without a condition, checks ``packets == 0``.
 ``wait``
     Nothing to do: processing is synchronous.
+``act_prof_create_member PROFILE ID ACTION(ARG:VALUE, ...)``, ``act_prof_modify_member ...``, ``act_prof_delete_member PROFILE ID``, ``act_prof_create_group PROFILE ID``, ``act_prof_delete_group PROFILE ID``, ``act_prof_add_member_to_group PROFILE MEMBER GROUP``, ``act_prof_remove_member_from_group PROFILE MEMBER GROUP`` (HINA extension)
+    Action profiles and selectors, after BMv2's runtime CLI, with the member and group ids
+    given (P4Runtime ids, not BMv2 handles). An entry of a table with an ``implementation``
+    names ``member(ID)`` or ``group(ID)`` where other tables name an action:
+    ``add ecmp hdr.k.a:5 group(1)``.
 ``pvs_add NAME VALUE...``, ``pvs_remove NAME VALUE...``, ``pvs_clear NAME`` (HINA extension)
     Parser value sets, after BMv2's runtime CLI: one VALUE per field of the set's element type
     (a ``bit<W>`` set: one; a struct: one per field, in order). BMv2 value sets match exactly
@@ -73,7 +78,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 from .api import (ActionCall, CloneSession, CompiledProgram, ControlError, Dataplane, Exact,
-                  FieldMatch, Lpm, MatchFieldInfo, Optional_, ProgramInfo, Range, Replica,
+                  FieldMatch, GroupRef, Lpm, MemberRef, MatchFieldInfo, Optional_, ProgramInfo, Range, Replica,
                   TableEntry, TableInfo, Ternary)
 
 log = logging.getLogger("softswitch.stf")
@@ -441,7 +446,10 @@ class StfRunner:
                                 f" of table {table.name}")
             index = field_names.index(name)
             matches[index] = parse_match(value, table.match_fields[index])
-        action = self._action_call(table, call.group("name"), call.group("args"))
+        if table.implementation:
+            action = self._profile_ref(table, call.group("name"), call.group("args"))
+        else:
+            action = self._action_call(table, call.group("name"), call.group("args"))
         if priority is None and table.needs_priority:
             priority = self._auto_priority.get(table.name, AUTO_PRIORITY_BASE)
             self._auto_priority[table.name] = priority - 1
@@ -522,6 +530,88 @@ class StfRunner:
     def cmd_mirroring_get(self, rest: str) -> None:
         (session,) = self._ints(rest, 1, "mirroring_get SESSION")[:1]
         self.log.append(f"    {self.dp.clone_sessions().get(session)}")
+
+    # -- action profiles and selectors (HINA extension) ---------------------------------------
+    def _profile_ref(self, table: TableInfo, kind: str, args: str):
+        """``member(ID)`` or ``group(ID)``: the action of an entry of an indirect table."""
+        if kind not in ("member", "group") or not args.strip():
+            raise StfError(f"table {table.name} is implemented by {table.implementation}: its "
+                           f"entries take member(ID) or group(ID), not {kind}({args})")
+        ident = parse_number(args.strip())
+        return MemberRef(ident) if kind == "member" else GroupRef(ident)
+
+    def _profile(self, name: str):
+        return self.info.action_profile(resolve_name(
+            name, [p.name for p in self.info.action_profiles], "action profile"))
+
+    def _profile_args(self, rest: str, count: int, usage: str):
+        words = rest.split()
+        if len(words) != count + 1:
+            raise StfError(f"expected {usage}")
+        return self._profile(words[0]), [parse_number(w) for w in words[1:]]
+
+    def _member_command(self, rest: str, usage: str) -> None:
+        match = re.fullmatch(r"(?P<profile>\S+)\s+(?P<id>\S+)\s+(?P<call>.*)", rest)
+        call = ACTION_CALL.fullmatch(match.group("call")) if match else None
+        if call is None:
+            raise StfError(f"expected {usage}")
+        profile = self._profile(match.group("profile"))
+        table = self.info.table(profile.tables[0])
+        self.dp.act_prof_member_set(profile.name, parse_number(match.group("id")),
+                                    self._action_call(table, call.group("name"),
+                                                      call.group("args")))
+
+    def cmd_act_prof_create_member(self, rest: str) -> None:
+        usage = "act_prof_create_member PROFILE MEMBER_ID ACTION(ARG:VALUE, ...)"
+        words = rest.split(None, 2)
+        if len(words) == 3:
+            profile = self._profile(words[0])
+            if parse_number(words[1]) in self.dp.act_prof_members(profile.name):
+                raise StfError(f"member {words[1]} of {profile.name} already exists")
+        self._member_command(rest, usage)
+
+    def cmd_act_prof_modify_member(self, rest: str) -> None:
+        usage = "act_prof_modify_member PROFILE MEMBER_ID ACTION(ARG:VALUE, ...)"
+        words = rest.split(None, 2)
+        if len(words) == 3:
+            profile = self._profile(words[0])
+            if parse_number(words[1]) not in self.dp.act_prof_members(profile.name):
+                raise StfError(f"member {words[1]} of {profile.name} does not exist")
+        self._member_command(rest, usage)
+
+    def cmd_act_prof_delete_member(self, rest: str) -> None:
+        profile, (member,) = self._profile_args(rest, 1, "act_prof_delete_member PROFILE ID")
+        self.dp.act_prof_member_delete(profile.name, member)
+
+    def cmd_act_prof_create_group(self, rest: str) -> None:
+        profile, (group,) = self._profile_args(rest, 1, "act_prof_create_group PROFILE ID")
+        if group in self.dp.act_prof_groups(profile.name):
+            raise StfError(f"group {group} of {profile.name} already exists")
+        self.dp.act_prof_group_set(profile.name, group, ())
+
+    def cmd_act_prof_delete_group(self, rest: str) -> None:
+        profile, (group,) = self._profile_args(rest, 1, "act_prof_delete_group PROFILE ID")
+        self.dp.act_prof_group_delete(profile.name, group)
+
+    def _group_members(self, rest: str, usage: str):
+        profile, (member, group) = self._profile_args(rest, 2, usage)
+        members = self.dp.act_prof_groups(profile.name).get(group)
+        if members is None:
+            raise StfError(f"group {group} of {profile.name} was not created "
+                           f"(act_prof_create_group)")
+        return profile, member, group, members
+
+    def cmd_act_prof_add_member_to_group(self, rest: str) -> None:
+        profile, member, group, members = self._group_members(
+            rest, "act_prof_add_member_to_group PROFILE MEMBER_ID GROUP_ID")
+        self.dp.act_prof_group_set(profile.name, group, tuple(members) + (member,))
+
+    def cmd_act_prof_remove_member_from_group(self, rest: str) -> None:
+        profile, member, group, members = self._group_members(
+            rest, "act_prof_remove_member_from_group PROFILE MEMBER_ID GROUP_ID")
+        if member not in members:
+            raise StfError(f"member {member} is not in group {group} of {profile.name}")
+        self.dp.act_prof_group_set(profile.name, group, tuple(m for m in members if m != member))
 
     # -- parser value sets (HINA extension) ---------------------------------------------------
     def _value_set_member(self, rest: str, usage: str) -> tuple[str, tuple[int, ...]]:

@@ -355,6 +355,12 @@ class ProgramGen(CodeGen):
                 o.line(f"{vn} = REG.direct_counter({full}, {self.g(args[0])})")
             elif t.name == "direct_meter":
                 o.line(f"{vn} = REG.direct_meter({full}, {self.g(args[0])})")
+            elif t.name == "action_profile":
+                o.line(f"{vn} = REG.action_profile({full}, {self.g(args[0])})")
+            elif t.name == "action_selector":
+                # (algorithm, size, outputWidth): BMv2 uses the hash's whole value
+                o.line(f"{vn} = REG.action_profile({full}, {self.g(args[1])}, "
+                       f"{self.g(args[0])})")
             else:
                 raise unsupported(d, f"extern {t.name}")
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type"):
@@ -370,7 +376,13 @@ class ProgramGen(CodeGen):
         name = local_name(d, d.name)
         full = repr(qualified_name(name, None)) if name.startswith(".") else f"prefix + {('.' + name)!r}"
         fields = []
-        for k in d.keys:
+        match_pos, sel_pos, sel_widths = [], [], []
+        for i, k in enumerate(d.keys):
+            if k.match_kind == "selector":     # hashed by the selector; not in P4Info
+                sel_pos.append(i)
+                sel_widths.append(width_of(k.expr.type))
+                continue
+            match_pos.append(i)
             kname = local_name(k, expr_text(k.expr))
             fields.append((kname, width_of(k.expr.type), k.match_kind, copied_annotations(k.annotations)))
         refs = []
@@ -462,7 +474,10 @@ class ProgramGen(CodeGen):
                f"({default[0]}, {default[1]!r}), {bool(const_default)}, {size}, "
                f"[{', '.join(entries)}], {bool(d.entries_const)}, {d.entries is not None}, "
                f"{self.names[counters[0].sym] if counters else None}, "
-               f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r})")
+               f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r}"
+               + (f", impl={self.names[props['implementation'][0].sym]}, "
+                  f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
+                  if "implementation" in props else "") + ")")
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out

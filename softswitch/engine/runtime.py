@@ -18,12 +18,13 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    CounterInfo, Digest, DigestInfo, DirectCounterInfo,
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
                    ProgramInfo, RegisterInfo, Replica, SerializableEnumInfo, StructFieldInfo,
-                   TableEntry, TableInfo, ValueSetInfo)
+                   TableEntry, TableInfo, ValueSetInfo, ActionProfileInfo)
 from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
                       hash_crc32, hash_csum16, hash_csum16_sum,
                       hash_packed)   # (generated code calls these as RT.*)
+from .profiles import ActionProfile
 from .tables import ActionImpl, Table
 
 log = logging.getLogger("softswitch.engine")
@@ -297,6 +298,7 @@ class Registry:
         self.direct_counters: dict = {}
         self.direct_meters: dict = {}
         self.value_sets: dict = {}
+        self.action_profiles: dict = {}
         self.block_types: dict = {}
         self.classes = None
         self.field_lists: dict = {}
@@ -320,8 +322,17 @@ class Registry:
         impl = self.actions[fn]
         self.actions[wrapper] = ActionImpl(impl.name, wrapper, impl.widths)
 
+    def action_profile(self, name, size, algo=None):
+        """An ``action_profile`` (``algo`` None) or ``action_selector`` instance."""
+        p = ActionProfile(name, int(size), algo)
+        self.action_profiles[name] = p
+        return p
+
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
-              has_entries, dcounter, dmeter, annotations):
+              has_entries, dcounter, dmeter, annotations, impl=None, selector=None):
+        profile = impl
+        """``impl``: its action profile; ``selector``: (match key positions, selector key
+        positions, selector key widths) in the key tuple ``apply`` gets."""
         impls = {}
         ref_infos = []
         for fn, scope, anns in refs:
@@ -341,9 +352,13 @@ class Registry:
             initial_default_action=ActionCall(d_impl.name, tuple(default[1])),
             is_const=bool(is_const), has_initial_entries=bool(has_entries),
             direct_counter=dcounter.name if dcounter else None,
-            direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations))
+            direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations),
+            implementation=profile.name if profile is not None else None)
         t = Table(info, impls, ActionCall(d_impl.name, tuple(default[1])))
         t._all_actions = set(self.action_infos)
+        if profile is not None:
+            match_pos, sel_pos, sel_widths = selector or (tuple(range(len(fields))), (), ())
+            t.set_profile(profile, match_pos, sel_pos, sel_widths)
         for matches, fn, args, prio in entries:
             impl = self.actions[fn]
             # `const entries` are read-only; plain `entries` (P4_16 1.2.4) may be changed.
@@ -431,7 +446,13 @@ class Registry:
             serializable_enums=self._serializable_enums(kept, actions),
             value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, "exact")
                                                         for n, w in v.fields), v.size)
-                             for v in self.value_sets.values() if v.used))
+                             for v in self.value_sets.values() if v.used),
+            action_profiles=tuple(
+                ActionProfileInfo(p.name, tuple(t.name for t in tables
+                                                if t.name in {x.name for x in p.tables}),
+                                  p.with_selector, p.size)
+                for p in self.action_profiles.values()
+                if p.name in view.externs and any(t.name in kept for t in p.tables)))
 
     def _serializable_enums(self, tables: set, actions: list) -> tuple:
         """The serializable enums of listed tables' keys and listed actions' parameters."""
@@ -794,6 +815,31 @@ class V1Dataplane:
         m = self._extern(self.REG.meters, "meter", name, index)
         c = m.cells.get(index)
         return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
+
+    # ------------------------------------------------------------------ action profiles
+    def _profile(self, name: str) -> ActionProfile:
+        p = self.REG.action_profiles.get(name)
+        if p is None or name not in {x.name for x in self.info.action_profiles}:
+            raise ControlError("NOT_FOUND", f"action profile {name!r} is not in the program")
+        return p
+
+    def act_prof_member_set(self, profile: str, member_id: int, action: ActionCall) -> None:
+        self._profile(profile).member_set(member_id, action)
+
+    def act_prof_member_delete(self, profile: str, member_id: int) -> None:
+        self._profile(profile).member_delete(member_id)
+
+    def act_prof_members(self, profile: str) -> dict:
+        return {m: call for m, (_, call) in sorted(self._profile(profile).members.items())}
+
+    def act_prof_group_set(self, profile: str, group_id: int, members) -> None:
+        self._profile(profile).group_set(group_id, members)
+
+    def act_prof_group_delete(self, profile: str, group_id: int) -> None:
+        self._profile(profile).group_delete(group_id)
+
+    def act_prof_groups(self, profile: str) -> dict:
+        return dict(sorted(self._profile(profile).groups.items()))
 
     # ------------------------------------------------------------------ parser value sets
     def _value_set(self, name: str) -> ValueSet:

@@ -23,7 +23,7 @@ class _Entry:
 
     def __init__(self, api: TableEntry, impl: ActionImpl, checks: tuple, priority: int, prefix: int):
         self.api = api
-        self.fn, self.args, self.name = impl.fn, api.action.args, impl.name
+        self.fn, self.args, self.name = impl.fn, api.action.args, impl.name   # (ref: no args)
         self.checks, self.priority, self.prefix = checks, priority, prefix
         self.bytes = self.packets = 0
         self.hit = (True, impl.fn)          # what apply() returns on a hit on this entry
@@ -56,7 +56,53 @@ class Table:
         self.initial_default = default
         self.default_entry = None
         self._tracer = None                       # trace sink (list.append) or None
+        # an action profile / selector (``implementation``): entries name its members/groups;
+        # ``apply`` gets every key, the selector keys at ``sel_pos`` (not matched on)
+        self.profile = None
+        self.match_pos: tuple = ()
+        self.sel_pos: tuple = ()
+        self.sel_widths: tuple = ()
         self.set_default_unchecked(default)
+
+    def set_profile(self, profile, match_pos: tuple, sel_pos: tuple, sel_widths: tuple) -> None:
+        """Make this an indirect table of ``profile`` (see :mod:`.profiles`)."""
+        self.profile, self.match_pos = profile, tuple(match_pos)
+        self.sel_pos, self.sel_widths = tuple(sel_pos), tuple(sel_widths)
+        profile.tables.append(self)
+        self._specialise()
+
+    def _apply_indirect(self, key: tuple, length: int = 0):
+        """Look the match keys up; on a hit run the entry's member (or the member its group's
+        hash of the selector keys picks). A miss runs nothing, as on BMv2."""
+        mkey = tuple(key[i] for i in self.match_pos)
+        e = None
+        for cand in self.ordered if not self.exact_only else ():
+            for (kind, a, b), v in zip(cand.checks, mkey):
+                if (v & b != a) if kind == 0 else (v < a or v > b):
+                    break
+            else:
+                e = cand
+                break
+        if self.exact_only:
+            e = self.exact.get(mkey)
+        if e is None:
+            if self._tracer is not None:
+                self._tracer(f"table {self.name}: miss (indirect: no default action)")
+            return False, self.default_entry.fn
+        e.bytes += length
+        e.packets += 1
+        call = self.profile.resolve(e.api.action, tuple(key[i] for i in self.sel_pos),
+                                    self.sel_widths)
+        if call is None:
+            if self._tracer is not None:
+                self._tracer(f"table {self.name}: hit, {e.api.action}: empty group")
+            return True, None
+        impl = self.actions[call.action]
+        if self._tracer is not None:
+            self._tracer(f"table {self.name}: hit, {e.api.action}: action {call.action}"
+                         f"({_args(call.args)})")
+        impl.fn(*call.args)
+        return True, impl.fn
 
     # ----------------------------------------------------------------------------- data path
     @property
@@ -75,6 +121,9 @@ class Table:
         kinds use :meth:`_apply`. Called whenever the default action or the tracer changes
         (entries are looked up through the live dicts)."""
         d = self.default_entry
+        if getattr(self, "profile", None) is not None:
+            self.apply = self._apply_indirect
+            return
         if self._tracer is not None or d is None or not (self.exact_only or self.lpm_levels is not None):
             self.apply = self._apply
             return
@@ -156,7 +205,20 @@ class Table:
         return True, e.fn
 
     # ----------------------------------------------------------------------------- validation
-    def _impl(self, call: ActionCall, for_default: bool) -> ActionImpl:
+    def _impl(self, call, for_default: bool) -> ActionImpl:
+        if getattr(self, "profile", None) is None and isinstance(call, ActionCall):
+            return self.direct_impl(call, for_default)
+        if self.profile is None:
+            raise ControlError("INVALID_ARGUMENT", f"table {self.name} has no action profile: "
+                               f"its entries name an action, not {call}")
+        if for_default:
+            raise ControlError("INVALID_ARGUMENT", f"table {self.name} is implemented by "
+                               f"{self.profile.name}: BMv2 gives it no default action")
+        self.profile.check_ref(call, self.name)
+        return ActionImpl(str(call), None, ())
+
+    def direct_impl(self, call: ActionCall, for_default: bool) -> ActionImpl:
+        """Check that ``call`` is an action of this table (its scope, its arguments)."""
         impl = self.actions.get(call.action)
         if impl is None:
             raise ControlError("INVALID_ARGUMENT" if call.action in self._all_actions

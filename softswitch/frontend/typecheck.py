@@ -431,8 +431,6 @@ class Checker(ExprChecker):
                 raise error(k.expr, f"table key of type {kt} is not supported")
             if k.match_kind not in self.match_kinds:
                 raise error(k, f"{k.match_kind}: unknown match kind")
-            if k.match_kind == "selector":
-                raise unsupported(k, "action selectors")
             d.key_types.append(kt)
         d.action_decls = []
         for ref in d.actions:
@@ -460,10 +458,18 @@ class Checker(ExprChecker):
                     raise error(expr, "size must be a constant numeric expression")
             elif name in ("counters", "meters"):
                 self.check_expr(expr, scope)
-            elif name in ("implementation", "support_timeout"):
+            elif name == "implementation":
+                self.check_implementation(d, expr, scope)
+            elif name == "support_timeout":
                 raise unsupported(expr, f"table property {name}")
             else:
                 self.check_expr(expr, scope)
+        if any(k.match_kind == "selector" for k in d.keys):
+            impl = d.props.get("implementation")
+            if impl is None or getattr(getattr(impl[0], "sym", None), "type", None) is None \
+                    or impl[0].sym.type.name != "action_selector":
+                raise error(d, f"table {d.name} has selector keys but no action_selector "
+                               "implementation")
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
@@ -479,6 +485,19 @@ class Checker(ExprChecker):
                                span=e.action.span)
                 self.check_action_call(call, scope, d)
                 e.call = call
+
+    def check_implementation(self, d: ir.TableDecl, expr: ir.Expr, scope: Scope) -> None:
+        """``implementation = p;``: an ``action_profile`` or ``action_selector`` instance."""
+        if not isinstance(expr, ir.Path):
+            raise unsupported(expr, "an implementation other than an action_profile or "
+                                    "action_selector instance's name")
+        self.check_expr(expr, scope)
+        t = getattr(expr.sym, "type", None) if getattr(expr, "sym", None) else None
+        if not (isinstance(t, ExternT) and t.name in ("action_profile", "action_selector")):
+            raise error(expr, f"{expr.name}: a table's implementation must be an "
+                              "action_profile or action_selector")
+        if d.entries is not None:
+            raise unsupported(d, "entries in a table with an action profile")
 
     def check_action_call(self, expr: ir.Expr, scope: Scope, table: ir.TableDecl) -> None:
         if isinstance(expr, ir.Path):
