@@ -42,7 +42,15 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   port; frames the dataplane sends to the CPU port lose their ``packet_in`` header, whose fields
   become PacketIn metadata for the primary. Digests go to the primary as DigestList once a
   DigestEntry enabled them (one digest per list; acks are accepted and ignored).
-* **Not supported** (UNIMPLEMENTED): action profiles and selectors, extern entries,
+* **Action profiles and selectors**: ActionProfileMember and ActionProfileGroup (INSERT,
+  MODIFY, DELETE, Read with wildcards), entries naming ``action_profile_member_id`` or
+  ``action_profile_group_id``. A direct action in an entry of such a table, a member or group
+  in an entry of another table, a group of an action profile without selector are
+  INVALID_ARGUMENT; an unknown member or group (one of another profile included) NOT_FOUND;
+  deleting a member a group or an entry uses, or a group an entry uses, FAILED_PRECONDITION;
+  more members than the profile's size RESOURCE_EXHAUSTED; weights above 1 and
+  ``action_profile_action_set`` UNIMPLEMENTED (BMv2 has neither).
+* **Not supported** (UNIMPLEMENTED): extern entries,
   DirectMeterEntry and meter config in table entries, resetting a MeterEntry. DigestEntry config
   knobs are accepted and ignored.
 

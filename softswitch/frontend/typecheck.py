@@ -464,12 +464,10 @@ class Checker(ExprChecker):
                 raise unsupported(expr, f"table property {name}")
             else:
                 self.check_expr(expr, scope)
-        if any(k.match_kind == "selector" for k in d.keys):
-            impl = d.props.get("implementation")
-            if impl is None or getattr(getattr(impl[0], "sym", None), "type", None) is None \
-                    or impl[0].sym.type.name != "action_selector":
-                raise error(d, f"table {d.name} has selector keys but no action_selector "
-                               "implementation")
+        if any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props:
+            # p4c accepts it (and an action_profile's table drops such keys, as here)
+            raise unsupported(d, f"selector keys in table {d.name}, which has no "
+                                 "action_selector implementation")
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
@@ -494,8 +492,8 @@ class Checker(ExprChecker):
         self.check_expr(expr, scope)
         t = getattr(expr.sym, "type", None) if getattr(expr, "sym", None) else None
         if not (isinstance(t, ExternT) and t.name in ("action_profile", "action_selector")):
-            raise error(expr, f"{expr.name}: a table's implementation must be an "
-                              "action_profile or action_selector")
+            raise error(expr, f"{expr.name}: expected a reference to an instance (of "
+                              "action_profile or action_selector)")
         if d.entries is not None:
             raise unsupported(d, "entries in a table with an action profile")
 

@@ -101,11 +101,24 @@ class Codec:
             out.append(fm)
         return out
 
-    def action_call(self, table: Table, table_action, default: bool) -> ActionCall:
+    def action_call(self, table: Table, table_action, default: bool, member: bool = False):
+        """The api action of a TableAction (``member``: an action profile member's action,
+        checked as an entry's action of ``table``)."""
         kind = table_action.WhichOneof("type")
+        profile = table.info.implementation
+        if kind in ("action_profile_member_id", "action_profile_group_id"):
+            if profile is None:
+                raise invalid(f"table {table.info.name!r} has no action profile: its entries "
+                               f"take an action, not a {kind}")
+            if kind == "action_profile_member_id":
+                return api.MemberRef(table_action.action_profile_member_id)
+            return api.GroupRef(table_action.action_profile_group_id)
+        if kind == "action" and profile is not None and not default and not member:
+            raise invalid(f"table {table.info.name!r} is implemented by action profile "
+                           f"{profile!r}: its entries take a member or group id, not an action")
         if kind != "action":
-            raise unimplemented(f"table {table.info.name!r}: {kind or 'no'} action: only "
-                                 "direct actions are supported")
+            raise unimplemented(f"table {table.info.name!r}: {kind or 'no'} action: "
+                                 "action_profile_action_set is not supported")
         msg = table_action.action
         action = self.pipeline.action(msg.action_id)
         name = action.info.name
@@ -130,8 +143,14 @@ class Codec:
             raise invalid(f"action {name!r} is missing parameters {', '.join(missing)}")
         return ActionCall(name, tuple(args))
 
-    def encode_action(self, call: ActionCall) -> p4runtime_pb2.TableAction:
+    def encode_action(self, call) -> p4runtime_pb2.TableAction:
         table_action = p4runtime_pb2.TableAction()
+        if isinstance(call, api.MemberRef):
+            table_action.action_profile_member_id = call.member_id
+            return table_action
+        if isinstance(call, api.GroupRef):
+            table_action.action_profile_group_id = call.group_id
+            return table_action
         action_id = self.pipeline.action_ids.get(call.action)
         if action_id is None:
             raise P4RuntimeError(grpc.StatusCode.INTERNAL,
@@ -170,6 +189,22 @@ class Codec:
         msg.is_const = entry.is_const
         if counter is not None:
             msg.counter_data.byte_count, msg.counter_data.packet_count = counter
+
+    # -- action profiles ---------------------------------------------------------------------------
+    def profile_action(self, profile, action_msg) -> ActionCall:
+        """The action of an ActionProfileMember: an action of the profile's tables (checked
+        against the first; the dataplane checks every table)."""
+        tables = [t for t in self.pipeline.tables.values()
+                  if t.info.name in profile.info.tables]
+        if not tables:
+            raise invalid(f"action profile {profile.name!r} implements no table")
+        table_action = p4runtime_pb2.TableAction()
+        table_action.action.CopyFrom(action_msg)
+        try:
+            return self.action_call(tables[0], table_action, default=False, member=True)
+        except P4RuntimeError as exc:
+            raise P4RuntimeError(exc.code, f"member of action profile {profile.name!r}: "
+                                           f"{exc.message}") from None
 
     # -- parser value sets -----------------------------------------------------------------------
     @staticmethod

@@ -124,6 +124,8 @@ class Pipeline:
         self.direct_meters = self._resources(p4info.direct_meters, info.direct_meters,
                                              "direct meter")
         self.digests = self._resources(p4info.digests, info.digests, "digest")
+        self.action_profiles = self._resources(p4info.action_profiles, info.action_profiles,
+                                               "action profile")
         self.value_sets = self._resources(p4info.value_sets, info.value_sets, "value set",
                                           _check_value_set)
         self.digest_ids = {r.name: r.id for r in self.digests.values()}

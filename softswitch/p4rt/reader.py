@@ -227,6 +227,29 @@ class Reader(Codec):
             self._items.extend((_fill_meter, meter.id, index, get(meter.name, index))
                                for index in self._cells(msg, meter, "meter"))
 
+    def _read_action_profile_member(self, msg) -> None:
+        for profile in self._resources("action profile", msg.action_profile_id):
+            members = self.dp.act_prof_members(profile.name)
+            self._scan(len(members), f"members of action profile {profile.name!r}")
+            found = [(m, call) for m, call in members.items() if msg.member_id in (0, m)]
+            self._reserve(len(found), f"members of action profile {profile.name!r}")
+            self._items.extend((self._fill_member, profile.id, m, call) for m, call in found)
+
+    def _fill_member(self, entity, profile_id: int, member_id: int, call) -> None:
+        member = entity.action_profile_member
+        member.action_profile_id, member.member_id = profile_id, member_id
+        member.action.CopyFrom(self.encode_action(call).action)
+
+    def _read_action_profile_group(self, msg) -> None:
+        for profile in self._resources("action profile", msg.action_profile_id):
+            if not profile.info.with_selector:
+                continue
+            groups = self.dp.act_prof_groups(profile.name)
+            self._scan(len(groups), f"groups of action profile {profile.name!r}")
+            found = [(g, ids) for g, ids in groups.items() if msg.group_id in (0, g)]
+            self._reserve(len(found), f"groups of action profile {profile.name!r}")
+            self._items.extend((_fill_group_entry, profile.id, g, ids) for g, ids in found)
+
     def _read_value_set_entry(self, msg) -> None:
         for value_set in self._resources("value set", msg.value_set_id):
             members = self.dp.value_set_get(value_set.name)
@@ -239,6 +262,13 @@ class Reader(Codec):
                    if digest.id in self.server._digest_enabled]
         self._reserve(len(digests), "digests")
         self._items.extend((_fill_digest, digest.id) for digest in digests)
+
+
+def _fill_group_entry(entity, profile_id: int, group_id: int, members) -> None:
+    group = entity.action_profile_group
+    group.action_profile_id, group.group_id = profile_id, group_id
+    for m in members:
+        group.members.add(member_id=m, weight=1)
 
 
 def _fill_counter(entity, counter_id: int, index: int, byte_count: int, packet_count: int):
