@@ -550,6 +550,25 @@ class Bmv2Dataplane:
     def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None:
         self.thrift.counter_write(name, index, bytes_, packets)
 
+    def meter_set(self, name: str, index: int, cir: int, cburst: int, pir: int,
+                  pburst: int) -> None:
+        """Configure a meter cell (rates in units per second, as P4Runtime's MeterConfig;
+        BMv2 takes units per microsecond), over Thrift ``bm_meter_set_rates``."""
+        try:
+            self.thrift.meter_set_rates(name, index, [(cir / 1e6, cburst), (pir / 1e6, pburst)])
+        except Bmv2Error as exc:
+            raise ControlError("INVALID_ARGUMENT", str(exc)) from None
+
+    def meter_get(self, name: str, index: int) -> Optional[tuple[int, int, int, int]]:
+        try:
+            rates = self.thrift.meter_get_rates(name, index)
+        except Bmv2Error as exc:
+            raise ControlError("INVALID_ARGUMENT", str(exc)) from None
+        if len(rates) != 2:
+            return None
+        (cir, cburst), (pir, pburst) = rates
+        return round(cir * 1e6), cburst, round(pir * 1e6), pburst
+
     def direct_counter_read(self, table: str, entry: TableEntry) -> tuple[int, int]:
         """(bytes, packets) of ``entry``'s direct counter, read over P4Runtime
         (``DirectCounterEntry``: the entry named by its match and priority)."""

@@ -55,8 +55,13 @@ Supported commands
     (p4c-bm2-ss ignores ``@match``): there are no masks. Adding more members than the set's
     size fails (RESOURCE_EXHAUSTED).
 
-Meter commands (``meter_set_rates``, ...), ``mirroring_add_mc`` and anything else are reported
-as failures ("unsupported STF command"), never silently passed.
+``meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST``
+    Configure an indexed meter's cell, rates in units (packets or bytes) per microsecond as
+    ``simple_switch_CLI`` takes them. A rate of 0 never refills: the colours of a packet
+    sequence then depend on the bursts only, not on time.
+
+Direct meter commands, ``mirroring_add_mc`` and anything else are reported as failures
+("unsupported STF command"), never silently passed.
 
 Only ports named by a ``packet`` or ``expect`` command are checked (BMv2's STF opens an
 interface for those ports only); frames sent to other ports are in :attr:`StfResult.outputs`.
@@ -530,6 +535,29 @@ class StfRunner:
     def cmd_mirroring_get(self, rest: str) -> None:
         (session,) = self._ints(rest, 1, "mirroring_get SESSION")[:1]
         self.log.append(f"    {self.dp.clone_sessions().get(session)}")
+
+    # -- meters --------------------------------------------------------------------------------
+    def cmd_meter_set_rates(self, rest: str) -> None:
+        """``meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST``, rates in units per
+        microsecond as ``simple_switch_CLI`` takes them (the dataplane API and P4Runtime use
+        units per second)."""
+        words = rest.split()
+        if len(words) != 4 or not all(":" in w for w in words[2:]):
+            raise StfError("expected meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST "
+                           "(rates in units per microsecond)")
+        name = resolve_name(words[0], [m.name for m in self.info.meters], "meter")
+        rates = []
+        for word in words[2:]:
+            rate_text, _, burst_text = word.partition(":")
+            try:
+                rate = float(rate_text)
+            except ValueError:
+                raise StfError(f"rate {rate_text!r} is not a number") from None
+            if rate < 0:
+                raise StfError(f"rate {rate_text!r} is negative")
+            rates.append((round(rate * 1e6), parse_number(burst_text)))
+        (cir, cburst), (pir, pburst) = rates
+        self.dp.meter_set(name, parse_number(words[1]), cir, cburst, pir, pburst)
 
     # -- action profiles and selectors (HINA extension) ---------------------------------------
     def _profile_ref(self, table: TableInfo, kind: str, args: str):
