@@ -569,6 +569,21 @@ class Bmv2Dataplane:
         (cir, cburst), (pir, pburst) = rates
         return round(cir * 1e6), cburst, round(pir * 1e6), pburst
 
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        """The direct meter cell of ``entry`` (P4Runtime ``DirectMeterEntry`` MODIFY)."""
+        fields = self.info.table(table).match_fields
+        try:
+            match = self.conn.require_index().table_entry(table, _entry_match(entry, fields),
+                                                          None, priority=entry.priority)
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        msg = p4runtime_pb2.DirectMeterEntry(table_entry=match)
+        msg.config.cir, msg.config.cburst, msg.config.pir, msg.config.pburst = (
+            cir, cburst, pir, pburst)
+        self._write([self.conn.update("MODIFY", direct_meter_entry=msg)],
+                    f"direct meter of {table}")
+
     def direct_counter_read(self, table: str, entry: TableEntry) -> tuple[int, int]:
         """(bytes, packets) of ``entry``'s direct counter, read over P4Runtime
         (``DirectCounterEntry``: the entry named by its match and priority)."""

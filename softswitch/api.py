@@ -423,6 +423,11 @@ class Dataplane(Protocol):
     def meter_set(self, name: str, index: int, cir: int, cburst: int,
                   pir: int, pburst: int) -> None: ...
     def meter_get(self, name: str, index: int) -> Optional[tuple[int, int, int, int]]: ...
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        """Configure the direct meter cell of ``entry`` (rates in units per second)."""
+    def direct_meter_get(self, table: str,
+                         entry: TableEntry) -> Optional[tuple[int, int, int, int]]: ...
 
     # -- action profiles and selectors --------------------------------------------------------
     def act_prof_member_set(self, profile: str, member_id: int, action: ActionCall) -> None:

@@ -25,7 +25,7 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   it; on the first failure every applied update is undone and the others report ABORTED).
   TableEntry (with default entries),
   MulticastGroupEntry, CloneSessionEntry, CounterEntry, DirectCounterEntry, RegisterEntry,
-  MeterEntry, DigestEntry, ValueSetEntry (MODIFY only, the whole set: exact members, at most
+  MeterEntry, DirectMeterEntry, DigestEntry, ValueSetEntry (MODIFY only, the whole set: exact members, at most
   the set's size, else RESOURCE_EXHAUSTED; PI's BMv2 server refuses ValueSetEntry writes, so
   BMv2 is driven through its Thrift ``bm_parse_vset_*`` calls in the tests). Failed updates are reported as PI does: overall status UNKNOWN with
   one ``p4.v1.Error`` per update in ``grpc-status-details-bin``.
@@ -51,7 +51,7 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   more members than the profile's size RESOURCE_EXHAUSTED; weights above 1 and
   ``action_profile_action_set`` UNIMPLEMENTED (BMv2 has neither).
 * **Not supported** (UNIMPLEMENTED): extern entries,
-  DirectMeterEntry and meter config in table entries, resetting a MeterEntry. DigestEntry config
+  meter config in table entries, resetting a MeterEntry or DirectMeterEntry. DigestEntry config
   knobs are accepted and ignored.
 
 Example::

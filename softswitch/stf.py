@@ -55,12 +55,13 @@ Supported commands
     (p4c-bm2-ss ignores ``@match``): there are no masks. Adding more members than the set's
     size fails (RESOURCE_EXHAUSTED).
 
-``meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST``
-    Configure an indexed meter's cell, rates in units (packets or bytes) per microsecond as
-    ``simple_switch_CLI`` takes them. A rate of 0 never refills: the colours of a packet
-    sequence then depend on the bursts only, not on time.
+``meter_set_rates NAME INDEX|HANDLE CIR:CBURST PIR:PBURST``
+    Configure an indexed meter's cell, or a direct meter's cell of the entry added
+    ``= HANDLE``, rates in units (packets or bytes) per microsecond as ``simple_switch_CLI``
+    takes them. A rate of 0 never refills: the colours of a packet sequence then depend on the
+    bursts only, not on time.
 
-Direct meter commands, ``mirroring_add_mc`` and anything else are reported as failures
+``mirroring_add_mc`` and anything else are reported as failures
 ("unsupported STF command"), never silently passed.
 
 Only ports named by a ``packet`` or ``expect`` command are checked (BMv2's STF opens an
@@ -545,7 +546,8 @@ class StfRunner:
         if len(words) != 4 or not all(":" in w for w in words[2:]):
             raise StfError("expected meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST "
                            "(rates in units per microsecond)")
-        name = resolve_name(words[0], [m.name for m in self.info.meters], "meter")
+        direct = [m.name for m in self.info.direct_meters]
+        name = resolve_name(words[0], [m.name for m in self.info.meters] + direct, "meter")
         rates = []
         for word in words[2:]:
             rate_text, _, burst_text = word.partition(":")
@@ -557,6 +559,17 @@ class StfRunner:
                 raise StfError(f"rate {rate_text!r} is negative")
             rates.append((round(rate * 1e6), parse_number(burst_text)))
         (cir, cburst), (pir, pburst) = rates
+        if name in direct:
+            entry = self.handles.get(words[1].lstrip("$"))
+            if entry is None:
+                raise StfError(f"{name} is a direct meter: {words[1]!r} must name an entry "
+                               f"added with '= HANDLE'")
+            table = next(m.table for m in self.info.direct_meters if m.name == name)
+            if table != entry.table:
+                raise StfError(f"direct meter {name} belongs to table {table}, but entry "
+                               f"{words[1]} is in {entry.table}")
+            self.dp.direct_meter_set(table, entry, cir, cburst, pir, pburst)
+            return
         self.dp.meter_set(name, parse_number(words[1]), cir, cburst, pir, pburst)
 
     # -- action profiles and selectors (HINA extension) ---------------------------------------

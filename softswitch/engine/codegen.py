@@ -465,7 +465,7 @@ class ProgramGen(CodeGen):
                                f"{self.names[call.func.sym]}, {args!r}, {prio})")
         counters = props.get("counters")
         meters = props.get("meters")
-        if counters:
+        if counters or meters:          # direct meters of BYTES measure the length too
             self.counted_tables.add(vn)
         for k in d.keys:
             self._enum_use(full, k.expr.type)

@@ -268,11 +268,21 @@ class DirectCounter:
 
 
 class DirectMeter:
+    """A table's direct meter: its table executes the hit entry's cell (an unconfigured one
+    marks GREEN) and leaves the colour in ``last`` for ``read``; a miss marks GREEN (BMv2
+    meters the default entry, which has no configuration here)."""
+
+    GREEN = externs.METER_GREEN
+
     def __init__(self, name: str, unit: str):
         self.name, self.unit, self.table = name, unit, None
+        self.last: Optional[int] = None
 
-    def color(self) -> int:
-        return externs.METER_GREEN
+    def execute(self, cell, length: int) -> None:
+        if cell is None:
+            self.last = externs.METER_GREEN
+        else:
+            self.last = cell.execute(length if self.unit == "BYTES" else 1)
 
 
 class ValueSet:
@@ -372,6 +382,8 @@ class Registry:
         for d in (dcounter, dmeter):
             if d is not None:
                 d.table = name
+        if dmeter is not None:
+            t.set_direct_meter(dmeter)
         self.tables[name] = t
         return t
 
@@ -741,6 +753,23 @@ class V1Dataplane:
     def direct_counter_write(self, table: str, entry: TableEntry, bytes_: int, packets: int) -> None:
         e = self._table(table).counter(entry)
         e.bytes, e.packets = int(bytes_), int(packets)
+
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        t = self._table(table)
+        if t.info.direct_meter is None:
+            raise ControlError("NOT_FOUND", f"table {table} has no direct meter")
+        if cir > pir:
+            raise ControlError("INVALID_ARGUMENT", f"direct meter of {table}: CIR {cir} > "
+                                                   f"PIR {pir}")
+        t.counter(entry, kind="meter").meter = externs.MeterCell(cir, cburst, pir, pburst)
+
+    def direct_meter_get(self, table: str, entry: TableEntry):
+        t = self._table(table)
+        if t.info.direct_meter is None:
+            raise ControlError("NOT_FOUND", f"table {table} has no direct meter")
+        c = t.counter(entry, kind="meter").meter
+        return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
 
     # ------------------------------------------------------------------ PRE
     def mcast_group_set(self, group_id: int, replicas: Sequence[Replica]) -> None:

@@ -19,13 +19,14 @@ class ActionImpl:
 
 class _Entry:
     __slots__ = ("api", "fn", "args", "name", "checks", "priority", "prefix", "bytes", "packets",
-                 "hit")
+                 "hit", "meter")
 
     def __init__(self, api: TableEntry, impl: ActionImpl, checks: tuple, priority: int, prefix: int):
         self.api = api
         self.fn, self.args, self.name = impl.fn, api.action.args, impl.name   # (ref: no args)
         self.checks, self.priority, self.prefix = checks, priority, prefix
         self.bytes = self.packets = 0
+        self.meter = None                   # its direct meter's cell, once configured
         self.hit = (True, impl.fn)          # what apply() returns on a hit on this entry
 
 
@@ -58,11 +59,16 @@ class Table:
         self._tracer = None                       # trace sink (list.append) or None
         # an action profile / selector (``implementation``): entries name its members/groups;
         # ``apply`` gets every key, the selector keys at ``sel_pos`` (not matched on)
+        self.direct_meter = None                  # runtime.DirectMeter, executed on a hit
         self.profile = None
         self.match_pos: tuple = ()
         self.sel_pos: tuple = ()
         self.sel_widths: tuple = ()
         self.set_default_unchecked(default)
+
+    def set_direct_meter(self, meter) -> None:
+        self.direct_meter = meter
+        self._specialise()
 
     def set_profile(self, profile, match_pos: tuple, sel_pos: tuple, sel_widths: tuple) -> None:
         """Make this an indirect table of ``profile`` (see :mod:`.profiles`)."""
@@ -123,6 +129,9 @@ class Table:
         d = self.default_entry
         if getattr(self, "profile", None) is not None:
             self.apply = self._apply_indirect
+            return
+        if getattr(self, "direct_meter", None) is not None:
+            self.apply = self._apply
             return
         if self._tracer is not None or d is None or not (self.exact_only or self.lpm_levels is not None):
             self.apply = self._apply
@@ -191,14 +200,19 @@ class Table:
                 else:
                     e = cand
                     break
+        dm = self.direct_meter
         if e is None:
             d = self.default_entry
             if self._tracer is not None:
                 self._tracer(f"table {self.name}: miss, default action {d.name}({_args(d.args)})")
+            if dm is not None:          # BMv2 meters the default entry too (unconfigured)
+                dm.last = dm.GREEN
             d.fn(*d.args)
             return False, d.fn
         e.bytes += length
         e.packets += 1
+        if dm is not None:
+            dm.execute(e.meter, length)
         if self._tracer is not None:
             self._tracer(f"table {self.name}: hit, action {e.name}({_args(e.args)})")
         e.fn(*e.args)
@@ -353,6 +367,7 @@ class Table:
         new = _Entry(entry, impl, old.checks, old.priority, old.prefix)
         new.bytes, new.packets = (entry.counter_data if entry.counter_data is not None
                                   else (old.bytes, old.packets))
+        new.meter = old.meter
         self._remove(ident, old)
         self._add(ident, new)
 
@@ -396,7 +411,8 @@ class Table:
     def get_default(self) -> ActionCall:
         return self.default_entry.api.action
 
-    def counter(self, entry: TableEntry) -> _Entry:
-        if self.info.direct_counter is None:
+    def counter(self, entry: TableEntry, kind: str = "counter") -> _Entry:
+        """The entry a direct counter (or meter) cell belongs to."""
+        if kind == "counter" and self.info.direct_counter is None:
             raise ControlError("NOT_FOUND", f"table {self.name} has no direct counter")
         return self._find(entry)[1]

@@ -215,6 +215,30 @@ class Reader(Codec):
         data = entity.direct_counter_entry.data
         data.byte_count, data.packet_count = counter
 
+    def _read_direct_meter_entry(self, msg) -> None:
+        request = msg.table_entry
+        for table in self._tables(request.table_id):
+            name = table.info.name
+            if not table.info.direct_meter:
+                if request.table_id:
+                    raise invalid(f"table {name!r} has no direct meter")
+                continue
+            wanted = self.matches(table, request.match) if request.match else None
+            entries = self.dp.table_entries(name)
+            self._scan(len(entries), f"entries of table {name!r}")
+            entries = [entry for entry in entries
+                       if wanted is None or (entry.matches == wanted
+                                             and entry.priority == request.priority)]
+            self._reserve(len(entries), f"direct meter cells of table {name!r}")
+            self._items.extend((self._fill_direct_meter, table, entry,
+                                self.dp.direct_meter_get(name, entry)) for entry in entries)
+
+    def _fill_direct_meter(self, entity, table: Table, entry: api.TableEntry, config) -> None:
+        self.fill_entry(entity.direct_meter_entry.table_entry, table, entry)
+        if config is not None:
+            c = entity.direct_meter_entry.config
+            c.cir, c.cburst, c.pir, c.pburst = config
+
     def _read_register_entry(self, msg) -> None:
         for register in self._resources("register", msg.register_id):
             read = self.dp.register_read

@@ -212,6 +212,21 @@ class Writer(Codec):
                 self._remember(lambda i=index, old=old: self.dp.meter_set(meter.name, i,
                                                                              *old))
 
+    def _write_direct_meter_entry(self, kind: int, msg) -> None:
+        table = self.pipeline.table(msg.table_entry.table_id)
+        what = f"direct meter of table {table.info.name!r}"
+        self._modify_only(kind, what)
+        if not table.info.direct_meter:
+            raise invalid(f"table {table.info.name!r} has no direct meter")
+        if not msg.HasField("config"):
+            raise unimplemented(f"{what}: resetting a meter to its default is not supported")
+        entry = self.table_entry(table, msg.table_entry, need_action=False)
+        c = msg.config
+        old = self.dp.direct_meter_get(table.info.name, entry) if self.undoable else None
+        self.dp.direct_meter_set(table.info.name, entry, c.cir, c.cburst, c.pir, c.pburst)
+        if old is not None:
+            self._remember(lambda: self.dp.direct_meter_set(table.info.name, entry, *old))
+
     def _write_action_profile_member(self, kind: int, msg) -> None:
         profile = self.pipeline.resource("action profile", msg.action_profile_id)
         what = f"member {msg.member_id} of action profile {profile.name!r}"

@@ -223,3 +223,35 @@ def test_action_profile_without_selector_has_no_groups(pushed):
     write(stub, entry_update(ids, "MyIngress.t", 1, member=10))
     write(stub, entry_update(ids, "MyIngress.t", 1, kind=Update.DELETE))
     write(stub, member_update(ids, "MyIngress.prof", 10, kind=Update.DELETE))
+
+
+# --------------------------------------------------------------------------------------------
+# direct meters
+# --------------------------------------------------------------------------------------------
+def test_direct_meter_config_colours_the_entry_and_reads_back(pushed, running_switch):
+    stub, p4info = pushed("direct_meter_configured.p4")
+    ids = {o.preamble.name: o.preamble.id for o in (*p4info.tables, *p4info.actions)}
+    for port in (1, 2):
+        running_switch.switch.add_port(InProcessPort(port))
+    entity = p4runtime_pb2.Entity()
+    entry = entity.table_entry
+    entry.table_id = ids["MyIngress.t"]
+    entry.match.add(field_id=1).exact.value = b"\x01"
+    entry.action.action.action_id = ids["MyIngress.metered"]
+    entry.action.action.params.add(param_id=1, value=b"\x02")
+    write(stub, Update(type=Update.INSERT, entity=entity))
+    meter = p4runtime_pb2.Entity()
+    meter.direct_meter_entry.table_entry.table_id = entry.table_id
+    meter.direct_meter_entry.table_entry.match.extend(entry.match)
+    config = meter.direct_meter_entry.config
+    config.cir, config.cburst, config.pir, config.pburst = 0, 1, 0, 2
+    write(stub, Update(type=Update.MODIFY, entity=meter))
+    colours = [running_switch.switch.receive(0, b"\x01\xff\x00")[0][1][1] for _ in range(3)]
+    assert colours == [0, 1, 2]                                   # GREEN, YELLOW, RED
+    (answer,) = stub.Read(p4runtime_pb2.ReadRequest(device_id=0, entities=[meter]))
+    assert answer.entities[0].direct_meter_entry.config == config
+    assert refused(stub, Update(type=Update.INSERT, entity=meter)) == [
+        code_pb2.INVALID_ARGUMENT]                                # MODIFY only
+    config.cir = 5                                                # above the PIR
+    assert refused(stub, Update(type=Update.MODIFY, entity=meter)) == [
+        code_pb2.INVALID_ARGUMENT]
