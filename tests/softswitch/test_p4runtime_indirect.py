@@ -10,7 +10,7 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from test_p4runtime import pipeline_request, write_errors
+from p4rt_util import pipeline_request, write_errors
 
 from hina.softswitch.compiler import compile_file
 from hina.softswitch.p4info import build_p4info
