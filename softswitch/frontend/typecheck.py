@@ -467,7 +467,7 @@ class Checker(ExprChecker):
         if any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props:
             # p4c accepts it (and an action_profile's table drops such keys, as here)
             raise unsupported(d, f"selector keys in table {d.name}, which has no "
-                                 "action_selector implementation")
+                                 "implementation")
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
