@@ -91,12 +91,17 @@ class Table:
                 break
         if self.exact_only:
             e = self.exact.get(mkey)
+        dm = self.direct_meter
         if e is None:
             if self._tracer is not None:
                 self._tracer(f"table {self.name}: miss (indirect: no default action)")
+            if dm is not None:
+                dm.last = dm.GREEN
             return False, self.default_entry.fn
         e.bytes += length
         e.packets += 1
+        if dm is not None:
+            dm.execute(e.meter, length)
         call = self.profile.resolve(e.api.action, tuple(key[i] for i in self.sel_pos),
                                     self.sel_widths)
         if call is None:
