@@ -526,6 +526,27 @@ class Bmv2Thrift:
         from bm_runtime.standard.ttypes import BmCounterValue  # type: ignore[import-not-found]
         self._call("bm_counter_write", name, index, BmCounterValue(bytes=bytes_, packets=packets))
 
+    def meter_set_rates(self, name: str, index: int,
+                        rates: list[tuple[float, int]]) -> None:
+        """Cell ``index`` of meter array ``name``: ``rates`` = [(committed units per
+        microsecond, burst), (peak units per microsecond, burst)], as ``simple_switch_CLI``'s
+        ``meter_set_rates`` takes them."""
+        from bm_runtime.standard.ttypes import BmMeterRateConfig  # type: ignore[import-not-found]
+        self._call("bm_meter_set_rates", name, index,
+                   [BmMeterRateConfig(units_per_micros=float(r), burst_size=int(b))
+                    for r, b in rates])
+
+    def meter_get_rates(self, name: str, index: int) -> list[tuple[float, int]]:
+        return [(r.units_per_micros, r.burst_size)
+                for r in self._call("bm_meter_get_rates", name, index)]
+
+    def parse_vset_add(self, name: str, value: bytes) -> None:
+        """Add ``value`` (the member's fields packed, big-endian) to parser value set ``name``."""
+        self._call("bm_parse_vset_add", name, value)
+
+    def parse_vset_clear(self, name: str) -> None:
+        self._call("bm_parse_vset_clear", name)
+
     def close(self) -> None:
         try:
             self._transport.close()

@@ -37,10 +37,11 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from p4.v1 import p4runtime_pb2
 
-from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, Lpm, Optional_,
+from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, GroupRef, Lpm,
+                            MemberRef, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
-from .bmv2 import WORKDIR_PREFIX, Bmv2Process, Bmv2Thrift, compile_p4c
+from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection
 
 __all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
@@ -336,6 +337,9 @@ class Bmv2Dataplane:
         self.veths = self.switch = self.conn = self.thrift = self.io = None
         self._groups: dict[int, tuple[Replica, ...]] = {}
         self._sessions: dict[int, CloneSession] = {}
+        self._value_sets: dict[str, list[tuple[int, ...]]] = {}
+        self._ap_members: dict[str, dict[int, ActionCall]] = {}
+        self._ap_groups: dict[str, dict[int, tuple[int, ...]]] = {}
         try:
             sweep_stale()
             self.veths = VethPorts(ports)
@@ -372,6 +376,9 @@ class Bmv2Dataplane:
             self.mcast_group_delete(group)
         for session in list(self._sessions):
             self.clone_session_delete(session)
+        self._value_sets.clear()
+        self._ap_members.clear()        # the pipeline push below empties the profiles
+        self._ap_groups.clear()
         self.conn.set_pipeline(read_p4info_text(str(self.build.p4info)),
                                self.build.device_config())
         self.late.clear()
@@ -425,6 +432,17 @@ class Bmv2Dataplane:
 
     def _table_update(self, kind: str, entry: TableEntry):
         fields = self.info.table(entry.table).match_fields
+        if isinstance(entry.action, (MemberRef, GroupRef)):
+            try:
+                msg = self.conn.require_index().table_entry(
+                    entry.table, _entry_match(entry, fields), None, priority=entry.priority)
+            except P4RuntimeClientError as exc:
+                raise _control_error(exc) from None
+            if isinstance(entry.action, MemberRef):
+                msg.action.action_profile_member_id = entry.action.member_id
+            else:
+                msg.action.action_profile_group_id = entry.action.group_id
+            return self.conn.update(kind, table_entry=msg)
         params = {}
         if kind != "DELETE":
             action = self.info.action(entry.action.action)
@@ -450,6 +468,25 @@ class Bmv2Dataplane:
 
     def table_delete(self, entry: TableEntry) -> None:
         self._write([self._table_update("DELETE", entry)], f"delete from {entry.table}")
+
+    def table_clear(self, table: str) -> None:
+        """Delete every entry of ``table`` (read over P4Runtime, then deleted in one Write)."""
+        try:
+            table_id = self.conn.require_index().table(table).preamble.id
+            found = self.conn.read([p4runtime_pb2.Entity(
+                table_entry=p4runtime_pb2.TableEntry(table_id=table_id))], f"entries of {table}")
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        updates = []
+        for entity in found:
+            entry = p4runtime_pb2.TableEntry()
+            entry.CopyFrom(entity.table_entry)
+            if entry.is_const:
+                continue
+            entry.ClearField("action")
+            updates.append(self.conn.update("DELETE", table_entry=entry))
+        if updates:
+            self._write(updates, f"clear {table}")
 
     def table_set_default(self, table: str, action: ActionCall) -> None:
         info = self.info.action(action.action)
@@ -513,6 +550,40 @@ class Bmv2Dataplane:
     def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None:
         self.thrift.counter_write(name, index, bytes_, packets)
 
+    def meter_set(self, name: str, index: int, cir: int, cburst: int, pir: int,
+                  pburst: int) -> None:
+        """Configure a meter cell (rates in units per second, as P4Runtime's MeterConfig;
+        BMv2 takes units per microsecond), over Thrift ``bm_meter_set_rates``."""
+        try:
+            self.thrift.meter_set_rates(name, index, [(cir / 1e6, cburst), (pir / 1e6, pburst)])
+        except Bmv2Error as exc:
+            raise ControlError("INVALID_ARGUMENT", str(exc)) from None
+
+    def meter_get(self, name: str, index: int) -> Optional[tuple[int, int, int, int]]:
+        try:
+            rates = self.thrift.meter_get_rates(name, index)
+        except Bmv2Error as exc:
+            raise ControlError("INVALID_ARGUMENT", str(exc)) from None
+        if len(rates) != 2:
+            return None
+        (cir, cburst), (pir, pburst) = rates
+        return round(cir * 1e6), cburst, round(pir * 1e6), pburst
+
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        """The direct meter cell of ``entry`` (P4Runtime ``DirectMeterEntry`` MODIFY)."""
+        fields = self.info.table(table).match_fields
+        try:
+            match = self.conn.require_index().table_entry(table, _entry_match(entry, fields),
+                                                          None, priority=entry.priority)
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        msg = p4runtime_pb2.DirectMeterEntry(table_entry=match)
+        msg.config.cir, msg.config.cburst, msg.config.pir, msg.config.pburst = (
+            cir, cburst, pir, pburst)
+        self._write([self.conn.update("MODIFY", direct_meter_entry=msg)],
+                    f"direct meter of {table}")
+
     def direct_counter_read(self, table: str, entry: TableEntry) -> tuple[int, int]:
         """(bytes, packets) of ``entry``'s direct counter, read over P4Runtime
         (``DirectCounterEntry``: the entry named by its match and priority)."""
@@ -530,6 +601,97 @@ class Bmv2Dataplane:
                                             f"direct counter ({len(found)} answers)")
         data = found[0].direct_counter_entry.data
         return data.byte_count, data.packet_count
+
+    # -- action profiles and selectors (P4Runtime) ---------------------------------------------
+    def _profile_id(self, profile: str) -> int:
+        from hina.softswitch.p4info import read_p4info_text
+        for p in read_p4info_text(str(self.build.p4info)).action_profiles:
+            if p.preamble.name == profile:
+                return p.preamble.id
+        raise ControlError("NOT_FOUND", f"action profile {profile!r} is not in the P4Info")
+
+    def act_prof_member_set(self, profile: str, member_id: int, action: ActionCall) -> None:
+        members = self._ap_members.setdefault(profile, {})
+        info = self.info.action(action.action)
+        try:
+            msg = self.conn.require_index().action_msg(
+                action.action, {p.name: v for p, v in zip(info.params, action.args)})
+        except P4RuntimeClientError as exc:
+            raise _control_error(exc) from None
+        member = p4runtime_pb2.ActionProfileMember(action_profile_id=self._profile_id(profile),
+                                                   member_id=member_id, action=msg)
+        kind = "MODIFY" if member_id in members else "INSERT"
+        self._write([self.conn.update(kind, action_profile_member=member)],
+                    f"member {member_id} of {profile}")
+        members[member_id] = action
+
+    def act_prof_member_delete(self, profile: str, member_id: int) -> None:
+        member = p4runtime_pb2.ActionProfileMember(action_profile_id=self._profile_id(profile),
+                                                   member_id=member_id)
+        self._write([self.conn.update("DELETE", action_profile_member=member)],
+                    f"delete member {member_id} of {profile}")
+        self._ap_members.get(profile, {}).pop(member_id, None)
+
+    def act_prof_members(self, profile: str) -> dict[int, ActionCall]:
+        return dict(sorted(self._ap_members.get(profile, {}).items()))
+
+    def act_prof_group_set(self, profile: str, group_id: int, members: Sequence[int]) -> None:
+        groups = self._ap_groups.setdefault(profile, {})
+        group = p4runtime_pb2.ActionProfileGroup(action_profile_id=self._profile_id(profile),
+                                                 group_id=group_id)
+        for m in members:
+            group.members.add(member_id=m, weight=1)
+        kind = "MODIFY" if group_id in groups else "INSERT"
+        self._write([self.conn.update(kind, action_profile_group=group)],
+                    f"group {group_id} of {profile}")
+        groups[group_id] = tuple(members)
+
+    def act_prof_group_delete(self, profile: str, group_id: int) -> None:
+        group = p4runtime_pb2.ActionProfileGroup(action_profile_id=self._profile_id(profile),
+                                                 group_id=group_id)
+        self._write([self.conn.update("DELETE", action_profile_group=group)],
+                    f"delete group {group_id} of {profile}")
+        self._ap_groups.get(profile, {}).pop(group_id, None)
+
+    def act_prof_groups(self, profile: str) -> dict[int, tuple[int, ...]]:
+        return dict(sorted(self._ap_groups.get(profile, {}).items()))
+
+    # -- parser value sets (Thrift: PI's P4Runtime server refuses ValueSetEntry writes) -----------
+    def _value_set_widths(self, name: str) -> list[int]:
+        for vs in self.info.value_sets:
+            if vs.name == name:
+                return [f.bitwidth for f in vs.match_fields]
+        raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
+
+    def value_set_set(self, name: str, members: Sequence[tuple[int, ...]]) -> None:
+        """Replace the members of value set ``name``: BMv2's ``bm_parse_vset_clear`` then one
+        ``bm_parse_vset_add`` per member (its fields packed as BMv2's ``compressed_bitwidth``
+        value, first field in the high bits, as ``simple_switch_CLI``'s ``pvs_add`` takes it)."""
+        widths = self._value_set_widths(name)
+        values = []
+        for member in members:
+            if len(member) != len(widths):
+                raise ControlError("INVALID_ARGUMENT", f"value set {name}: a member has "
+                                   f"{len(member)} values, the set {len(widths)} fields")
+            packed = 0
+            for value, width in zip(member, widths):
+                if value < 0 or value >> width:
+                    raise ControlError("OUT_OF_RANGE", f"value set {name}: {value} does not "
+                                       f"fit in {width} bits")
+                packed = (packed << width) | value
+            values.append(packed.to_bytes(max(1, (sum(widths) + 7) // 8), "big"))
+        try:
+            self.thrift.parse_vset_clear(name)
+            for value in values:
+                self.thrift.parse_vset_add(name, value)
+        except Bmv2Error as exc:
+            raise ControlError("RESOURCE_EXHAUSTED" if "FULL" in str(exc).upper()
+                               else "INVALID_ARGUMENT", str(exc)) from None
+        self._value_sets[name] = [tuple(m) for m in members]
+
+    def value_set_get(self, name: str) -> list[tuple[int, ...]]:
+        self._value_set_widths(name)
+        return list(self._value_sets.get(name, []))
 
     # -- teardown ---------------------------------------------------------------------------------
     def close(self) -> None:

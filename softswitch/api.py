@@ -125,6 +125,7 @@ class TableInfo:
     direct_counter: Optional[str] = None              # name of its direct_counter, if any
     direct_meter: Optional[str] = None                # name of its direct_meter, if any
     annotations: tuple[str, ...] = ()
+    implementation: Optional[str] = None              # its action profile / selector, if any
 
     @property
     def needs_priority(self) -> bool:
@@ -168,6 +169,27 @@ class DirectMeterInfo:
     name: str
     unit: str
     table: str
+
+
+@dataclass(frozen=True)
+class ActionProfileInfo:
+    """A v1model ``action_profile(size)`` or ``action_selector(algorithm, size, width)`` that
+    tables name in their ``implementation`` property. Their entries point to a member (an
+    action with its arguments) or, with a selector, to a group of members, one of which the
+    hash of the table's ``selector`` keys picks."""
+    name: str                 # "MyIngress.sel"
+    tables: tuple[str, ...]   # the tables it implements, in P4Info order
+    with_selector: bool
+    size: int                 # most members
+
+
+@dataclass(frozen=True)
+class ValueSetInfo:
+    """A parser ``value_set<T>(size)``: one exact match field per member of T (a ``bit<W>``:
+    one field with no name; a struct: its fields, named)."""
+    name: str                 # "MyParser.vs"
+    match_fields: tuple[MatchFieldInfo, ...]
+    size: int
 
 
 @dataclass(frozen=True)
@@ -224,6 +246,20 @@ class ProgramInfo:
     # has a type_info (its type converter ran), even an empty one.
     calls_extern_functions: bool = False
     serializable_enums: tuple[SerializableEnumInfo, ...] = ()
+    value_sets: tuple[ValueSetInfo, ...] = ()
+    action_profiles: tuple[ActionProfileInfo, ...] = ()
+
+    def action_profile(self, name: str) -> ActionProfileInfo:
+        for p in self.action_profiles:
+            if p.name == name:
+                return p
+        raise ControlError("NOT_FOUND", f"action profile {name!r} is not in the program")
+
+    def value_set(self, name: str) -> ValueSetInfo:
+        for v in self.value_sets:
+            if v.name == name:
+                return v
+        raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:
@@ -273,6 +309,20 @@ FieldMatch = Union[Exact, Ternary, Lpm, Range, Optional_]
 
 
 @dataclass(frozen=True)
+class MemberRef:
+    """The action of an entry of a table with an action profile: the profile's member."""
+    member_id: int
+    args = ()
+
+
+@dataclass(frozen=True)
+class GroupRef:
+    """The action of an entry of a table with an action selector: a group of members."""
+    group_id: int
+    args = ()
+
+
+@dataclass(frozen=True)
 class TableEntry:
     """One entry. ``matches`` is aligned with ``TableInfo.match_fields``; ``None`` is a
     wildcard (allowed for ternary, range, optional and lpm fields: lpm ``None`` == /0).
@@ -283,7 +333,7 @@ class TableEntry:
     """
     table: str
     matches: tuple[Optional[FieldMatch], ...]
-    action: ActionCall
+    action: Union[ActionCall, MemberRef, GroupRef]    # a ref for tables with an action profile
     priority: int = 0
     is_const: bool = False                 # came from `const entries` in the program
     counter_data: Optional[tuple[int, int]] = None   # (bytes, packets) of its direct counter
@@ -373,6 +423,29 @@ class Dataplane(Protocol):
     def meter_set(self, name: str, index: int, cir: int, cburst: int,
                   pir: int, pburst: int) -> None: ...
     def meter_get(self, name: str, index: int) -> Optional[tuple[int, int, int, int]]: ...
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        """Configure the direct meter cell of ``entry`` (rates in units per second)."""
+    def direct_meter_get(self, table: str,
+                         entry: TableEntry) -> Optional[tuple[int, int, int, int]]: ...
+
+    # -- action profiles and selectors --------------------------------------------------------
+    def act_prof_member_set(self, profile: str, member_id: int, action: ActionCall) -> None:
+        """Create or change member ``member_id`` (an action of every table of the profile)."""
+    def act_prof_member_delete(self, profile: str, member_id: int) -> None:
+        """FAILED_PRECONDITION while an entry or a group refers to it."""
+    def act_prof_members(self, profile: str) -> dict[int, ActionCall]: ...
+    def act_prof_group_set(self, profile: str, group_id: int, members: Sequence[int]) -> None:
+        """Create or change group ``group_id`` of a selector (its members' ids)."""
+    def act_prof_group_delete(self, profile: str, group_id: int) -> None: ...
+    def act_prof_groups(self, profile: str) -> dict[int, tuple[int, ...]]: ...
+
+    # -- parser value sets -------------------------------------------------------------------
+    def value_set_set(self, name: str, members: Sequence[tuple[int, ...]]) -> None:
+        """Replace the members of value set ``name`` (each a tuple, one value per match field;
+        at most the set's size: RESOURCE_EXHAUSTED otherwise)."""
+    def value_set_get(self, name: str) -> list[tuple[int, ...]]:
+        """The members of value set ``name``, in the order they were set."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The message is what ``p4c --p4runtime-files x.p4info.txt`` writes for a v1model 
 included, so a controller written against a P4Info from real p4c works unchanged here:
 
 * ids follow p4c's scheme: the top 8 bits are the resource type (``P4Ids.Prefix``: action
-  ``0x01``, table ``0x02``, controller header ``0x04``, counter ``0x12``, direct counter ``0x13``,
+  ``0x01``, table ``0x02``, value set ``0x03``, controller header ``0x04``, action profile ``0x11``, counter ``0x12``, direct counter ``0x13``,
   meter ``0x14``, direct meter ``0x15``, register ``0x16``, digest ``0x17``), the low 24 bits the
   Jenkins one-at-a-time hash of the fully qualified name. Names of one type are hashed in sorted
   order and a collision probes the next hash value (p4c ``P4RuntimeSymbolTable``).
@@ -36,10 +36,10 @@ from typing import Iterable, Mapping, Optional
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from .api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
+from .api import (ActionCall, ActionInfo, ActionProfileInfo, ActionRefInfo, ControllerHeaderInfo, CounterInfo,
                   DigestInfo, DirectCounterInfo, DirectMeterInfo, MatchFieldInfo, MeterInfo,
                   ParamInfo, ProgramInfo, RegisterInfo, SerializableEnumInfo, StructFieldInfo,
-                  TableInfo)
+                  TableInfo, ValueSetInfo)
 
 # p4c prints these two comment lines at the top of every text P4Info.
 TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
@@ -169,10 +169,13 @@ class SymbolIds:
         self.digests = assign_ids(PREFIX.DIGEST, (d.name for d in info.digests))
         self.controller_headers = assign_ids(PREFIX.CONTROLLER_HEADER,
                                              (h.type_name for h in info.controller_headers))
+        self.value_sets = assign_ids(PREFIX.VALUE_SET, (v.name for v in info.value_sets))
+        self.action_profiles = assign_ids(PREFIX.ACTION_PROFILE,
+                                          (p.name for p in info.action_profiles))
         every_symbol: list[str] = []
         for table in (self.tables, self.actions, self.counters, self.direct_counters,
                       self.meters, self.direct_meters, self.registers, self.digests,
-                      self.controller_headers):
+                      self.controller_headers, self.value_sets, self.action_profiles):
             every_symbol.extend(table)
         self.alias = shortest_unique_suffixes(every_symbol)
 
@@ -205,6 +208,12 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     for action in info.actions:
         if _listed(action):
             _add_action(p4info.actions.add(), action, ids)
+    for profile in info.action_profiles:
+        msg = p4info.action_profiles.add()
+        _set_preamble(msg.preamble, ids.action_profiles[profile.name], profile.name, ids)
+        msg.table_ids.extend(_lookup(ids.tables, t, "table") for t in profile.tables)
+        msg.with_selector = profile.with_selector
+        msg.size = profile.size
     for counter in info.counters:
         msg = p4info.counters.add()
         _set_preamble(msg.preamble, ids.counters[counter.name], counter.name, ids,
@@ -235,6 +244,16 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         for i, field in enumerate(header.metadata, start=1):
             md = msg.metadata.add()
             md.id, md.name, md.bitwidth = i, field.name, field.bitwidth
+    for value_set in info.value_sets:
+        msg = p4info.value_sets.add()
+        _set_preamble(msg.preamble, ids.value_sets[value_set.name], value_set.name, ids)
+        for i, field in enumerate(value_set.match_fields, start=1):
+            mf = msg.match.add()
+            mf.id, mf.bitwidth = i, field.bitwidth
+            if field.name:
+                mf.name = field.name
+            mf.match_type = _MATCH_TYPES[field.match_kind]
+        msg.size = value_set.size
     for register in info.registers:
         msg = p4info.registers.add()
         _set_preamble(msg.preamble, ids.registers[register.name], register.name, ids,
@@ -302,6 +321,7 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
     """
     actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
     tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+    profiles = {p.preamble.id: p.preamble.name for p in p4info.action_profiles}
     directs = {c.preamble.id: c.preamble.name
                for c in list(p4info.direct_counters) + list(p4info.direct_meters)}
     scopes = {v[0]: k for k, v in _SCOPES.items()}
@@ -336,7 +356,8 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
             is_const=t.is_const_table,
             has_initial_entries=getattr(t, "has_initial_entries", False),
             direct_counter=direct(t, "direct_counters"),
-            direct_meter=direct(t, "direct_meters")) for t in p4info.tables),
+            direct_meter=direct(t, "direct_meters"),
+            implementation=profiles.get(t.implementation_id)) for t in p4info.tables),
         actions=tuple(ActionInfo(a.preamble.name,
                                  tuple(ParamInfo(p.name, p.bitwidth) for p in a.params))
                       for a in p4info.actions),
@@ -363,7 +384,13 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
         serializable_enums=tuple(SerializableEnumInfo(
             name, e.underlying_type.bitwidth, False,
             tuple((m.name, int.from_bytes(m.value, "big")) for m in e.members))
-            for name, e in sorted(p4info.type_info.serializable_enums.items())))
+            for name, e in sorted(p4info.type_info.serializable_enums.items())),
+        action_profiles=tuple(ActionProfileInfo(
+            p.preamble.name, tuple(tables[i] for i in p.table_ids), p.with_selector, p.size)
+            for p in p4info.action_profiles),
+        value_sets=tuple(ValueSetInfo(v.preamble.name, tuple(
+            MatchFieldInfo(m.name, m.bitwidth, kinds.get(m.match_type, "exact"))
+            for m in v.match), v.size) for v in p4info.value_sets))
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,6 +479,9 @@ def _add_table(msg: p4info_pb2.Table, table: TableInfo, ids: SymbolIds,
         default = ActionCall(table.const_default_action)
     if default is not None:
         _set_default_action(msg.initial_default_action, table, default, ids, actions)
+    if table.implementation:
+        msg.implementation_id = _lookup(ids.action_profiles, table.implementation,
+                                        "action profile")
     msg.direct_resource_ids.extend(direct_ids)
     msg.size = table.size
     msg.is_const_table = table.is_const

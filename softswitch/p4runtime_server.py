@@ -25,7 +25,9 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   it; on the first failure every applied update is undone and the others report ABORTED).
   TableEntry (with default entries),
   MulticastGroupEntry, CloneSessionEntry, CounterEntry, DirectCounterEntry, RegisterEntry,
-  MeterEntry, DigestEntry. Failed updates are reported as PI does: overall status UNKNOWN with
+  MeterEntry, DirectMeterEntry, DigestEntry, ValueSetEntry (MODIFY only, the whole set: exact members, at most
+  the set's size, else RESOURCE_EXHAUSTED; PI's BMv2 server refuses ValueSetEntry writes, so
+  BMv2 is driven through its Thrift ``bm_parse_vset_*`` calls in the tests). Failed updates are reported as PI does: overall status UNKNOWN with
   one ``p4.v1.Error`` per update in ``grpc-status-details-bin``.
 * **Read** with wildcards for the same entities, streamed in batches. An answer is one
   snapshot, copied under the switch lock and encoded after the lock is released. One request
@@ -40,8 +42,16 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   port; frames the dataplane sends to the CPU port lose their ``packet_in`` header, whose fields
   become PacketIn metadata for the primary. Digests go to the primary as DigestList once a
   DigestEntry enabled them (one digest per list; acks are accepted and ignored).
-* **Not supported** (UNIMPLEMENTED): action profiles and selectors, value sets, extern entries,
-  DirectMeterEntry and meter config in table entries, resetting a MeterEntry. DigestEntry config
+* **Action profiles and selectors**: ActionProfileMember and ActionProfileGroup (INSERT,
+  MODIFY, DELETE, Read with wildcards), entries naming ``action_profile_member_id`` or
+  ``action_profile_group_id``. A direct action in an entry of such a table, a member or group
+  in an entry of another table, a group of an action profile without selector are
+  INVALID_ARGUMENT; an unknown member or group (one of another profile included) NOT_FOUND;
+  deleting a member a group or an entry uses, or a group an entry uses, FAILED_PRECONDITION;
+  more members than the profile's size RESOURCE_EXHAUSTED; weights above 1 and
+  ``action_profile_action_set`` UNIMPLEMENTED (BMv2 has neither).
+* **Not supported** (UNIMPLEMENTED): extern entries,
+  meter config in table entries, resetting a MeterEntry or DirectMeterEntry. DigestEntry config
   knobs are accepted and ignored.
 
 Example::

@@ -44,9 +44,25 @@ Supported commands
     without a condition, checks ``packets == 0``.
 ``wait``
     Nothing to do: processing is synchronous.
+``act_prof_create_member PROFILE ID ACTION(ARG:VALUE, ...)``, ``act_prof_modify_member ...``, ``act_prof_delete_member PROFILE ID``, ``act_prof_create_group PROFILE ID``, ``act_prof_delete_group PROFILE ID``, ``act_prof_add_member_to_group PROFILE MEMBER GROUP``, ``act_prof_remove_member_from_group PROFILE MEMBER GROUP`` (HINA extension)
+    Action profiles and selectors, after BMv2's runtime CLI, with the member and group ids
+    given (P4Runtime ids, not BMv2 handles). An entry of a table with an ``implementation``
+    names ``member(ID)`` or ``group(ID)`` where other tables name an action:
+    ``add ecmp hdr.k.a:5 group(1)``.
+``pvs_add NAME VALUE...``, ``pvs_remove NAME VALUE...``, ``pvs_clear NAME`` (HINA extension)
+    Parser value sets, after BMv2's runtime CLI: one VALUE per field of the set's element type
+    (a ``bit<W>`` set: one; a struct: one per field, in order). BMv2 value sets match exactly
+    (p4c-bm2-ss ignores ``@match``): there are no masks. Adding more members than the set's
+    size fails (RESOURCE_EXHAUSTED).
 
-Meter commands (``meter_set_rates``, ...), ``mirroring_add_mc`` and anything else are reported
-as failures ("unsupported STF command"), never silently passed.
+``meter_set_rates NAME INDEX|HANDLE CIR:CBURST PIR:PBURST``
+    Configure an indexed meter's cell, or a direct meter's cell of the entry added
+    ``= HANDLE``, rates in units (packets or bytes) per microsecond as ``simple_switch_CLI``
+    takes them. A rate of 0 never refills: the colours of a packet sequence then depend on the
+    bursts only, not on time.
+
+``mirroring_add_mc`` and anything else are reported as failures
+("unsupported STF command"), never silently passed.
 
 Only ports named by a ``packet`` or ``expect`` command are checked (BMv2's STF opens an
 interface for those ports only); frames sent to other ports are in :attr:`StfResult.outputs`.
@@ -68,7 +84,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 from .api import (ActionCall, CloneSession, CompiledProgram, ControlError, Dataplane, Exact,
-                  FieldMatch, Lpm, MatchFieldInfo, Optional_, ProgramInfo, Range, Replica,
+                  FieldMatch, GroupRef, Lpm, MemberRef, MatchFieldInfo, Optional_, ProgramInfo, Range, Replica,
                   TableEntry, TableInfo, Ternary)
 
 log = logging.getLogger("softswitch.stf")
@@ -301,6 +317,7 @@ class StfRunner:
         self.handles: dict[str, TableEntry] = {}
         self.mc_nodes: list[tuple[int, tuple[int, ...]]] = []       # handle -> (rid, ports)
         self.mc_groups: dict[int, list[int]] = {}                    # group -> node handles
+        self.value_sets: dict[str, list[tuple[int, ...]]] = {}       # name -> members
         self._auto_priority: dict[str, int] = {}
         self._line = 0
 
@@ -435,7 +452,10 @@ class StfRunner:
                                 f" of table {table.name}")
             index = field_names.index(name)
             matches[index] = parse_match(value, table.match_fields[index])
-        action = self._action_call(table, call.group("name"), call.group("args"))
+        if table.implementation:
+            action = self._profile_ref(table, call.group("name"), call.group("args"))
+        else:
+            action = self._action_call(table, call.group("name"), call.group("args"))
         if priority is None and table.needs_priority:
             priority = self._auto_priority.get(table.name, AUTO_PRIORITY_BASE)
             self._auto_priority[table.name] = priority - 1
@@ -516,6 +536,163 @@ class StfRunner:
     def cmd_mirroring_get(self, rest: str) -> None:
         (session,) = self._ints(rest, 1, "mirroring_get SESSION")[:1]
         self.log.append(f"    {self.dp.clone_sessions().get(session)}")
+
+    # -- meters --------------------------------------------------------------------------------
+    def cmd_meter_set_rates(self, rest: str) -> None:
+        """``meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST``, rates in units per
+        microsecond as ``simple_switch_CLI`` takes them (the dataplane API and P4Runtime use
+        units per second)."""
+        words = rest.split()
+        if len(words) != 4 or not all(":" in w for w in words[2:]):
+            raise StfError("expected meter_set_rates NAME INDEX CIR:CBURST PIR:PBURST "
+                           "(rates in units per microsecond)")
+        direct = [m.name for m in self.info.direct_meters]
+        name = resolve_name(words[0], [m.name for m in self.info.meters] + direct, "meter")
+        rates = []
+        for word in words[2:]:
+            rate_text, _, burst_text = word.partition(":")
+            try:
+                rate = float(rate_text)
+            except ValueError:
+                raise StfError(f"rate {rate_text!r} is not a number") from None
+            if rate < 0:
+                raise StfError(f"rate {rate_text!r} is negative")
+            rates.append((round(rate * 1e6), parse_number(burst_text)))
+        (cir, cburst), (pir, pburst) = rates
+        if name in direct:
+            entry = self.handles.get(words[1].lstrip("$"))
+            if entry is None:
+                raise StfError(f"{name} is a direct meter: {words[1]!r} must name an entry "
+                               f"added with '= HANDLE'")
+            table = next(m.table for m in self.info.direct_meters if m.name == name)
+            if table != entry.table:
+                raise StfError(f"direct meter {name} belongs to table {table}, but entry "
+                               f"{words[1]} is in {entry.table}")
+            self.dp.direct_meter_set(table, entry, cir, cburst, pir, pburst)
+            return
+        self.dp.meter_set(name, parse_number(words[1]), cir, cburst, pir, pburst)
+
+    # -- action profiles and selectors (HINA extension) ---------------------------------------
+    def _profile_ref(self, table: TableInfo, kind: str, args: str):
+        """``member(ID)`` or ``group(ID)``: the action of an entry of an indirect table."""
+        if kind not in ("member", "group") or not args.strip():
+            raise StfError(f"table {table.name} is implemented by {table.implementation}: its "
+                           f"entries take member(ID) or group(ID), not {kind}({args})")
+        ident = parse_number(args.strip())
+        return MemberRef(ident) if kind == "member" else GroupRef(ident)
+
+    def _profile(self, name: str):
+        return self.info.action_profile(resolve_name(
+            name, [p.name for p in self.info.action_profiles], "action profile"))
+
+    def _profile_args(self, rest: str, count: int, usage: str):
+        words = rest.split()
+        if len(words) != count + 1:
+            raise StfError(f"expected {usage}")
+        return self._profile(words[0]), [parse_number(w) for w in words[1:]]
+
+    def _member_command(self, rest: str, usage: str) -> None:
+        match = re.fullmatch(r"(?P<profile>\S+)\s+(?P<id>\S+)\s+(?P<call>.*)", rest)
+        call = ACTION_CALL.fullmatch(match.group("call")) if match else None
+        if call is None:
+            raise StfError(f"expected {usage}")
+        profile = self._profile(match.group("profile"))
+        table = self.info.table(profile.tables[0])
+        self.dp.act_prof_member_set(profile.name, parse_number(match.group("id")),
+                                    self._action_call(table, call.group("name"),
+                                                      call.group("args")))
+
+    def cmd_act_prof_create_member(self, rest: str) -> None:
+        usage = "act_prof_create_member PROFILE MEMBER_ID ACTION(ARG:VALUE, ...)"
+        words = rest.split(None, 2)
+        if len(words) == 3:
+            profile = self._profile(words[0])
+            if parse_number(words[1]) in self.dp.act_prof_members(profile.name):
+                raise StfError(f"member {words[1]} of {profile.name} already exists")
+        self._member_command(rest, usage)
+
+    def cmd_act_prof_modify_member(self, rest: str) -> None:
+        usage = "act_prof_modify_member PROFILE MEMBER_ID ACTION(ARG:VALUE, ...)"
+        words = rest.split(None, 2)
+        if len(words) == 3:
+            profile = self._profile(words[0])
+            if parse_number(words[1]) not in self.dp.act_prof_members(profile.name):
+                raise StfError(f"member {words[1]} of {profile.name} does not exist")
+        self._member_command(rest, usage)
+
+    def cmd_act_prof_delete_member(self, rest: str) -> None:
+        profile, (member,) = self._profile_args(rest, 1, "act_prof_delete_member PROFILE ID")
+        self.dp.act_prof_member_delete(profile.name, member)
+
+    def cmd_act_prof_create_group(self, rest: str) -> None:
+        profile, (group,) = self._profile_args(rest, 1, "act_prof_create_group PROFILE ID")
+        if group in self.dp.act_prof_groups(profile.name):
+            raise StfError(f"group {group} of {profile.name} already exists")
+        self.dp.act_prof_group_set(profile.name, group, ())
+
+    def cmd_act_prof_delete_group(self, rest: str) -> None:
+        profile, (group,) = self._profile_args(rest, 1, "act_prof_delete_group PROFILE ID")
+        self.dp.act_prof_group_delete(profile.name, group)
+
+    def _group_members(self, rest: str, usage: str):
+        profile, (member, group) = self._profile_args(rest, 2, usage)
+        members = self.dp.act_prof_groups(profile.name).get(group)
+        if members is None:
+            raise StfError(f"group {group} of {profile.name} was not created "
+                           f"(act_prof_create_group)")
+        return profile, member, group, members
+
+    def cmd_act_prof_add_member_to_group(self, rest: str) -> None:
+        profile, member, group, members = self._group_members(
+            rest, "act_prof_add_member_to_group PROFILE MEMBER_ID GROUP_ID")
+        self.dp.act_prof_group_set(profile.name, group, tuple(members) + (member,))
+
+    def cmd_act_prof_remove_member_from_group(self, rest: str) -> None:
+        profile, member, group, members = self._group_members(
+            rest, "act_prof_remove_member_from_group PROFILE MEMBER_ID GROUP_ID")
+        if member not in members:
+            raise StfError(f"member {member} is not in group {group} of {profile.name}")
+        self.dp.act_prof_group_set(profile.name, group, tuple(m for m in members if m != member))
+
+    # -- parser value sets (HINA extension) ---------------------------------------------------
+    def _value_set_member(self, rest: str, usage: str) -> tuple[str, tuple[int, ...]]:
+        words = rest.split()
+        if not words:
+            raise StfError(f"expected {usage}")
+        name = resolve_name(words[0], [v.name for v in self.info.value_sets], "value set")
+        fields = self.info.value_set(name).match_fields
+        if len(words) - 1 != len(fields):
+            raise StfError(f"value set {name} has {len(fields)} fields "
+                           f"({', '.join(f.name or f'bit<{f.bitwidth}>' for f in fields)}): "
+                           f"expected {usage}")
+        values = tuple(parse_number(w) for w in words[1:])
+        for value, f in zip(values, fields):
+            if value < 0 or value >> f.bitwidth:
+                raise StfError(f"value {value} does not fit in {f.bitwidth} bits "
+                               f"(field {f.name or 'of'} value set {name})")
+        return name, values
+
+    def _set_value_set(self, name: str, members: list) -> None:
+        self.dp.value_set_set(name, members)
+        self.value_sets[name] = members
+
+    def cmd_pvs_add(self, rest: str) -> None:
+        name, member = self._value_set_member(rest, "pvs_add NAME VALUE...")
+        members = self.value_sets.get(name, [])
+        if member in members:
+            raise StfError(f"value set {name} already has {member}")
+        self._set_value_set(name, members + [member])
+
+    def cmd_pvs_remove(self, rest: str) -> None:
+        name, member = self._value_set_member(rest, "pvs_remove NAME VALUE...")
+        members = self.value_sets.get(name, [])
+        if member not in members:
+            raise StfError(f"value set {name} has no member {member}")
+        self._set_value_set(name, [m for m in members if m != member])
+
+    def cmd_pvs_clear(self, rest: str) -> None:
+        name = resolve_name(rest.strip(), [v.name for v in self.info.value_sets], "value set")
+        self._set_value_set(name, [])
 
     # -- externs -----------------------------------------------------------------------------
     def _extern(self, name: str, kind: str) -> str:

@@ -355,6 +355,12 @@ class ProgramGen(CodeGen):
                 o.line(f"{vn} = REG.direct_counter({full}, {self.g(args[0])})")
             elif t.name == "direct_meter":
                 o.line(f"{vn} = REG.direct_meter({full}, {self.g(args[0])})")
+            elif t.name == "action_profile":
+                o.line(f"{vn} = REG.action_profile({full}, {self.g(args[0])})")
+            elif t.name == "action_selector":
+                # (algorithm, size, outputWidth): BMv2 uses the hash's whole value
+                o.line(f"{vn} = REG.action_profile({full}, {self.g(args[1])}, "
+                       f"{self.g(args[0])})")
             else:
                 raise unsupported(d, f"extern {t.name}")
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type"):
@@ -370,7 +376,13 @@ class ProgramGen(CodeGen):
         name = local_name(d, d.name)
         full = repr(qualified_name(name, None)) if name.startswith(".") else f"prefix + {('.' + name)!r}"
         fields = []
-        for k in d.keys:
+        match_pos, sel_pos, sel_widths = [], [], []
+        for i, k in enumerate(d.keys):
+            if k.match_kind == "selector":     # hashed by the selector; not in P4Info
+                sel_pos.append(i)
+                sel_widths.append(width_of(k.expr.type))
+                continue
+            match_pos.append(i)
             kname = local_name(k, expr_text(k.expr))
             fields.append((kname, width_of(k.expr.type), k.match_kind, copied_annotations(k.annotations)))
         refs = []
@@ -453,7 +465,7 @@ class ProgramGen(CodeGen):
                                f"{self.names[call.func.sym]}, {args!r}, {prio})")
         counters = props.get("counters")
         meters = props.get("meters")
-        if counters:
+        if counters or meters:          # direct meters of BYTES measure the length too
             self.counted_tables.add(vn)
         for k in d.keys:
             self._enum_use(full, k.expr.type)
@@ -462,7 +474,10 @@ class ProgramGen(CodeGen):
                f"({default[0]}, {default[1]!r}), {bool(const_default)}, {size}, "
                f"[{', '.join(entries)}], {bool(d.entries_const)}, {d.entries is not None}, "
                f"{self.names[counters[0].sym] if counters else None}, "
-               f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r})")
+               f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r}"
+               + (f", impl={self.names[props['implementation'][0].sym]}, "
+                  f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
+                  if "implementation" in props else "") + ")")
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out
@@ -472,6 +487,8 @@ class ProgramGen(CodeGen):
         for loc in d.locals:
             if isinstance(loc, ir.Instantiation):           # a sub-parser
                 self.gen_instance(loc, "prefix")
+            elif isinstance(loc, ir.ValueSetDecl):
+                self.gen_value_set(loc, d)
         saved = self.cells
         self.cells = cells
         for st in d.states:
@@ -522,6 +539,20 @@ class ProgramGen(CodeGen):
         o.dedent()
         self.cells = saved
 
+    def gen_value_set(self, d: ir.ValueSetDecl, parser: ir.ParserDecl) -> None:
+        """A parser value set: ``x_<name>.members`` is the set of its member tuples, which the
+        control plane replaces; p4c's P4Info lists it only when a ``select`` names it."""
+        vn = f"x_{d.name}"
+        sym = self._find_sym(d)
+        self.names[sym] = vn
+        name = local_name(d, d.name)
+        full = repr(qualified_name(name, None)) if name.startswith(".") else \
+            f"prefix + {('.' + name)!r}"
+        used = any(getattr(ks, "sym", None) is sym for st in parser.states
+                   if st.transition is not None for ks, _, _ in st.transition.cases)
+        fields = [(n, t.width) for n, t in d.members]
+        self.out.line(f"{vn} = REG.value_set({full}, {fields!r}, {d.size_value}, {used})")
+
     @staticmethod
     def state_ref(name: str) -> str:
         if name == "accept":
@@ -533,6 +564,9 @@ class ProgramGen(CodeGen):
     def keyset_cond(self, ks, sv: list, sel: list) -> str:
         if isinstance(ks, ir.DefaultKs):
             return "True"
+        if isinstance(ks, ir.Path) and getattr(ks, "sym", None) is not None \
+                and ks.sym.kind == "value_set":
+            return f"({''.join(v + ', ' for v in sv)}) in {self.names[ks.sym]}.members"
         items = ks.items if isinstance(ks, ir.TupleKs) else [ks]
         conds = []
         for item, v, x in zip(items, sv, sel):

@@ -225,7 +225,11 @@ class ExternGen:
             self.assign(e.args[1], f"{inst}.execute({self.g(e.args[0])}, C.length)")
             return
         if ext == "direct_meter":
-            self.assign(e.args[0], f"{inst}.color()")
+            # the table executed the meter (last: None when no table ran it)
+            self.out.line(f"if {inst}.last is not None:")
+            self.out.indent()
+            self.assign(e.args[0], f"{inst}.last")
+            self.out.dedent()
             return
         raise unsupported(e, f"extern {ext}.{method}")
 

@@ -18,12 +18,13 @@ from ..api import (ActionCall, ActionInfo, ActionRefInfo, CloneSession, ControlE
                    CounterInfo, Digest, DigestInfo, DirectCounterInfo,
                    DirectMeterInfo, MatchFieldInfo, MeterInfo, ParamInfo, ProcessResult,
                    ProgramInfo, RegisterInfo, Replica, SerializableEnumInfo, StructFieldInfo,
-                   TableEntry, TableInfo)
+                   TableEntry, TableInfo, ValueSetInfo, ActionProfileInfo)
 from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
                       hash_crc32, hash_csum16, hash_csum16_sum,
                       hash_packed)   # (generated code calls these as RT.*)
+from .profiles import ActionProfile
 from .tables import ActionImpl, Table
 
 log = logging.getLogger("softswitch.engine")
@@ -267,11 +268,31 @@ class DirectCounter:
 
 
 class DirectMeter:
+    """A table's direct meter: its table executes the hit entry's cell (an unconfigured one
+    marks GREEN) and leaves the colour in ``last`` for ``read``; a miss marks GREEN (BMv2
+    meters the default entry, which has no configuration here)."""
+
+    GREEN = externs.METER_GREEN
+
     def __init__(self, name: str, unit: str):
         self.name, self.unit, self.table = name, unit, None
+        self.last: Optional[int] = None
 
-    def color(self) -> int:
-        return externs.METER_GREEN
+    def execute(self, cell, length: int) -> None:
+        if cell is None:
+            self.last = externs.METER_GREEN
+        else:
+            self.last = cell.execute(length if self.unit == "BYTES" else 1)
+
+
+class ValueSet:
+    """A parser value set: ``members`` (a set of tuples, one value per field) is what a
+    ``select`` case naming it matches; ``order`` keeps the control plane's order for reads."""
+
+    def __init__(self, name: str, fields: tuple, size: int, used: bool):
+        self.name, self.fields, self.size, self.used = name, fields, size, used
+        self.members: frozenset = frozenset()
+        self.order: tuple = ()
 
 
 class Registry:
@@ -286,6 +307,8 @@ class Registry:
         self.meters: dict = {}
         self.direct_counters: dict = {}
         self.direct_meters: dict = {}
+        self.value_sets: dict = {}
+        self.action_profiles: dict = {}
         self.block_types: dict = {}
         self.classes = None
         self.field_lists: dict = {}
@@ -309,8 +332,17 @@ class Registry:
         impl = self.actions[fn]
         self.actions[wrapper] = ActionImpl(impl.name, wrapper, impl.widths)
 
+    def action_profile(self, name, size, algo=None):
+        """An ``action_profile`` (``algo`` None) or ``action_selector`` instance."""
+        p = ActionProfile(name, int(size), algo)
+        self.action_profiles[name] = p
+        return p
+
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
-              has_entries, dcounter, dmeter, annotations):
+              has_entries, dcounter, dmeter, annotations, impl=None, selector=None):
+        profile = impl
+        """``impl``: its action profile; ``selector``: (match key positions, selector key
+        positions, selector key widths) in the key tuple ``apply`` gets."""
         impls = {}
         ref_infos = []
         for fn, scope, anns in refs:
@@ -330,9 +362,13 @@ class Registry:
             initial_default_action=ActionCall(d_impl.name, tuple(default[1])),
             is_const=bool(is_const), has_initial_entries=bool(has_entries),
             direct_counter=dcounter.name if dcounter else None,
-            direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations))
+            direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations),
+            implementation=profile.name if profile is not None else None)
         t = Table(info, impls, ActionCall(d_impl.name, tuple(default[1])))
         t._all_actions = set(self.action_infos)
+        if profile is not None:
+            match_pos, sel_pos, sel_widths = selector or (tuple(range(len(fields))), (), ())
+            t.set_profile(profile, match_pos, sel_pos, sel_widths)
         for matches, fn, args, prio in entries:
             impl = self.actions[fn]
             # `const entries` are read-only; plain `entries` (P4_16 1.2.4) may be changed.
@@ -346,6 +382,8 @@ class Registry:
         for d in (dcounter, dmeter):
             if d is not None:
                 d.table = name
+        if dmeter is not None:
+            t.set_direct_meter(dmeter)
         self.tables[name] = t
         return t
 
@@ -374,6 +412,11 @@ class Registry:
         d = DirectMeter(name, METER_UNITS[kind])
         self.direct_meters[name] = d
         return d
+
+    def value_set(self, name, fields, size, used):
+        v = ValueSet(name, tuple(fields), int(size), bool(used))
+        self.value_sets[name] = v
+        return v
 
     def program_info(self, digests: dict, controller_headers: tuple,
                      view: ControlPlaneView) -> ProgramInfo:
@@ -412,7 +455,16 @@ class Registry:
                           for n, fields in digests.items()),
             controller_headers=controller_headers,
             calls_extern_functions=view.extern_calls,
-            serializable_enums=self._serializable_enums(kept, actions))
+            serializable_enums=self._serializable_enums(kept, actions),
+            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, "exact")
+                                                        for n, w in v.fields), v.size)
+                             for v in self.value_sets.values() if v.used),
+            action_profiles=tuple(
+                ActionProfileInfo(p.name, tuple(t.name for t in tables
+                                                if t.name in {x.name for x in p.tables}),
+                                  p.with_selector, p.size)
+                for p in self.action_profiles.values()
+                if p.name in view.externs and any(t.name in kept for t in p.tables)))
 
     def _serializable_enums(self, tables: set, actions: list) -> tuple:
         """The serializable enums of listed tables' keys and listed actions' parameters."""
@@ -702,6 +754,23 @@ class V1Dataplane:
         e = self._table(table).counter(entry)
         e.bytes, e.packets = int(bytes_), int(packets)
 
+    def direct_meter_set(self, table: str, entry: TableEntry, cir: int, cburst: int,
+                         pir: int, pburst: int) -> None:
+        t = self._table(table)
+        if t.info.direct_meter is None:
+            raise ControlError("NOT_FOUND", f"table {table} has no direct meter")
+        if cir > pir:
+            raise ControlError("INVALID_ARGUMENT", f"direct meter of {table}: CIR {cir} > "
+                                                   f"PIR {pir}")
+        t.counter(entry, kind="meter").meter = externs.MeterCell(cir, cburst, pir, pburst)
+
+    def direct_meter_get(self, table: str, entry: TableEntry):
+        t = self._table(table)
+        if t.info.direct_meter is None:
+            raise ControlError("NOT_FOUND", f"table {table} has no direct meter")
+        c = t.counter(entry, kind="meter").meter
+        return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
+
     # ------------------------------------------------------------------ PRE
     def mcast_group_set(self, group_id: int, replicas: Sequence[Replica]) -> None:
         if not 0 < group_id < (1 << 16):
@@ -775,6 +844,60 @@ class V1Dataplane:
         m = self._extern(self.REG.meters, "meter", name, index)
         c = m.cells.get(index)
         return None if c is None else (c.cir, c.cburst, c.pir, c.pburst)
+
+    # ------------------------------------------------------------------ action profiles
+    def _profile(self, name: str) -> ActionProfile:
+        p = self.REG.action_profiles.get(name)
+        if p is None or name not in {x.name for x in self.info.action_profiles}:
+            raise ControlError("NOT_FOUND", f"action profile {name!r} is not in the program")
+        return p
+
+    def act_prof_member_set(self, profile: str, member_id: int, action: ActionCall) -> None:
+        self._profile(profile).member_set(member_id, action)
+
+    def act_prof_member_delete(self, profile: str, member_id: int) -> None:
+        self._profile(profile).member_delete(member_id)
+
+    def act_prof_members(self, profile: str) -> dict:
+        return {m: call for m, (_, call) in sorted(self._profile(profile).members.items())}
+
+    def act_prof_group_set(self, profile: str, group_id: int, members) -> None:
+        self._profile(profile).group_set(group_id, members)
+
+    def act_prof_group_delete(self, profile: str, group_id: int) -> None:
+        self._profile(profile).group_delete(group_id)
+
+    def act_prof_groups(self, profile: str) -> dict:
+        return dict(sorted(self._profile(profile).groups.items()))
+
+    # ------------------------------------------------------------------ parser value sets
+    def _value_set(self, name: str) -> ValueSet:
+        v = self.REG.value_sets.get(name)
+        if v is None or not v.used:
+            raise ControlError("NOT_FOUND", f"value set {name!r} is not in the program")
+        return v
+
+    def value_set_set(self, name: str, members) -> None:
+        v = self._value_set(name)
+        checked = []
+        for member in members:
+            member = tuple(member)
+            if len(member) != len(v.fields):
+                raise ControlError("INVALID_ARGUMENT", f"value set {name}: a member has "
+                                   f"{len(member)} values, the set {len(v.fields)} fields")
+            for value, (fname, width) in zip(member, v.fields):
+                if not isinstance(value, int) or value < 0 or value >> width:
+                    raise ControlError("OUT_OF_RANGE", f"value set {name}: value {value!r} of "
+                                       f"{fname or 'the member'} does not fit in {width} bits")
+            if member not in checked:
+                checked.append(member)
+        if len(checked) > v.size:
+            raise ControlError("RESOURCE_EXHAUSTED", f"value set {name} holds at most {v.size} "
+                               f"members, {len(checked)} given")
+        v.order, v.members = tuple(checked), frozenset(checked)
+
+    def value_set_get(self, name: str) -> list:
+        return list(self._value_set(name).order)
 
 
 def _user_entry(entry: TableEntry) -> TableEntry:

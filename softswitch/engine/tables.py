@@ -19,13 +19,14 @@ class ActionImpl:
 
 class _Entry:
     __slots__ = ("api", "fn", "args", "name", "checks", "priority", "prefix", "bytes", "packets",
-                 "hit")
+                 "hit", "meter")
 
     def __init__(self, api: TableEntry, impl: ActionImpl, checks: tuple, priority: int, prefix: int):
         self.api = api
-        self.fn, self.args, self.name = impl.fn, api.action.args, impl.name
+        self.fn, self.args, self.name = impl.fn, api.action.args, impl.name   # (ref: no args)
         self.checks, self.priority, self.prefix = checks, priority, prefix
         self.bytes = self.packets = 0
+        self.meter = None                   # its direct meter's cell, once configured
         self.hit = (True, impl.fn)          # what apply() returns on a hit on this entry
 
 
@@ -56,7 +57,63 @@ class Table:
         self.initial_default = default
         self.default_entry = None
         self._tracer = None                       # trace sink (list.append) or None
+        # an action profile / selector (``implementation``): entries name its members/groups;
+        # ``apply`` gets every key, the selector keys at ``sel_pos`` (not matched on)
+        self.direct_meter = None                  # runtime.DirectMeter, executed on a hit
+        self.profile = None
+        self.match_pos: tuple = ()
+        self.sel_pos: tuple = ()
+        self.sel_widths: tuple = ()
         self.set_default_unchecked(default)
+
+    def set_direct_meter(self, meter) -> None:
+        self.direct_meter = meter
+        self._specialise()
+
+    def set_profile(self, profile, match_pos: tuple, sel_pos: tuple, sel_widths: tuple) -> None:
+        """Make this an indirect table of ``profile`` (see :mod:`.profiles`)."""
+        self.profile, self.match_pos = profile, tuple(match_pos)
+        self.sel_pos, self.sel_widths = tuple(sel_pos), tuple(sel_widths)
+        profile.tables.append(self)
+        self._specialise()
+
+    def _apply_indirect(self, key: tuple, length: int = 0):
+        """Look the match keys up; on a hit run the entry's member (or the member its group's
+        hash of the selector keys picks). A miss runs nothing, as on BMv2."""
+        mkey = tuple(key[i] for i in self.match_pos)
+        e = None
+        for cand in self.ordered if not self.exact_only else ():
+            for (kind, a, b), v in zip(cand.checks, mkey):
+                if (v & b != a) if kind == 0 else (v < a or v > b):
+                    break
+            else:
+                e = cand
+                break
+        if self.exact_only:
+            e = self.exact.get(mkey)
+        dm = self.direct_meter
+        if e is None:
+            if self._tracer is not None:
+                self._tracer(f"table {self.name}: miss (indirect: no default action)")
+            if dm is not None:
+                dm.last = dm.GREEN
+            return False, self.default_entry.fn
+        e.bytes += length
+        e.packets += 1
+        if dm is not None:
+            dm.execute(e.meter, length)
+        call = self.profile.resolve(e.api.action, tuple(key[i] for i in self.sel_pos),
+                                    self.sel_widths)
+        if call is None:
+            if self._tracer is not None:
+                self._tracer(f"table {self.name}: hit, {e.api.action}: empty group")
+            return True, None
+        impl = self.actions[call.action]
+        if self._tracer is not None:
+            self._tracer(f"table {self.name}: hit, {e.api.action}: action {call.action}"
+                         f"({_args(call.args)})")
+        impl.fn(*call.args)
+        return True, impl.fn
 
     # ----------------------------------------------------------------------------- data path
     @property
@@ -75,6 +132,12 @@ class Table:
         kinds use :meth:`_apply`. Called whenever the default action or the tracer changes
         (entries are looked up through the live dicts)."""
         d = self.default_entry
+        if getattr(self, "profile", None) is not None:
+            self.apply = self._apply_indirect
+            return
+        if getattr(self, "direct_meter", None) is not None:
+            self.apply = self._apply
+            return
         if self._tracer is not None or d is None or not (self.exact_only or self.lpm_levels is not None):
             self.apply = self._apply
             return
@@ -142,21 +205,39 @@ class Table:
                 else:
                     e = cand
                     break
+        dm = self.direct_meter
         if e is None:
             d = self.default_entry
             if self._tracer is not None:
                 self._tracer(f"table {self.name}: miss, default action {d.name}({_args(d.args)})")
+            if dm is not None:          # BMv2 meters the default entry too (unconfigured)
+                dm.last = dm.GREEN
             d.fn(*d.args)
             return False, d.fn
         e.bytes += length
         e.packets += 1
+        if dm is not None:
+            dm.execute(e.meter, length)
         if self._tracer is not None:
             self._tracer(f"table {self.name}: hit, action {e.name}({_args(e.args)})")
         e.fn(*e.args)
         return True, e.fn
 
     # ----------------------------------------------------------------------------- validation
-    def _impl(self, call: ActionCall, for_default: bool) -> ActionImpl:
+    def _impl(self, call, for_default: bool) -> ActionImpl:
+        if getattr(self, "profile", None) is None and isinstance(call, ActionCall):
+            return self.direct_impl(call, for_default)
+        if self.profile is None:
+            raise ControlError("INVALID_ARGUMENT", f"table {self.name} has no action profile: "
+                               f"its entries name an action, not {call}")
+        if for_default:
+            raise ControlError("INVALID_ARGUMENT", f"table {self.name} is implemented by "
+                               f"{self.profile.name}: BMv2 gives it no default action")
+        self.profile.check_ref(call, self.name)
+        return ActionImpl(str(call), None, ())
+
+    def direct_impl(self, call: ActionCall, for_default: bool) -> ActionImpl:
+        """Check that ``call`` is an action of this table (its scope, its arguments)."""
         impl = self.actions.get(call.action)
         if impl is None:
             raise ControlError("INVALID_ARGUMENT" if call.action in self._all_actions
@@ -291,6 +372,7 @@ class Table:
         new = _Entry(entry, impl, old.checks, old.priority, old.prefix)
         new.bytes, new.packets = (entry.counter_data if entry.counter_data is not None
                                   else (old.bytes, old.packets))
+        new.meter = old.meter
         self._remove(ident, old)
         self._add(ident, new)
 
@@ -334,7 +416,8 @@ class Table:
     def get_default(self) -> ActionCall:
         return self.default_entry.api.action
 
-    def counter(self, entry: TableEntry) -> _Entry:
-        if self.info.direct_counter is None:
+    def counter(self, entry: TableEntry, kind: str = "counter") -> _Entry:
+        """The entry a direct counter (or meter) cell belongs to."""
+        if kind == "counter" and self.info.direct_counter is None:
             raise ControlError("NOT_FOUND", f"table {self.name} has no direct counter")
         return self._find(entry)[1]

@@ -317,8 +317,10 @@ class IRBuilder(Transformer):
 
     @v_args(meta=True)
     def value_set_decl(self, meta, c):
-        s = self._span(meta)
-        raise P4UnsupportedError("parser value sets (value_set)", s.file, s.line, s.col)
+        # annotations, TLT, element type, TGT, size, name
+        parts = [x for x in c[1:] if not isinstance(x, Token)]
+        return ir.ValueSetDecl(parts[-1], parts[0], parts[1], annotations=c[0],
+                               span=self._span(meta))
 
     @v_args(meta=True)
     def parser_state(self, meta, c):

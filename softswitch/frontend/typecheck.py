@@ -237,7 +237,7 @@ class Checker(ExprChecker):
                     self.check_keyset(ks, sel_types, s_scope)
 
     def check_keyset(self, ks: ir.Expr, sel_types: list, scope: Scope) -> None:
-        if isinstance(ks, ir.DefaultKs):
+        if isinstance(ks, ir.DefaultKs) or self._value_set_keyset(ks, sel_types, scope):
             return
         items = ks.items if isinstance(ks, ir.TupleKs) else [ks]
         if len(items) != len(sel_types):
@@ -284,8 +284,50 @@ class Checker(ExprChecker):
             self.check_action(loc, scope)
         elif isinstance(loc, ir.TableDecl):
             self.check_table(loc, scope)
+        elif isinstance(loc, ir.ValueSetDecl):
+            self.check_value_set(loc, scope)
         else:
             raise unsupported(loc, type(loc).__name__)
+
+    # ------------------------------------------------------------------------------ value sets
+    def check_value_set(self, d: ir.ValueSetDecl, scope: Scope) -> None:
+        """``value_set<T>(size) name;`` in a parser: T is ``bit<W>``/``int<W>`` or a struct of
+        them (one match field each), size a positive constant."""
+        t = self.resolve_type(d.elem)
+        members = [("", t)] if isinstance(t, Bits) else (
+            list(t.fields) if isinstance(t, StructT) and t.kind == "struct" else None)
+        if not members or not all(isinstance(ft, Bits) for _, ft in members):
+            raise error(d.elem, f"value_set {d.name}: element type {t} must be bit<>, int<> or "
+                                "a struct of them")
+        size = self.const_int(d.size, scope)
+        if size <= 0:
+            raise error(d.size, f"value_set {d.name}: size {size} must be positive")
+        if isinstance(t, StructT):
+            for fname, anns in t.field_annotations.items():
+                if ir.find_annotation(anns, "match"):
+                    # p4c-bm2-ss ignores it (BMv2 value sets match exactly) but writes the
+                    # match type into P4Info: the two would disagree
+                    raise unsupported(d, f"@match on value_set member {fname} (BMv2 value "
+                                         "sets match exactly)")
+        d.resolved, d.members, d.size_value = t, members, size
+        scope.declare(Sym("value_set", d.name, t, d, owner=scope.owner, uid=self.uid()), d)
+
+    def _value_set_keyset(self, ks: ir.Expr, sel_types: list, scope: Scope) -> bool:
+        """A select case naming a value set: the set's members have the select's types."""
+        if not isinstance(ks, ir.Path):
+            return False
+        sym = scope.lookup(ks.name)
+        if sym is None or sym.kind != "value_set":
+            return False
+        ks.sym, ks.type = sym, sym.type
+        members = sym.decl.members
+        widths = [(ft.width, ft.signed) for _, ft in members]
+        want = [(st.width, st.signed) if isinstance(st, Bits) else None for st in sel_types]
+        if widths != want:
+            raise error(ks, f"'match' case label '{ks.name}' has type '{sym.type}' which does "
+                            f"not match the expected type "
+                            f"'{', '.join(map(str, sel_types))}'")
+        return True
 
     def check_var(self, d: ir.VarDecl, scope: Scope) -> None:
         t = self.resolve_type(d.type_ref)
@@ -389,8 +431,6 @@ class Checker(ExprChecker):
                 raise error(k.expr, f"table key of type {kt} is not supported")
             if k.match_kind not in self.match_kinds:
                 raise error(k, f"{k.match_kind}: unknown match kind")
-            if k.match_kind == "selector":
-                raise unsupported(k, "action selectors")
             d.key_types.append(kt)
         d.action_decls = []
         for ref in d.actions:
@@ -418,10 +458,16 @@ class Checker(ExprChecker):
                     raise error(expr, "size must be a constant numeric expression")
             elif name in ("counters", "meters"):
                 self.check_expr(expr, scope)
-            elif name in ("implementation", "support_timeout"):
+            elif name == "implementation":
+                self.check_implementation(d, expr, scope)
+            elif name == "support_timeout":
                 raise unsupported(expr, f"table property {name}")
             else:
                 self.check_expr(expr, scope)
+        if any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props:
+            # p4c accepts it (and an action_profile's table drops such keys, as here)
+            raise unsupported(d, f"selector keys in table {d.name}, which has no "
+                                 "implementation")
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
@@ -437,6 +483,19 @@ class Checker(ExprChecker):
                                span=e.action.span)
                 self.check_action_call(call, scope, d)
                 e.call = call
+
+    def check_implementation(self, d: ir.TableDecl, expr: ir.Expr, scope: Scope) -> None:
+        """``implementation = p;``: an ``action_profile`` or ``action_selector`` instance."""
+        if not isinstance(expr, ir.Path):
+            raise unsupported(expr, "an implementation other than an action_profile or "
+                                    "action_selector instance's name")
+        self.check_expr(expr, scope)
+        t = getattr(expr.sym, "type", None) if getattr(expr, "sym", None) else None
+        if not (isinstance(t, ExternT) and t.name in ("action_profile", "action_selector")):
+            raise error(expr, f"{expr.name}: expected a reference to an instance (of "
+                              "action_profile or action_selector)")
+        if d.entries is not None:
+            raise unsupported(d, "entries in a table with an action profile")
 
     def check_action_call(self, expr: ir.Expr, scope: Scope, table: ir.TableDecl) -> None:
         if isinstance(expr, ir.Path):

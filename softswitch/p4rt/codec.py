@@ -101,11 +101,24 @@ class Codec:
             out.append(fm)
         return out
 
-    def action_call(self, table: Table, table_action, default: bool) -> ActionCall:
+    def action_call(self, table: Table, table_action, default: bool, member: bool = False):
+        """The api action of a TableAction (``member``: an action profile member's action,
+        checked as an entry's action of ``table``)."""
         kind = table_action.WhichOneof("type")
+        profile = table.info.implementation
+        if kind in ("action_profile_member_id", "action_profile_group_id"):
+            if profile is None:
+                raise invalid(f"table {table.info.name!r} has no action profile: its entries "
+                               f"take an action, not a {kind}")
+            if kind == "action_profile_member_id":
+                return api.MemberRef(table_action.action_profile_member_id)
+            return api.GroupRef(table_action.action_profile_group_id)
+        if kind == "action" and profile is not None and not default and not member:
+            raise invalid(f"table {table.info.name!r} is implemented by action profile "
+                           f"{profile!r}: its entries take a member or group id, not an action")
         if kind != "action":
-            raise unimplemented(f"table {table.info.name!r}: {kind or 'no'} action: only "
-                                 "direct actions are supported")
+            raise unimplemented(f"table {table.info.name!r}: {kind or 'no'} action: "
+                                 "action_profile_action_set is not supported")
         msg = table_action.action
         action = self.pipeline.action(msg.action_id)
         name = action.info.name
@@ -130,8 +143,14 @@ class Codec:
             raise invalid(f"action {name!r} is missing parameters {', '.join(missing)}")
         return ActionCall(name, tuple(args))
 
-    def encode_action(self, call: ActionCall) -> p4runtime_pb2.TableAction:
+    def encode_action(self, call) -> p4runtime_pb2.TableAction:
         table_action = p4runtime_pb2.TableAction()
+        if isinstance(call, api.MemberRef):
+            table_action.action_profile_member_id = call.member_id
+            return table_action
+        if isinstance(call, api.GroupRef):
+            table_action.action_profile_group_id = call.group_id
+            return table_action
         action_id = self.pipeline.action_ids.get(call.action)
         if action_id is None:
             raise P4RuntimeError(grpc.StatusCode.INTERNAL,
@@ -170,6 +189,63 @@ class Codec:
         msg.is_const = entry.is_const
         if counter is not None:
             msg.counter_data.byte_count, msg.counter_data.packet_count = counter
+
+    # -- action profiles ---------------------------------------------------------------------------
+    def profile_action(self, profile, action_msg) -> ActionCall:
+        """The action of an ActionProfileMember: an action of the profile's tables (checked
+        against the first; the dataplane checks every table)."""
+        tables = [t for t in self.pipeline.tables.values()
+                  if t.info.name in profile.info.tables]
+        if not tables:
+            raise invalid(f"action profile {profile.name!r} implements no table")
+        table_action = p4runtime_pb2.TableAction()
+        table_action.action.CopyFrom(action_msg)
+        try:
+            return self.action_call(tables[0], table_action, default=False, member=True)
+        except P4RuntimeError as exc:
+            raise P4RuntimeError(exc.code, f"member of action profile {profile.name!r}: "
+                                           f"{exc.message}") from None
+
+    # -- parser value sets -----------------------------------------------------------------------
+    @staticmethod
+    def value_set_members(value_set, messages) -> list[tuple[int, ...]]:
+        """The members of a ValueSetEntry: one exact FieldMatch per match field of the set
+        (P4Info ids), each member given once."""
+        info: api.ValueSetInfo = value_set.info
+        p4info_ids = [mf.id for mf in value_set.msg.match]
+        members: list[tuple[int, ...]] = []
+        for n, member in enumerate(messages):
+            what = f"member {n} of value set {info.name!r}"
+            values: dict[int, int] = {}
+            for fm in member.match:
+                if fm.field_id not in p4info_ids:
+                    raise invalid(f"{what}: match field id {fm.field_id} is not in the set")
+                if fm.field_id in values:
+                    raise invalid(f"{what}: match field id {fm.field_id} is given twice")
+                field = info.match_fields[p4info_ids.index(fm.field_id)]
+                if fm.WhichOneof("field_match_type") != "exact":
+                    raise invalid(f"{what}: BMv2 value sets match exactly; field "
+                                   f"{fm.field_id} is {fm.WhichOneof('field_match_type')}")
+                values[fm.field_id] = decode_bytes(fm.exact.value, field.bitwidth,
+                                                   f"{what}, field {fm.field_id}")
+            missing = [i for i in p4info_ids if i not in values]
+            if missing:
+                raise invalid(f"{what}: match field ids {missing} are missing")
+            value = tuple(values[i] for i in p4info_ids)
+            if value in members:
+                raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS,
+                                     f"{what} repeats member {value}")
+            members.append(value)
+        return members
+
+    def fill_value_set(self, entity, value_set, members) -> None:
+        entry = entity.value_set_entry
+        entry.value_set_id = value_set.id
+        ids = [mf.id for mf in value_set.msg.match]
+        for member in members:
+            msg = entry.members.add()
+            for field_id, value in zip(ids, member):
+                msg.match.add(field_id=field_id).exact.value = encode_bytes(value)
 
     @staticmethod
     def _indices(msg, size: int, what: str) -> Sequence[int]:

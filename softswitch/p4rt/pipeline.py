@@ -53,10 +53,12 @@ class Action:
 
 @dataclasses.dataclass
 class Resource:
-    """A register, counter, meter or digest: its id, name and program description."""
+    """A register, counter, meter, digest or value set: its id, name and program description
+    (``msg``: its P4Info message)."""
     id: int
     name: str
     info: object
+    msg: object = None
 
 
 @dataclasses.dataclass
@@ -122,6 +124,10 @@ class Pipeline:
         self.direct_meters = self._resources(p4info.direct_meters, info.direct_meters,
                                              "direct meter")
         self.digests = self._resources(p4info.digests, info.digests, "digest")
+        self.action_profiles = self._resources(p4info.action_profiles, info.action_profiles,
+                                               "action profile")
+        self.value_sets = self._resources(p4info.value_sets, info.value_sets, "value set",
+                                          _check_value_set)
         self.digest_ids = {r.name: r.id for r in self.digests.values()}
         self.packet_in: Optional[ControllerHeader] = None
         self.packet_out: Optional[ControllerHeader] = None
@@ -176,7 +182,7 @@ class Pipeline:
             obj = _find(program_objects, msg.preamble.name, kind)
             if check is not None:
                 check(msg, obj)
-            found[msg.preamble.id] = Resource(msg.preamble.id, msg.preamble.name, obj)
+            found[msg.preamble.id] = Resource(msg.preamble.id, msg.preamble.name, obj, msg)
         return found
 
     # -- lookups (NOT_FOUND names the kind and the id) ----------------------------------------
@@ -195,6 +201,15 @@ class Pipeline:
         if resource_id not in table:
             raise not_found(f"{kind} id {resource_id} is not in the P4Info")
         return table[resource_id]
+
+
+def _check_value_set(msg, info: api.ValueSetInfo) -> None:
+    if len(msg.match) != len(info.match_fields):
+        raise invalid(f"P4Info value set {info.name!r} has {len(msg.match)} match fields, the "
+                       f"program's has {len(info.match_fields)}")
+    for mf, field in zip(msg.match, info.match_fields):
+        _check_width(f"match field {mf.id} of value set {info.name!r}", mf.bitwidth,
+                     field.bitwidth)
 
 
 def _check_unique_ids(p4info: p4info_pb2.P4Info) -> None:

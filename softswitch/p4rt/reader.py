@@ -215,6 +215,30 @@ class Reader(Codec):
         data = entity.direct_counter_entry.data
         data.byte_count, data.packet_count = counter
 
+    def _read_direct_meter_entry(self, msg) -> None:
+        request = msg.table_entry
+        for table in self._tables(request.table_id):
+            name = table.info.name
+            if not table.info.direct_meter:
+                if request.table_id:
+                    raise invalid(f"table {name!r} has no direct meter")
+                continue
+            wanted = self.matches(table, request.match) if request.match else None
+            entries = self.dp.table_entries(name)
+            self._scan(len(entries), f"entries of table {name!r}")
+            entries = [entry for entry in entries
+                       if wanted is None or (entry.matches == wanted
+                                             and entry.priority == request.priority)]
+            self._reserve(len(entries), f"direct meter cells of table {name!r}")
+            self._items.extend((self._fill_direct_meter, table, entry,
+                                self.dp.direct_meter_get(name, entry)) for entry in entries)
+
+    def _fill_direct_meter(self, entity, table: Table, entry: api.TableEntry, config) -> None:
+        self.fill_entry(entity.direct_meter_entry.table_entry, table, entry)
+        if config is not None:
+            c = entity.direct_meter_entry.config
+            c.cir, c.cburst, c.pir, c.pburst = config
+
     def _read_register_entry(self, msg) -> None:
         for register in self._resources("register", msg.register_id):
             read = self.dp.register_read
@@ -227,11 +251,48 @@ class Reader(Codec):
             self._items.extend((_fill_meter, meter.id, index, get(meter.name, index))
                                for index in self._cells(msg, meter, "meter"))
 
+    def _read_action_profile_member(self, msg) -> None:
+        for profile in self._resources("action profile", msg.action_profile_id):
+            members = self.dp.act_prof_members(profile.name)
+            self._scan(len(members), f"members of action profile {profile.name!r}")
+            found = [(m, call) for m, call in members.items() if msg.member_id in (0, m)]
+            self._reserve(len(found), f"members of action profile {profile.name!r}")
+            self._items.extend((self._fill_member, profile.id, m, call) for m, call in found)
+
+    def _fill_member(self, entity, profile_id: int, member_id: int, call) -> None:
+        member = entity.action_profile_member
+        member.action_profile_id, member.member_id = profile_id, member_id
+        member.action.CopyFrom(self.encode_action(call).action)
+
+    def _read_action_profile_group(self, msg) -> None:
+        for profile in self._resources("action profile", msg.action_profile_id):
+            if not profile.info.with_selector:
+                continue
+            groups = self.dp.act_prof_groups(profile.name)
+            self._scan(len(groups), f"groups of action profile {profile.name!r}")
+            found = [(g, ids) for g, ids in groups.items() if msg.group_id in (0, g)]
+            self._reserve(len(found), f"groups of action profile {profile.name!r}")
+            self._items.extend((_fill_group_entry, profile.id, g, ids) for g, ids in found)
+
+    def _read_value_set_entry(self, msg) -> None:
+        for value_set in self._resources("value set", msg.value_set_id):
+            members = self.dp.value_set_get(value_set.name)
+            self._scan(len(members), f"members of value set {value_set.name!r}")
+            self._reserve(1, f"value set {value_set.name!r}")
+            self._items.append((self.fill_value_set, value_set, members))
+
     def _read_digest_entry(self, msg) -> None:
         digests = [digest for digest in self._resources("digest", msg.digest_id)
                    if digest.id in self.server._digest_enabled]
         self._reserve(len(digests), "digests")
         self._items.extend((_fill_digest, digest.id) for digest in digests)
+
+
+def _fill_group_entry(entity, profile_id: int, group_id: int, members) -> None:
+    group = entity.action_profile_group
+    group.action_profile_id, group.group_id = profile_id, group_id
+    for m in members:
+        group.members.add(member_id=m, weight=1)
 
 
 def _fill_counter(entity, counter_id: int, index: int, byte_count: int, packet_count: int):

@@ -212,6 +212,72 @@ class Writer(Codec):
                 self._remember(lambda i=index, old=old: self.dp.meter_set(meter.name, i,
                                                                              *old))
 
+    def _write_direct_meter_entry(self, kind: int, msg) -> None:
+        table = self.pipeline.table(msg.table_entry.table_id)
+        what = f"direct meter of table {table.info.name!r}"
+        self._modify_only(kind, what)
+        if not table.info.direct_meter:
+            raise invalid(f"table {table.info.name!r} has no direct meter")
+        if not msg.HasField("config"):
+            raise unimplemented(f"{what}: resetting a meter to its default is not supported")
+        entry = self.table_entry(table, msg.table_entry, need_action=False)
+        c = msg.config
+        old = self.dp.direct_meter_get(table.info.name, entry) if self.undoable else None
+        self.dp.direct_meter_set(table.info.name, entry, c.cir, c.cburst, c.pir, c.pburst)
+        if old is not None:
+            self._remember(lambda: self.dp.direct_meter_set(table.info.name, entry, *old))
+
+    def _write_action_profile_member(self, kind: int, msg) -> None:
+        profile = self.pipeline.resource("action profile", msg.action_profile_id)
+        what = f"member {msg.member_id} of action profile {profile.name!r}"
+        old = self.dp.act_prof_members(profile.name).get(msg.member_id)
+        _check_existence(kind, old is not None, what)
+        if kind == Update.DELETE:
+            self.dp.act_prof_member_delete(profile.name, msg.member_id)
+            self._remember(lambda: self.dp.act_prof_member_set(profile.name, msg.member_id,
+                                                               old))
+            return
+        if not msg.HasField("action"):
+            raise invalid(f"{what} has no action")
+        call = self.profile_action(profile, msg.action)
+        self.dp.act_prof_member_set(profile.name, msg.member_id, call)
+        self._remember(lambda: self.dp.act_prof_member_delete(profile.name, msg.member_id)
+                       if old is None else
+                       self.dp.act_prof_member_set(profile.name, msg.member_id, old))
+
+    def _write_action_profile_group(self, kind: int, msg) -> None:
+        profile = self.pipeline.resource("action profile", msg.action_profile_id)
+        what = f"group {msg.group_id} of action profile {profile.name!r}"
+        if not profile.info.with_selector:
+            raise invalid(f"action profile {profile.name!r} has no selector: it has no groups")
+        old = self.dp.act_prof_groups(profile.name).get(msg.group_id)
+        _check_existence(kind, old is not None, what)
+        if kind == Update.DELETE:
+            self.dp.act_prof_group_delete(profile.name, msg.group_id)
+            self._remember(lambda: self.dp.act_prof_group_set(profile.name, msg.group_id, old))
+            return
+        for m in msg.members:
+            if m.weight > 1:
+                raise unimplemented(f"{what}: member {m.member_id} has weight {m.weight}; "
+                                    "weights are not supported (BMv2 has none)")
+        if msg.max_size and len(msg.members) > msg.max_size:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"{what}: {len(msg.members)} members, max_size {msg.max_size}")
+        self.dp.act_prof_group_set(profile.name, msg.group_id,
+                                   tuple(m.member_id for m in msg.members))
+        self._remember(lambda: self.dp.act_prof_group_delete(profile.name, msg.group_id)
+                       if old is None else
+                       self.dp.act_prof_group_set(profile.name, msg.group_id, old))
+
+    def _write_value_set_entry(self, kind: int, msg) -> None:
+        """P4Runtime: a value set is written whole, by MODIFY; its members replace the old."""
+        value_set = self.pipeline.resource("value set", msg.value_set_id)
+        self._modify_only(kind, f"value set {value_set.name!r}")
+        members = self.value_set_members(value_set, msg.members)
+        old = self.dp.value_set_get(value_set.name)
+        self.dp.value_set_set(value_set.name, members)
+        self._remember(lambda: self.dp.value_set_set(value_set.name, old))
+
     def _write_digest_entry(self, kind: int, msg) -> None:
         digest = self.pipeline.resource("digest", msg.digest_id)
         enabled = self.server._digest_enabled

@@ -7,6 +7,7 @@ import threading
 import time
 
 import grpc
+from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from hina.softswitch.p4info import build_p4info
@@ -74,3 +75,25 @@ class RawClient:
         self._out.put(None)
         self.channel.close()
         self._thread.join(5)
+
+
+def write_errors(exc: grpc.RpcError) -> list[p4runtime_pb2.Error]:
+    """The per-update p4.v1.Error list of a failed Write, as PI reports it."""
+    assert exc.code() == grpc.StatusCode.UNKNOWN
+    details = dict(exc.trailing_metadata())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(details)
+    errors = []
+    for any_ in status.details:
+        error = p4runtime_pb2.Error()
+        any_.Unpack(error)
+        errors.append(error)
+    return errors
+
+
+def pipeline_request(p4info, device_config, election_low=1, action="VERIFY_AND_COMMIT"):
+    request = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=0)
+    request.election_id.low = election_low
+    request.action = getattr(p4runtime_pb2.SetForwardingPipelineConfigRequest, action)
+    request.config.p4info.CopyFrom(p4info)
+    request.config.p4_device_config = device_config
+    return request

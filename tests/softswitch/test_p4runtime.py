@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from conftest import GOLDEN, PROGRAMS
-from p4rt_util import RawClient, ids
+from p4rt_util import RawClient, ids, pipeline_request, write_errors
 
 compiler = pytest.importorskip("hina.softswitch.compiler")
 shell = pytest.importorskip("p4runtime_sh.shell")
@@ -78,19 +78,6 @@ def raw(sw):
     yield make
     for client in clients:
         client.close()
-
-
-def write_errors(exc: grpc.RpcError) -> list[p4runtime_pb2.Error]:
-    """The per-update p4.v1.Error list of a failed Write, as PI reports it."""
-    assert exc.code() == grpc.StatusCode.UNKNOWN
-    details = dict(exc.trailing_metadata())["grpc-status-details-bin"]
-    status = status_pb2.Status.FromString(details)
-    errors = []
-    for any_ in status.details:
-        error = p4runtime_pb2.Error()
-        any_.Unpack(error)
-        errors.append(error)
-    return errors
 
 
 def dmac_entry(mac: str, action: str, **params):
@@ -415,15 +402,6 @@ def test_shell_reports_write_errors_by_index(sw):
     with pytest.raises(Exception) as info:
         entry.insert()
     assert "At index 0: ALREADY_EXISTS" in str(info.value)
-
-
-def pipeline_request(p4info, device_config, election_low=1, action="VERIFY_AND_COMMIT"):
-    request = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=0)
-    request.election_id.low = election_low
-    request.action = getattr(p4runtime_pb2.SetForwardingPipelineConfigRequest, action)
-    request.config.p4info.CopyFrom(p4info)
-    request.config.p4_device_config = device_config
-    return request
 
 
 def test_bad_pipeline_configs_are_refused(stub, sw, program):

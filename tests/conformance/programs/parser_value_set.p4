@@ -1,5 +1,4 @@
-// A parser value_set with no members (nothing is written over P4Runtime here): it matches nothing, the default case is taken.
-// xfail-embedded: P4UnsupportedError: parser value sets (value_set)
+// A parser value_set<bit<8>>: with no members nothing matches it; members added, removed and cleared from the control plane (STF pvs_add, pvs_remove, pvs_clear, a HINA extension) match exactly, and the first matching case wins.
 #include <core.p4>
 #include <v1model.p4>
 

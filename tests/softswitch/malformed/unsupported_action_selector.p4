@@ -1,4 +1,4 @@
-// expect: unsupported: action selectors at
+// expect: unsupported: selector keys in table t, which has no implementation at
 #include <core.p4>
 #include <v1model.p4>
 header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
