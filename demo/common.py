@@ -642,8 +642,8 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
                              "(async) or aggregates each inside the hook (sync: no overlap)")
     parser.add_argument("--hina-bucket-mb", type=float, default=None, metavar="MB",
                         help="DDP's bucket_cap_mb for the HINA modes only (default: the workload's; "
-                             "dlrm: 0.01, a bucket per embedding table, and 0.0001 for thc, a "
-                             "bucket per parameter): "
+                             "dlrm: 0.01, a bucket per embedding table, and 0.0001 for thc and "
+                             "adaptive, a bucket per parameter): "
                              "small buckets give each embedding table its own bucket, so a codec "
                              "scales or sizes itself per table (torch's PowerSGD hook hangs on gloo "
                              "with several buckets, so the torch rows keep one)")

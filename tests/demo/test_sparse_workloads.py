@@ -118,12 +118,12 @@ def test_bad_input_is_refused():
 
 
 def test_bucket_caps_by_mode():
-    """DLRM's DDP buckets: torch's modes keep DDP's default, HINA's a bucket per table, THC a
-    bucket per parameter; ``--hina-bucket-mb`` overrides every HINA mode."""
+    """DLRM's DDP buckets: torch's modes keep DDP's default, HINA's a bucket per table, THC and
+    adaptive a bucket per parameter; ``--hina-bucket-mb`` overrides every HINA mode."""
     wl = DlrmWorkload()
     assert wl.bucket_cap_mb_of("fp32") is None and wl.bucket_cap_mb_of("powersgd") is None
     assert wl.bucket_cap_mb_of("block_sparse") == wl.bucket_cap_mb_of("sketched_sgd") == 0.01
-    assert wl.bucket_cap_mb_of("thc") == 0.0001
+    assert wl.bucket_cap_mb_of("thc") == wl.bucket_cap_mb_of("adaptive") == 0.0001
     assert wl.bucket_cap_mb_of("thc", 0.5) == wl.bucket_cap_mb_of("fixed", 0.5) == 0.5
     assert wl.bucket_cap_mb_of("fp16", 0.5) is None
     assert MoeWorkload().bucket_cap_mb_of("thc") is None
