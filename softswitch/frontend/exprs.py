@@ -155,7 +155,37 @@ class ExprChecker:
             return StructT("struct", "", fields)
         if isinstance(e, ir.DontCare):
             return DontCareT()
+        if isinstance(e, ir.InvalidHeader):
+            if not (isinstance(expected, StructT) and expected.kind in ("header", "header_union")):
+                raise error(e, "{#}: cannot infer the type of an invalid header here "
+                               "(cast it: (H){#})")
+            return expected
         raise unsupported(e, f"expression {type(e).__name__}")
+
+    def check_compare_initializer(self, e: ir.Binary, scope: Scope) -> P4Type:
+        """``s == {a, b}``, ``s != {f = a, g = b}``, ``h == {#}``: the initializer takes the
+        struct or header type of the other operand (p4c compares them field by field; a list
+        or struct initializer for a header makes a valid header)."""
+        lit, other = (e.left, e.right) if _is_initializer(e.left) else (e.right, e.left)
+        if isinstance(lit, ir.ListExpr) and isinstance(other, ir.ListExpr):
+            # two lists (p4c: tuples), element by element
+            a, b = self.check_expr(lit, scope), self.check_expr(other, scope)
+            if len(a.items) != len(b.items):
+                raise error(e, f"operator {e.op}: lists of {len(a.items)} and {len(b.items)} elements")
+            for x, y in zip(lit.items, other.items):
+                t = self.join(e, x.type, y.type)
+                self.unify_int(x, t)
+                self.unify_int(y, t)
+            return Bool()
+        if _is_initializer(other):
+            raise error(e, f"operator {e.op}: cannot infer the type of either operand")
+        ot = self.check_expr(other, scope)
+        if not isinstance(ot, StructT):
+            raise error(e, f"operator {e.op}: cannot compare {ot} with an initializer")
+        lt = self.check_expr(lit, scope, ot)
+        self.assignable(lit, lt, ot)
+        e.cmp_type = ot                 # both sides are generated as values of this type
+        return Bool()
 
     def join(self, node, a: P4Type, b: P4Type) -> P4Type:
         if isinstance(a, InfInt):
@@ -272,6 +302,8 @@ class ExprChecker:
             if e.left.const is not None and e.right.const is not None:
                 e.const = wrap(((e.left.const & lt.mask) << rt.width) | (e.right.const & rt.mask), t)
             return t
+        if op in ("==", "!=") and (_is_initializer(e.left) or _is_initializer(e.right)):
+            return self.check_compare_initializer(e, scope)
         hint = expected if op not in self.COMPARE else None
         lt = self.check_expr(e.left, scope, hint)
         rt = self.check_expr(e.right, scope, lt if isinstance(lt, Bits) else hint)
@@ -319,7 +351,11 @@ class ExprChecker:
 
     def check_cast(self, e: ir.Cast, scope: Scope) -> P4Type:
         to = self.resolve_type(e.to)
-        src = self.check_expr(e.expr, scope, to if isinstance(to, Bits) else None)
+        hint = to if isinstance(to, Bits) or _is_initializer(e.expr) else None
+        src = self.check_expr(e.expr, scope, hint)
+        if _is_initializer(e.expr) and isinstance(to, StructT):
+            self.assignable(e.expr, src, to)       # (S){a, b}, (H){#}: an initializer of S
+            return to
         ok = False
         if isinstance(to, Bits) and isinstance(src, (Bits, InfInt)):
             ok = True
@@ -459,6 +495,11 @@ class ExprChecker:
             e.method = d
             return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
         raise error(e, f"{expr_text(f)} is not callable")
+
+
+def _is_initializer(e: ir.Expr) -> bool:
+    """A list, struct or invalid-header initializer: its type comes from the context."""
+    return isinstance(e, (ir.ListExpr, ir.StructExpr, ir.InvalidHeader))
 
 
 def wrap(v: int, t: P4Type) -> int:

@@ -640,6 +640,10 @@ class IRBuilder(Transformer):
     def struct_expr(self, meta, c):
         return ir.StructExpr([k for k, _ in c], [v for _, v in c], span=self._span(meta))
 
+    @v_args(meta=True)
+    def invalid_header(self, meta, c):
+        return ir.InvalidHeader(span=self._tspan(c[0]))
+
     def kv_pair(self, c):
         return (c[0], c[1])
 
