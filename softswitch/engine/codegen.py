@@ -382,7 +382,7 @@ class ProgramGen(CodeGen):
                 w = self.fresh(f"{fn}_bound")
                 o.line(f"def {w}(*cp):")
                 o.indent()
-                o.line(f"return {fn}({''.join(self.g(a) + ', ' for a in ref.args)}*cp)")
+                self.bound_action_body(fn, ref, s.decl)
                 o.dedent()
                 o.line(f"REG.bound_action({w}, {fn})")
                 bound[id(s)] = w
@@ -463,6 +463,25 @@ class ProgramGen(CodeGen):
                f"[{', '.join(entries)}], {bool(d.entries_const)}, {d.entries is not None}, "
                f"{self.names[counters[0].sym] if counters else None}, "
                f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r})")
+
+    def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
+        """The body of the wrapper a table runs for an action whose directional arguments its
+        actions list binds: ``in`` ones read, ``out``/``inout`` ones copied back after the
+        action ran (P4_16 6.8 copy-in/copy-out, when the table runs the action)."""
+        o = self.out
+        dparams = [p for p in decl.params if p.direction]
+        call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
+        args, outs = self.out_args(call, dparams)
+        text = f"{fn}({''.join(a + ', ' for a in args)}*cp)"
+        if not outs:
+            o.line(f"return {text}")
+            return
+        if self.cells:
+            o.line(f"nonlocal {', '.join(self.cells)}")
+        r = self.fresh("r")
+        o.line(f"{r} = {text}")
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"{r}[{j}]")
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out

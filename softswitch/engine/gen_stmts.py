@@ -96,6 +96,15 @@ class StmtGen:
             for p in d.params:          # an action's parameters are its own locals
                 written.add(f"p_{p.name}")
                 written.add(p.name)
+        for ref, sym in zip(table.actions, table.action_decls):
+            # arguments bound in the actions list: read, and written back for out/inout
+            dparams = [p for p in sym.decl.params if p.direction]
+            for a, p in zip(ref.args or [], dparams):
+                if p.direction in ("out", "inout"):
+                    if not self._scan_target(a, reads, written):
+                        return False
+                elif not self._scan_expr(a, reads):
+                    return False
         return True
 
     def _scan_target(self, t, reads: dict, written: set) -> bool:

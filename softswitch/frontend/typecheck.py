@@ -404,8 +404,6 @@ class Checker(ExprChecker):
                 if len(ref.args) != len(dparams):
                     raise error(ref, f"action {ref.name}: {len(dparams)} directional arguments "
                                      f"expected in the actions list, got {len(ref.args)}")
-                if any(p.direction != "in" for p in dparams):
-                    raise unsupported(ref, "out and inout arguments bound in a table's action list")
                 call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
                 self.check_call_args(call, dparams, ref.args, scope, f"action {ref.name}")
             d.action_decls.append(sym)
