@@ -16,7 +16,7 @@ with a constant algorithm call the algorithm directly.
 from __future__ import annotations
 
 from ..frontend import ir
-from ..frontend.controlplane import local_name, qualified_name
+from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
@@ -105,7 +105,9 @@ class ProgramGen(CodeGen):
                 self.gen_function(d)
             elif isinstance(d, ir.Instantiation) and d is not self.ck.main:
                 self.gen_instance(d, None)
-        for d in self.ck.program.decls:
+        for d in self.ck.program.decls + self.ck.specialized:
+            if getattr(d, "ctor_params", None):
+                continue        # a factory per instantiation (its specialised copy) instead
             if isinstance(d, ir.ControlDecl):
                 self.gen_control(d)
             elif isinstance(d, ir.ParserDecl):
@@ -120,12 +122,12 @@ class ProgramGen(CodeGen):
             if not isinstance(arg, ir.CtorCall):
                 raise unsupported(arg, "V1Switch argument that is not a constructor call")
             name = arg.type_ref.name
-            decl = self.ck.controls.get(name) or self.ck.parsers.get(name)
+            decl = getattr(arg, "decl", None)
             if decl is None:
                 raise unsupported(arg, f"{name} as a V1Switch block")
-            o.line(f"blocks[{role!r}] = make_{name}({name!r})")
+            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r})")
             o.line(f"REG.block_types[{role!r}] = {name!r}")
-        pdecl = self.ck.parsers.get(main.args[0].type_ref.name)
+        pdecl = getattr(main.args[0], "decl", None)
         if pdecl is None or len(pdecl.params) != 4:
             raise unsupported(main, "V1Switch whose first block is not a 4-parameter parser")
         h_t, m_t, std_t = (p.resolved for p in pdecl.params[1:])
@@ -276,8 +278,10 @@ class ProgramGen(CodeGen):
                 o.line(f"{cn} = {self.default_value(loc.resolved)}")
                 var_inits.append(loc)
             elif isinstance(loc, ir.Instantiation) and not instances_allowed and not (
-                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"):
-                raise unsupported(loc, "instantiations inside a parser (other than parsers)")
+                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"
+                    or isinstance(loc.resolved, ExternT)):
+                raise unsupported(loc, "instantiations inside a parser (other than parsers "
+                                       "and externs)")
         return cells, var_inits
 
     def _apply_prologue(self, d, cells: list, var_inits: list) -> None:

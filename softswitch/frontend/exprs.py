@@ -113,9 +113,11 @@ class ExprChecker:
             t = self.resolve_type(e.type_ref)
             if isinstance(t, ObjT) and t.kind in ("control_type", "parser_type") \
                     and not isinstance(t.decl, ir.TypeDeclOnly):
-                if e.args:
-                    raise unsupported(e, "constructor arguments for controls and parsers")
-                return ObjT(t.kind[:-5], t.decl)
+                decl = t.decl
+                if e.args or decl.ctor_params:
+                    decl = self.specialize(e, decl, e.args, scope)
+                e.decl = decl
+                return ObjT(t.kind[:-5], decl)
             raise unsupported(e, f"constructor call of {t} in an expression")
         if isinstance(e, ir.Unary):
             return self.check_unary(e, scope, expected)
@@ -446,6 +448,7 @@ class ExprChecker:
                 for tp in m.type_params:
                     tv.setdefault(tp, TypeVar(tp))
                 self.check_call_args(e, m.params, e.args, scope, f"{base.name}.{name}", tv)
+                self.check_parser_extern_call(e, base)
                 if base.name == "packet_in" and name == "extract":
                     at = e.args[0].type if e.args else None
                     if not (isinstance(at, StructT) and at.kind == "header"):

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from ..api import P4CompileError
 from . import ir
+from .ctors import CtorChecker
 from .exprs import BITS_PER_BYTE, ExprChecker, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
@@ -22,7 +23,7 @@ from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT
 V1MODEL_PACKAGE = "V1Switch"
 
 
-class Checker(ExprChecker):
+class Checker(ExprChecker, CtorChecker):
     """Type checks a whole program; results are stored on the IR nodes."""
 
     def __init__(self, program: ir.Program):
@@ -36,6 +37,7 @@ class Checker(ExprChecker):
         self.controls: dict = {}
         self.parsers: dict = {}
         self.in_parser = False           # a stack's next and last are for parsers only
+        self.specialized: list = []      # copies of controls/parsers with constructor arguments
 
     # ------------------------------------------------------------------------------ helpers
     def uid(self) -> int:
@@ -198,10 +200,10 @@ class Checker(ExprChecker):
                               uid=self.uid()), p)
 
     # ------------------------------------------------------------------------------ parser
-    def check_parser(self, d: ir.ParserDecl) -> None:
+    def check_parser(self, d: ir.ParserDecl, outer: Optional[Scope] = None) -> None:
         if d.ctor_params:
-            raise unsupported(d, "parser constructor parameters")
-        scope = Scope(self.top, owner=d)
+            return          # checked for each instantiation (ctors.CtorChecker.specialize)
+        scope = Scope(outer or self.top, owner=d)
         self.declare_params(d.params, scope)
         self.in_parser = True
         try:
@@ -261,10 +263,10 @@ class Checker(ExprChecker):
                     raise error(p, "keyset expression is not a compile-time constant")
 
     # ------------------------------------------------------------------------------ control
-    def check_control(self, d: ir.ControlDecl) -> None:
+    def check_control(self, d: ir.ControlDecl, outer: Optional[Scope] = None) -> None:
         if d.ctor_params:
-            raise unsupported(d, "control constructor parameters")
-        scope = Scope(self.top, owner=d)
+            return          # checked for each instantiation (ctors.CtorChecker.specialize)
+        scope = Scope(outer or self.top, owner=d)
         self.declare_params(d.params, scope)
         for loc in d.locals:
             self.check_local(loc, scope)
@@ -343,12 +345,14 @@ class Checker(ExprChecker):
             decl = t.decl
             if isinstance(decl, ir.TypeDeclOnly) and decl.kind != "package":
                 raise error(d, f"cannot instantiate {decl.kind} type {decl.name}")
+            if not isinstance(decl, ir.TypeDeclOnly) and (d.args or decl.ctor_params):
+                decl = self.specialize(d, decl, d.args, scope)
+                t = ObjT(t.kind, decl)
             for a in d.args:
-                self.check_expr(a, scope)
+                if a.type is None:
+                    self.check_expr(a, scope)
             if isinstance(decl, ir.TypeDeclOnly) and len(d.args) != len(decl.params):
                 raise error(d, f"{decl.name} expects {len(decl.params)} arguments, got {len(d.args)}")
-            if d.args and not isinstance(decl, ir.TypeDeclOnly):
-                raise unsupported(d, "constructor arguments for controls and parsers")
             d.resolved = t
             scope.declare(Sym("instance", d.name, ObjT(t.kind[:-5], decl), d, owner=scope.owner), d)
         else:

@@ -120,7 +120,6 @@ def test_generated_python_is_inspectable():
 
 @pytest.mark.parametrize("snippet, what", [
     ("struct g_t<T> { T f; }", "generic struct types"),
-    ("control C2(inout h_t hdr)(bit<8> k) { apply { } }", "control constructor parameters"),
     ("header v_t { varbit<32> opts; }", "varbit header fields"),
 ])
 def test_valid_but_unsupported_constructs_say_so(snippet, what):
