@@ -25,9 +25,10 @@ from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
 from .gen_types import TypesGen
+from .gen_varbit import VarbitGen
 
 
-class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen):
+class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen):
     """Turns the checked IR of a v1model program into Python source."""
 
     def __init__(self, checker):

@@ -16,8 +16,9 @@ DROP_PORT = 511
 INDENT = "    "
 WIDE_FIELDS = 32        # header/struct types with at least this many scalar fields use a dict
 # Names a generated struct class defines itself (a field of a wide type may not shadow them).
-CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "copy", "of", "emit", "extract",
-                 "values", "set_valid", "_ST", "_unpack", "_pack", "_v"}
+CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "MAXBITS", "copy", "of", "emit",
+                 "extract", "extract_from", "bits", "packed_int", "csum16_residue", "values",
+                 "set_valid", "_ST", "_unpack", "_pack", "_v"}
 
 
 class HeaderBits:
@@ -32,7 +33,10 @@ def part_width(t) -> int:
 
 
 def pyfield(name: str) -> str:
-    return name + "_" if keyword.iskeyword(name) or name.startswith("_") else name
+    """The Python attribute of a field: not a keyword, nor a member of the generated class (a
+    field named ``copy`` or ``emit``)."""
+    clash = keyword.iskeyword(name) or name.startswith("_") or name in CLASS_MEMBERS
+    return name + "_" if clash else name
 
 
 class Names(dict):

@@ -163,9 +163,10 @@ class ExternGen:
         base = e.func.expr
         if ext == "packet_in":
             if method == "extract":
-                if len(e.args) != 1:
-                    raise unsupported(e, "extract of variable-size headers")
                 a = e.args[0]
+                if len(e.args) == 2:        # a header with a varbit field, and its length
+                    self.extract_varbit(a, e.args[1])
+                    return
                 if isinstance(a, ir.Member) and isinstance(a.expr.type, StackT) and a.member == "next":
                     o.line(f"C.extract({self.g(a.expr)}.next_for_extract())")
                 elif (isinstance(a, ir.Member) and isinstance(a.expr, ir.Member)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..frontend import ir
 from ..frontend.scope import unsupported
-from ..frontend.types import Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, width_of
+from ..frontend.types import (Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, Varbit,
+                              width_of)
 from .gen_base import CLASS_MEMBERS, WIDE_FIELDS, pyfield
 
 
@@ -27,6 +28,8 @@ class TypesGen:
             return f"RT.Stack({self.class_of(t.elem)}, {t.size})"
         if isinstance(t, StringT):
             return "''"
+        if isinstance(t, Varbit):
+            return "(0, 0)"             # a varbit value: (length in bits, value)
         raise unsupported(ir.Node(), f"variables of type {t}")
 
     def gen_types(self) -> None:
@@ -102,7 +105,9 @@ class TypesGen:
                 o.line(f"n.{pf} = vals[{i}]")
             o.line("return n")
             o.dedent()
-            if is_hdr:
+            if is_hdr and t.varbit is not None:
+                self.gen_varbit_header_io(t, fields)
+            elif is_hdr:
                 self.gen_header_io(t, fields)
             else:
                 o.line("def emit(self, out):")

@@ -7,13 +7,14 @@ from typing import Optional
 from . import ir
 from .scope import Scope, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, P4Type,
-                    StackT, StringT, StructT, TypeVar, Void, width_of)
+                    StackT, StringT, StructT, TypeVar, Void)
 
 BITS_PER_BYTE = 8
 # Symbols that are values (a member of one is a field, not an enum member).
 VALUE_KINDS = ("var", "param", "const", "instance")
 # Size methods of headers and structs (fixed-size types: minimum == actual size).
-SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes")
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes", "maxSizeInBits",
+                "maxSizeInBytes")
 
 
 class ExprChecker:
@@ -211,6 +212,7 @@ class ExprChecker:
                         or bt.kind == "header_union" and e.member == "isValid"):
                     return ObjT("method", (bt, e.member))
                 if e.member in SIZE_METHODS:
+                    self.check_size_method(e, bt)
                     return ObjT("method", (bt, e.member))
                 raise error(e, f"{e.member}: no such field in {bt.kind} {bt.name or 'struct'}")
             return ft
@@ -427,7 +429,7 @@ class ExprChecker:
                 if e.args:
                     raise error(e, f"{name} takes no arguments")
                 if name in SIZE_METHODS:
-                    bits = width_of(base)
+                    bits = self.size_in_bits(base, name)
                     e.const = bits if name.endswith("Bits") else (bits + BITS_PER_BYTE - 1) // BITS_PER_BYTE
                     e.call_kind = ("const",)
                     return InfInt()
@@ -453,6 +455,7 @@ class ExprChecker:
                     at = e.args[0].type if e.args else None
                     if not (isinstance(at, StructT) and at.kind == "header"):
                         raise error(e.args[0], f"{expr_text(e.args[0])}: argument must be a header")
+                    self.check_extract_varbit(e, at)
                 e.call_kind = ("extern_method", base.name, name)
                 e.method = m
                 rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from ..api import P4CompileError
 from . import ir
 from .ctors import CtorChecker
+from .varbit import VarbitChecker
 from .exprs import BITS_PER_BYTE, ExprChecker, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
@@ -23,7 +24,7 @@ from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT
 V1MODEL_PACKAGE = "V1Switch"
 
 
-class Checker(ExprChecker, CtorChecker):
+class Checker(ExprChecker, CtorChecker, VarbitChecker):
     """Type checks a whole program; results are stored on the IR nodes."""
 
     def __init__(self, program: ir.Program):
@@ -128,7 +129,7 @@ class Checker(ExprChecker, CtorChecker):
                     raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
                                    "a header")
                 if isinstance(ft, Varbit):
-                    raise unsupported(f, "varbit header fields")
+                    self.check_varbit_field(d, f, ft, t)
                 if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
                     raise error(f, f"field {f.name}: enum {ft} without an underlying type in a header")
                 t.fields.append((f.name, ft))
