@@ -101,8 +101,8 @@ class ProgramGen(CodeGen):
         for d in self.ck.program.decls:
             if isinstance(d, ir.ActionDecl):
                 self.gen_action(d, in_control=False)
-        for d in self.ck.program.decls:
-            if isinstance(d, ir.FunctionDecl):
+        for d in self.ck.program.decls + self.ck.generic_functions:
+            if isinstance(d, ir.FunctionDecl) and not d.type_params:
                 self.gen_function(d)
             elif isinstance(d, ir.Instantiation) and d is not self.ck.main:
                 self.gen_instance(d, None)

@@ -2,6 +2,8 @@
 extract/emit code (precompiled ``struct`` formats)."""
 from __future__ import annotations
 
+import re
+
 from ..frontend import ir
 from ..frontend.scope import unsupported
 from ..frontend.types import (Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, Varbit,
@@ -36,7 +38,9 @@ class TypesGen:
         o = self.out
         for name, t in self.ck.types.items():
             if isinstance(t, StructT):
-                self.struct_classes[name] = ("H_" if t.kind == "header" else "S_") + name
+                # a generic type's instances are named gh_t<bit<16>>: H_gh_t_bit_16__
+                self.struct_classes[name] = (("H_" if t.kind == "header" else "S_")
+                                             + re.sub(r"\W", "_", name))
         for name, t in self.ck.types.items():
             if not isinstance(t, StructT) or name not in self.struct_classes:
                 continue

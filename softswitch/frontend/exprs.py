@@ -485,6 +485,8 @@ class ExprChecker:
             return Void()
         if isinstance(ft, ObjT) and ft.kind == "function":
             d = ft.decl
+            if d.type_params:
+                return self.call_generic_function(e, d, scope)
             self.check_call_args(e, d.params, e.args, scope, f"function {d.name}")
             e.call_kind = ("function",)
             return d.ret_resolved

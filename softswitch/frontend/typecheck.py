@@ -14,6 +14,7 @@ from typing import Any, Optional
 from ..api import P4CompileError
 from . import ir
 from .ctors import CtorChecker
+from .generics import GenericChecker
 from .varbit import VarbitChecker
 from .exprs import BITS_PER_BYTE, ExprChecker, wrap
 from .scope import Scope, Sym, error, unsupported
@@ -24,7 +25,7 @@ from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT
 V1MODEL_PACKAGE = "V1Switch"
 
 
-class Checker(ExprChecker, CtorChecker, VarbitChecker):
+class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
     """Type checks a whole program; results are stored on the IR nodes."""
 
     def __init__(self, program: ir.Program):
@@ -39,6 +40,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker):
         self.parsers: dict = {}
         self.in_parser = False           # a stack's next and last are for parsers only
         self.specialized: list = []      # copies of controls/parsers with constructor arguments
+        self.type_env: dict = {}         # type parameter -> type, in a generic function's copy
+        self.generic_functions: list = []   # copies of generic functions, one per type list
 
     # ------------------------------------------------------------------------------ helpers
     def uid(self) -> int:
@@ -76,11 +79,15 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker):
         if k == "tuple":
             return ListT([self.resolve_type(a, tvars) for a in tr.args])
         if k == "named":
+            tvars = self.type_env if tvars is None else tvars
             if tvars and tr.name in tvars:
                 return tvars[tr.name]
             t = self.types.get(tr.name)
             if t is None:
                 raise error(tr, f"{tr.name}: no such type")
+            if isinstance(t, ObjT) and t.kind == "generic_type":
+                return self.specialize_type(tr, t.decl, [self.resolve_type(a, tvars)
+                                                         for a in tr.args])
             if isinstance(t, ExternT) and tr.args:
                 return ExternT(t.name, t.decl, [self.resolve_type(a, tvars) for a in tr.args])
             return t
@@ -112,31 +119,12 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker):
         elif isinstance(d, ir.Typedef):
             self.declare_type(d, d.name, self.resolve_type(d.type_ref))
         elif isinstance(d, ir.StructLike):
-            if d.type_params:
-                raise unsupported(d, f"generic {d.kind} types")
+            if d.type_params:       # a type per list of type arguments (generics.py)
+                self.declare_type(d, d.name, ObjT("generic_type", d))
+                return
             t = StructT(d.kind, d.name, [], d.annotations)
             self.declare_type(d, d.name, t)
-            seen = set()
-            for f in d.fields:
-                if f.name in seen:
-                    raise error(f, f"{f.name}: duplicate field in {d.name}")
-                seen.add(f.name)
-                ft = self.resolve_type(f.type_ref, {p: TypeVar(p) for p in d.type_params})
-                if d.kind == "header" and not isinstance(ft, (Bits, Varbit, Bool, EnumT)):
-                    raise error(f, f"field {f.name} of header {d.name}: type {ft} is not allowed in a header")
-                if d.kind == "header_union" and not (isinstance(ft, StructT)
-                                                     and ft.kind == "header"):
-                    raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
-                                   "a header")
-                if isinstance(ft, Varbit):
-                    self.check_varbit_field(d, f, ft, t)
-                if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
-                    raise error(f, f"field {f.name}: enum {ft} without an underlying type in a header")
-                t.fields.append((f.name, ft))
-                t.field_annotations[f.name] = f.annotations
-            if d.kind == "header" and t.width % BITS_PER_BYTE:
-                raise error(d, f"header {d.name} is {t.width} bits long, not a multiple of 8 "
-                               f"(BMv2 requires byte-aligned headers)")
+            self.declare_fields(d, t, None)
         elif isinstance(d, ir.EnumDecl):
             base = self.resolve_type(d.base) if d.base is not None else None
             if base is not None and not isinstance(base, Bits):
@@ -175,6 +163,31 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker):
                 self.main = d
         else:
             raise unsupported(d, f"top-level {type(d).__name__}")
+
+    def declare_fields(self, d: ir.StructLike, t: StructT, tvars: Optional[dict]) -> None:
+        """The fields of ``t``, declared by ``d`` (``tvars``: its type arguments, for a
+        generic type)."""
+        seen = set()
+        for f in d.fields:
+            if f.name in seen:
+                raise error(f, f"{f.name}: duplicate field in {d.name}")
+            seen.add(f.name)
+            ft = self.resolve_type(f.type_ref, tvars)
+            if d.kind == "header" and not isinstance(ft, (Bits, Varbit, Bool, EnumT)):
+                raise error(f, f"field {f.name} of header {d.name}: type {ft} is not allowed in a header")
+            if d.kind == "header_union" and not (isinstance(ft, StructT)
+                                                 and ft.kind == "header"):
+                raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
+                               "a header")
+            if isinstance(ft, Varbit):
+                self.check_varbit_field(d, f, ft, t)
+            if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
+                raise error(f, f"field {f.name}: enum {ft} without an underlying type in a header")
+            t.fields.append((f.name, ft))
+            t.field_annotations[f.name] = f.annotations
+        if d.kind == "header" and t.width % BITS_PER_BYTE:
+            raise error(d, f"header {d.name} is {t.width} bits long, not a multiple of 8 "
+                           f"(BMv2 requires byte-aligned headers)")
 
     def declare_type(self, node: ir.Node, name: str, t: Any) -> None:
         if name in self.types:
@@ -318,8 +331,10 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker):
         self.check_stmt(d.body, a_scope, ctx="action")
 
     def check_function(self, d: ir.FunctionDecl, scope: Scope) -> None:
-        if d.type_params:
-            raise unsupported(d, "generic functions")
+        if d.type_params:           # checked for each list of type arguments (generics.py)
+            self.check_generic_body(d, scope)
+            scope.declare(Sym("function", d.name, ObjT("function", d), d, owner=scope.owner), d)
+            return
         f_scope = Scope(scope)
         self.declare_params(d.params, f_scope)
         d.ret_resolved = self.resolve_type(d.ret)
