@@ -81,6 +81,23 @@ class CtorChecker:
         self.specialized.append(spec)
         return spec
 
+    @staticmethod
+    def order_named_args(node: ir.Node, params: list, what: str) -> None:
+        """Put named arguments (``V1Switch(ig = MyIngress(), p = MyParser(), ...)``) in the
+        order of ``params``."""
+        names = getattr(node, "arg_names", None) or []
+        if not any(names):
+            return
+        if not all(names):
+            raise error(node, f"{what}: cannot mix named and positional arguments")
+        known = {p.name for p in params}
+        for n in names:
+            if n not in known:
+                raise error(node, f"{what}: no parameter named {n}")
+        order = {n: i for i, n in enumerate(names)}
+        node.args[:] = [node.args[order[p.name]] for p in params if p.name in order]
+        node.arg_names = [""] * len(node.args)
+
     def check_parser_extern_call(self, e: ir.Call, extern: ExternT) -> None:
         if self.in_parser and extern.name in NOT_IN_PARSER:
             raise error(e, f"{expr_text(e.func)}: not supported in parser on this target "

@@ -359,6 +359,12 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             scope.declare(Sym("instance", d.name, t, d, owner=scope.owner), d)
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type", "package_type"):
             decl = t.decl
+            if scope is self.top and t.kind != "package_type":
+                # p4c: parsers and controls are instantiated in a parser, a control or a
+                # package's arguments
+                raise error(d, f"{d.name}: cannot instantiate at top-level")
+            if isinstance(decl, ir.TypeDeclOnly):
+                self.order_named_args(d, decl.params, f"{decl.name}")
             if isinstance(decl, ir.TypeDeclOnly) and decl.kind != "package":
                 raise error(d, f"cannot instantiate {decl.kind} type {decl.name}")
             if not isinstance(decl, ir.TypeDeclOnly) and (d.args or decl.ctor_params):
