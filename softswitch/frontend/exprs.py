@@ -201,6 +201,9 @@ class ExprChecker:
             return a
         if isinstance(a, StructT) and isinstance(b, StructT) and a.name == b.name:
             return a
+        if (isinstance(a, StackT) and isinstance(b, StackT) and a.size == b.size
+                and a.elem.name == b.elem.name):
+            return a                # two stacks of one type (== compares them element-wise)
         raise error(node, f"operands have different types: {a} and {b}")
 
     def check_member(self, e: ir.Member, scope: Scope) -> P4Type:
