@@ -20,7 +20,7 @@ from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
-from .gen_base import Emitter, Names, pyfield
+from .gen_base import Emitter, Names, may_exit, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
@@ -180,9 +180,22 @@ class ProgramGen(CodeGen):
         o.indent()
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
-        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
+        exits = bool(outs) and may_exit(d.body)
+        if exits:
+            o.line("try:")
+            o.indent()
+        self.body_with_hoisting(d.body)
+        if exits:
+            # exit still copies the out/inout arguments back (BMv2; P4_16 12.5): the
+            # exception carries them to the caller
+            o.dedent()
+            o.line("except RT.ExitControl as exc:")
+            o.indent()
+            o.line(f"exc.outs = ({''.join(x + ', ' for x in outs)})")
+            o.line("raise")
+            o.dedent()
         if outs:
             self._fix_returns(outs)
         o.dedent()
@@ -484,9 +497,27 @@ class ProgramGen(CodeGen):
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
         r = self.fresh("r")
-        o.line(f"{r} = {text}")
+        if may_exit(decl.body):
+            self.call_copying_back_on_exit(f"{r} = {text}", outs)
+        else:
+            o.line(f"{r} = {text}")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{j}]")
+
+    def call_copying_back_on_exit(self, line: str, outs: list) -> None:
+        """``line`` (a call of an action that may exit), then on ``exit`` the action's
+        out/inout arguments (``outs``: [(index, target)]) copied back before it goes on."""
+        o = self.out
+        o.line("try:")
+        o.indent()
+        o.line(line)
+        o.dedent()
+        o.line("except RT.ExitControl as exc:")
+        o.indent()
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"exc.outs[{j}]")
+        o.line("raise")
+        o.dedent()
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out

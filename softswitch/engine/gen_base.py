@@ -95,6 +95,22 @@ def has_return(s) -> bool:
     return False
 
 
+def may_exit(s) -> bool:
+    """Whether running statement ``s`` may execute ``exit`` (itself or in an action it calls)."""
+    if isinstance(s, ir.Exit):
+        return True
+    if isinstance(s, ir.Block):
+        return any(may_exit(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return may_exit(s.then) or (s.other is not None and may_exit(s.other))
+    if isinstance(s, ir.Switch):
+        return any(c.body is not None and may_exit(c.body) for c in s.cases)
+    if isinstance(s, ir.CallStmt) and getattr(s.call, "call_kind", None) == ("action",):
+        d = decl_of(s.call.func)
+        return isinstance(d, ir.ActionDecl) and may_exit(d.body)
+    return False
+
+
 def pure(e) -> bool:
     """Whether evaluating ``e`` can have no side effect and cannot raise (so generated code
     may skip or repeat its evaluation)."""

@@ -8,7 +8,7 @@ from ..frontend import ir
 from ..frontend.exprs import expr_text
 from ..frontend.scope import unsupported
 from ..frontend.types import Bits, Bool, EnumT, ObjT, StackT, StructT
-from .gen_base import decl_of, has_return, operands_of, pyfield
+from .gen_base import decl_of, has_return, may_exit, operands_of, pyfield
 
 
 class StmtGen:
@@ -338,6 +338,9 @@ class StmtGen:
                 self.assign(a, f"exc.outs[{j}]")
             o.line("raise")
             o.dedent()
+        elif isinstance(decl_of_callee := getattr(callee, "decl", None), ir.ActionDecl) \
+                and may_exit(decl_of_callee.body):
+            self.call_copying_back_on_exit(f"{r} = {call}", outs)
         else:
             self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
