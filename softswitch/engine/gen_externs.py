@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..frontend import ir
 from ..frontend.scope import unsupported
-from ..frontend.types import Bits, Bool, InfInt, StackT, StructT, width_of
+from ..frontend.types import Bits, Bool, InfInt, StackT, StructT, Varbit, width_of
 from .externs import CHECKSUM_BY_ALGO, HASH_BY_ALGO
 from .gen_base import CSUM16, DROP_PORT, HeaderBits, part_width, pure, pyfield
 
@@ -70,6 +70,8 @@ class ExternGen:
             if isinstance(x.type, InfInt):
                 raise unsupported(x, "integer of unknown width in a field list")
             t = x.type
+            if isinstance(t, Varbit) or isinstance(t, StructT) and t.varbit is not None:
+                raise unsupported(x, "varbit fields in a field list (hash, checksum, digest)")
             if isinstance(t, StructT) and t.kind == "header" and t.fields:
                 h = self.g(x)
                 parts.append((h, HeaderBits(t), f"{h}._v"))
@@ -78,6 +80,8 @@ class ExternGen:
             if isinstance(x, ir.Member) and isinstance(x.expr.type, StructT) and x.expr.type.kind == "header":
                 valid = f"{self.g(x.expr)}._v"
             self._flatten(self.g(x), x.type, valid, parts)
+        if any(isinstance(t, Varbit) for _, t, _ in parts):
+            raise unsupported(e, "varbit fields in a field list (hash, checksum, digest)")
         return parts
 
     @staticmethod
