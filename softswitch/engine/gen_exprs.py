@@ -187,7 +187,7 @@ class ExprGen:
             return self.table_apply(e)
         if kind[0] == "extern_method" and kind[2] == "lookahead":
             t = e.type
-            if isinstance(t, StructT) and t.kind == "header":
+            if isinstance(t, StructT) and t.kind == "header" and t.varbit is None:
                 return f"C.peek({self.class_of(t)})"
             if not isinstance(t, Bits):
                 raise unsupported(e, f"lookahead<{t}> (only bit<N> and headers are supported)")
