@@ -188,14 +188,7 @@ class ProgramGen(CodeGen):
             o.indent()
         self.body_with_hoisting(d.body)
         if exits:
-            # exit still copies the out/inout arguments back (BMv2; P4_16 12.5): the
-            # exception carries them to the caller
-            o.dedent()
-            o.line("except RT.ExitControl as exc:")
-            o.indent()
-            o.line(f"exc.outs = ({''.join(x + ', ' for x in outs)})")
-            o.line("raise")
-            o.dedent()
+            self._exit_carries_outs(outs)
         if outs:
             self._fix_returns(outs)
         o.dedent()
@@ -207,6 +200,18 @@ class ProgramGen(CodeGen):
         for p in d.params:
             if not p.direction:
                 self._enum_use(full, p.resolved)
+
+    def _exit_carries_outs(self, outs: list) -> None:
+        """Close the ``try:`` around an action or control body that may exit: ``exit`` still
+        copies the out/inout arguments back (BMv2 does), so the exception carries them to the
+        caller (:meth:`call_copying_back_on_exit`)."""
+        o = self.out
+        o.dedent()
+        o.line("except RT.ExitControl as exc:")
+        o.indent()
+        o.line(f"exc.outs = ({''.join(x + ', ' for x in outs)})")
+        o.line("raise")
+        o.dedent()
 
     def _enum_use(self, user: str, t) -> None:
         """Tell the registry that ``user`` (a table or action name expression) has a key or
@@ -328,9 +333,15 @@ class ProgramGen(CodeGen):
             if isinstance(loc, ir.TableDecl):
                 self.gen_table(loc)
         self._apply_prologue(d, cells, var_inits)
-        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
+        exits = bool(outs) and may_exit(d.body)
+        if exits:
+            o.line("try:")
+            o.indent()
+        self.body_with_hoisting(d.body)
+        if exits:
+            self._exit_carries_outs(outs)
         if outs:
             self._fix_returns(outs)
         o.dedent()

@@ -96,19 +96,46 @@ def has_return(s) -> bool:
 
 
 def may_exit(s) -> bool:
-    """Whether running statement ``s`` may execute ``exit`` (itself or in an action it calls)."""
+    """Whether running statement ``s`` may execute ``exit`` (itself, or an action, control or
+    table it runs)."""
     if isinstance(s, ir.Exit):
         return True
     if isinstance(s, ir.Block):
         return any(may_exit(x) for x in s.stmts)
     if isinstance(s, ir.If):
-        return may_exit(s.then) or (s.other is not None and may_exit(s.other))
+        return _expr_may_exit(s.cond) or may_exit(s.then) or (s.other is not None
+                                                               and may_exit(s.other))
     if isinstance(s, ir.Switch):
-        return any(c.body is not None and may_exit(c.body) for c in s.cases)
-    if isinstance(s, ir.CallStmt) and getattr(s.call, "call_kind", None) == ("action",):
-        d = decl_of(s.call.func)
-        return isinstance(d, ir.ActionDecl) and may_exit(d.body)
+        return _expr_may_exit(s.expr) or any(c.body is not None and may_exit(c.body)
+                                             for c in s.cases)
+    if isinstance(s, ir.CallStmt):
+        return _expr_may_exit(s.call)
     return False
+
+
+def _expr_may_exit(e) -> bool:
+    """Whether evaluating ``e`` may execute ``exit``: it calls an action or applies a control
+    or a table whose actions may."""
+    if isinstance(e, ir.Call):
+        kind = getattr(e, "call_kind", None)
+        if kind == ("action",):
+            d = decl_of(e.func)
+            if isinstance(d, ir.ActionDecl) and may_exit(d.body):
+                return True
+        elif kind == ("control_apply",):
+            d = getattr(getattr(e.func.expr.sym, "type", None), "decl", None)
+            if isinstance(d, ir.ControlDecl) and may_exit(d.body):
+                return True
+        elif kind == ("table_apply",):
+            table = e.func.expr.sym.decl
+            if any(may_exit(a.decl.body) for a in table.action_decls
+                   if isinstance(a.decl, ir.ActionDecl)):
+                return True
+    operands = operands_of(e) if isinstance(e, ir.Expr) else None
+    children = list(operands or ()) + (list(e.args) if isinstance(e, ir.Call) else [])
+    if isinstance(e, ir.Member):
+        children.append(e.expr)
+    return any(_expr_may_exit(x) for x in children)
 
 
 def pure(e) -> bool:

@@ -338,8 +338,7 @@ class StmtGen:
                 self.assign(a, f"exc.outs[{j}]")
             o.line("raise")
             o.dedent()
-        elif isinstance(decl_of_callee := getattr(callee, "decl", None), ir.ActionDecl) \
-                and may_exit(decl_of_callee.body):
+        elif _callee_may_exit(callee):
             self.call_copying_back_on_exit(f"{r} = {call}", outs)
         else:
             self.out.line(f"{r} = {call}")
@@ -405,6 +404,15 @@ class StmtGen:
             self.extern_func(e, kind[1])
             return
         raise unsupported(e, f"call {expr_text(e.func)}")
+
+
+def _callee_may_exit(callee) -> bool:
+    """Whether an action or control instance ``callee`` may execute ``exit``."""
+    decl = getattr(callee, "decl", None)
+    if isinstance(decl, ir.ActionDecl):
+        return may_exit(decl.body)
+    decl = getattr(getattr(callee, "type", None), "decl", None)
+    return isinstance(decl, ir.ControlDecl) and may_exit(decl.body)
 
 
 def _returns_value(callee) -> bool:
