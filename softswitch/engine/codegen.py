@@ -16,18 +16,19 @@ with a constant algorithm call the algorithm directly.
 from __future__ import annotations
 
 from ..frontend import ir
-from ..frontend.controlplane import local_name, qualified_name
+from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
-from .gen_base import Emitter, Names, pyfield
+from .gen_base import Emitter, Names, may_exit, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
 from .gen_types import TypesGen
+from .gen_varbit import VarbitGen
 
 
-class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen):
+class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen):
     """Turns the checked IR of a v1model program into Python source."""
 
     def __init__(self, checker):
@@ -100,12 +101,14 @@ class ProgramGen(CodeGen):
         for d in self.ck.program.decls:
             if isinstance(d, ir.ActionDecl):
                 self.gen_action(d, in_control=False)
-        for d in self.ck.program.decls:
-            if isinstance(d, ir.FunctionDecl):
+        for d in self.ck.program.decls + self.ck.generic_functions:
+            if isinstance(d, ir.FunctionDecl) and not d.type_params:
                 self.gen_function(d)
             elif isinstance(d, ir.Instantiation) and d is not self.ck.main:
                 self.gen_instance(d, None)
-        for d in self.ck.program.decls:
+        for d in self.ck.program.decls + self.ck.specialized:
+            if getattr(d, "ctor_params", None):
+                continue        # a factory per instantiation (its specialised copy) instead
             if isinstance(d, ir.ControlDecl):
                 self.gen_control(d)
             elif isinstance(d, ir.ParserDecl):
@@ -120,12 +123,12 @@ class ProgramGen(CodeGen):
             if not isinstance(arg, ir.CtorCall):
                 raise unsupported(arg, "V1Switch argument that is not a constructor call")
             name = arg.type_ref.name
-            decl = self.ck.controls.get(name) or self.ck.parsers.get(name)
+            decl = getattr(arg, "decl", None)
             if decl is None:
                 raise unsupported(arg, f"{name} as a V1Switch block")
-            o.line(f"blocks[{role!r}] = make_{name}({name!r})")
+            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r})")
             o.line(f"REG.block_types[{role!r}] = {name!r}")
-        pdecl = self.ck.parsers.get(main.args[0].type_ref.name)
+        pdecl = getattr(main.args[0], "decl", None)
         if pdecl is None or len(pdecl.params) != 4:
             raise unsupported(main, "V1Switch whose first block is not a 4-parameter parser")
         h_t, m_t, std_t = (p.resolved for p in pdecl.params[1:])
@@ -177,9 +180,15 @@ class ProgramGen(CodeGen):
         o.indent()
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
-        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
+        exits = bool(outs) and may_exit(d.body)
+        if exits:
+            o.line("try:")
+            o.indent()
+        self.body_with_hoisting(d.body)
+        if exits:
+            self._exit_carries_outs(outs)
         if outs:
             self._fix_returns(outs)
         o.dedent()
@@ -191,6 +200,18 @@ class ProgramGen(CodeGen):
         for p in d.params:
             if not p.direction:
                 self._enum_use(full, p.resolved)
+
+    def _exit_carries_outs(self, outs: list) -> None:
+        """Close the ``try:`` around an action or control body that may exit: ``exit`` still
+        copies the out/inout arguments back (BMv2 does), so the exception carries them to the
+        caller (:meth:`call_copying_back_on_exit`)."""
+        o = self.out
+        o.dedent()
+        o.line("except RT.ExitControl as exc:")
+        o.indent()
+        o.line(f"exc.outs = ({''.join(x + ', ' for x in outs)})")
+        o.line("raise")
+        o.dedent()
 
     def _enum_use(self, user: str, t) -> None:
         """Tell the registry that ``user`` (a table or action name expression) has a key or
@@ -276,8 +297,10 @@ class ProgramGen(CodeGen):
                 o.line(f"{cn} = {self.default_value(loc.resolved)}")
                 var_inits.append(loc)
             elif isinstance(loc, ir.Instantiation) and not instances_allowed and not (
-                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"):
-                raise unsupported(loc, "instantiations inside a parser (other than parsers)")
+                    isinstance(loc.resolved, ObjT) and loc.resolved.kind == "parser_type"
+                    or isinstance(loc.resolved, ExternT)):
+                raise unsupported(loc, "instantiations inside a parser (other than parsers "
+                                       "and externs)")
         return cells, var_inits
 
     def _apply_prologue(self, d, cells: list, var_inits: list) -> None:
@@ -310,9 +333,15 @@ class ProgramGen(CodeGen):
             if isinstance(loc, ir.TableDecl):
                 self.gen_table(loc)
         self._apply_prologue(d, cells, var_inits)
-        self.body_with_hoisting(d.body)
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
+        exits = bool(outs) and may_exit(d.body)
+        if exits:
+            o.line("try:")
+            o.indent()
+        self.body_with_hoisting(d.body)
+        if exits:
+            self._exit_carries_outs(outs)
         if outs:
             self._fix_returns(outs)
         o.dedent()
@@ -394,7 +423,7 @@ class ProgramGen(CodeGen):
                 w = self.fresh(f"{fn}_bound")
                 o.line(f"def {w}(*cp):")
                 o.indent()
-                o.line(f"return {fn}({''.join(self.g(a) + ', ' for a in ref.args)}*cp)")
+                self.bound_action_body(fn, ref, s.decl)
                 o.dedent()
                 o.line(f"REG.bound_action({w}, {fn})")
                 bound[id(s)] = w
@@ -478,6 +507,43 @@ class ProgramGen(CodeGen):
                + (f", impl={self.names[props['implementation'][0].sym]}, "
                   f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
                   if "implementation" in props else "") + ")")
+
+    def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
+        """The body of the wrapper a table runs for an action whose directional arguments its
+        actions list binds: ``in`` ones read, ``out``/``inout`` ones copied back after the
+        action ran (P4_16 6.8 copy-in/copy-out, when the table runs the action)."""
+        o = self.out
+        dparams = [p for p in decl.params if p.direction]
+        call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
+        args, outs = self.out_args(call, dparams)
+        text = f"{fn}({''.join(a + ', ' for a in args)}*cp)"
+        if not outs:
+            o.line(f"return {text}")
+            return
+        if self.cells:
+            o.line(f"nonlocal {', '.join(self.cells)}")
+        r = self.fresh("r")
+        if may_exit(decl.body):
+            self.call_copying_back_on_exit(f"{r} = {text}", outs)
+        else:
+            o.line(f"{r} = {text}")
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"{r}[{j}]")
+
+    def call_copying_back_on_exit(self, line: str, outs: list) -> None:
+        """``line`` (a call of an action that may exit), then on ``exit`` the action's
+        out/inout arguments (``outs``: [(index, target)]) copied back before it goes on."""
+        o = self.out
+        o.line("try:")
+        o.indent()
+        o.line(line)
+        o.dedent()
+        o.line("except RT.ExitControl as exc:")
+        o.indent()
+        for j, (_, a) in enumerate(outs):
+            self.assign(a, f"exc.outs[{j}]")
+        o.line("raise")
+        o.dedent()
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out

@@ -16,8 +16,9 @@ DROP_PORT = 511
 INDENT = "    "
 WIDE_FIELDS = 32        # header/struct types with at least this many scalar fields use a dict
 # Names a generated struct class defines itself (a field of a wide type may not shadow them).
-CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "copy", "of", "emit", "extract",
-                 "values", "set_valid", "_ST", "_unpack", "_pack", "_v"}
+CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "MAXBITS", "copy", "of", "emit",
+                 "extract", "extract_from", "bits", "packed_int", "csum16_residue", "values",
+                 "set_valid", "_ST", "_unpack", "_pack", "_v"}
 
 
 class HeaderBits:
@@ -32,7 +33,10 @@ def part_width(t) -> int:
 
 
 def pyfield(name: str) -> str:
-    return name + "_" if keyword.iskeyword(name) or name.startswith("_") else name
+    """The Python attribute of a field: not a keyword, nor a member of the generated class (a
+    field named ``copy`` or ``emit``)."""
+    clash = keyword.iskeyword(name) or name.startswith("_") or name in CLASS_MEMBERS
+    return name + "_" if clash else name
 
 
 class Names(dict):
@@ -89,6 +93,49 @@ def has_return(s) -> bool:
     if isinstance(s, ir.Switch):
         return any(c.body is not None and has_return(c.body) for c in s.cases)
     return False
+
+
+def may_exit(s) -> bool:
+    """Whether running statement ``s`` may execute ``exit`` (itself, or an action, control or
+    table it runs)."""
+    if isinstance(s, ir.Exit):
+        return True
+    if isinstance(s, ir.Block):
+        return any(may_exit(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _expr_may_exit(s.cond) or may_exit(s.then) or (s.other is not None
+                                                               and may_exit(s.other))
+    if isinstance(s, ir.Switch):
+        return _expr_may_exit(s.expr) or any(c.body is not None and may_exit(c.body)
+                                             for c in s.cases)
+    if isinstance(s, ir.CallStmt):
+        return _expr_may_exit(s.call)
+    return False
+
+
+def _expr_may_exit(e) -> bool:
+    """Whether evaluating ``e`` may execute ``exit``: it calls an action or applies a control
+    or a table whose actions may."""
+    if isinstance(e, ir.Call):
+        kind = getattr(e, "call_kind", None)
+        if kind == ("action",):
+            d = decl_of(e.func)
+            if isinstance(d, ir.ActionDecl) and may_exit(d.body):
+                return True
+        elif kind == ("control_apply",):
+            d = getattr(getattr(e.func.expr.sym, "type", None), "decl", None)
+            if isinstance(d, ir.ControlDecl) and may_exit(d.body):
+                return True
+        elif kind == ("table_apply",):
+            table = e.func.expr.sym.decl
+            if any(may_exit(a.decl.body) for a in table.action_decls
+                   if isinstance(a.decl, ir.ActionDecl)):
+                return True
+    operands = operands_of(e) if isinstance(e, ir.Expr) else None
+    children = list(operands or ()) + (list(e.args) if isinstance(e, ir.Call) else [])
+    if isinstance(e, ir.Member):
+        children.append(e.expr)
+    return any(_expr_may_exit(x) for x in children)
 
 
 def pure(e) -> bool:

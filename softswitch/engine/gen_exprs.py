@@ -106,6 +106,10 @@ class ExprGen:
 
     def g_Binary(self, e: ir.Binary) -> str:
         op = e.op
+        ct = getattr(e, "cmp_type", None)
+        if ct is not None:          # a struct or header compared with an initializer
+            a, b = self.value_for(e.left, ct), self.value_for(e.right, ct)
+            return f"({'' if op == '==' else 'not '}RT.equal({a}, {b}))"
         a = self.g(e.left)
         b = self._lazily(e.right) if op in ("&&", "||") else self.g(e.right)
         t = e.type
@@ -152,6 +156,8 @@ class ExprGen:
         raise unsupported(e, f"operator {op}")
 
     def g_Cast(self, e: ir.Cast) -> str:
+        if isinstance(e.type, StructT):     # (S){a, b}, (H){#}
+            return self.value_for(e.expr, e.type)
         x = self.g(e.expr)
         to, src = e.type, e.expr.type
         if isinstance(to, Bool):
@@ -167,6 +173,9 @@ class ExprGen:
     def g_ListExpr(self, e: ir.ListExpr) -> str:
         return "(" + "".join(self.g(x) + ", " for x in e.items) + ")"
 
+    def g_InvalidHeader(self, e: ir.InvalidHeader) -> str:
+        return f"{self.class_of(e.type)}()"       # a new header (or union): invalid
+
     def g_TypeMember(self, e) -> str:
         return str(e.const)
 
@@ -178,7 +187,7 @@ class ExprGen:
             return self.table_apply(e)
         if kind[0] == "extern_method" and kind[2] == "lookahead":
             t = e.type
-            if isinstance(t, StructT) and t.kind == "header":
+            if isinstance(t, StructT) and t.kind == "header" and t.varbit is None:
                 return f"C.peek({self.class_of(t)})"
             if not isinstance(t, Bits):
                 raise unsupported(e, f"lookahead<{t}> (only bit<N> and headers are supported)")

@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..frontend import ir
 from ..frontend.scope import unsupported
-from ..frontend.types import Bits, Bool, InfInt, StackT, StructT, width_of
+from ..frontend.types import Bits, Bool, InfInt, StackT, StructT, Varbit, width_of
 from .externs import CHECKSUM_BY_ALGO, HASH_BY_ALGO
 from .gen_base import CSUM16, DROP_PORT, HeaderBits, part_width, pure, pyfield
 
@@ -70,6 +70,8 @@ class ExternGen:
             if isinstance(x.type, InfInt):
                 raise unsupported(x, "integer of unknown width in a field list")
             t = x.type
+            if isinstance(t, Varbit) or isinstance(t, StructT) and t.varbit is not None:
+                raise unsupported(x, "varbit fields in a field list (hash, checksum, digest)")
             if isinstance(t, StructT) and t.kind == "header" and t.fields:
                 h = self.g(x)
                 parts.append((h, HeaderBits(t), f"{h}._v"))
@@ -78,6 +80,8 @@ class ExternGen:
             if isinstance(x, ir.Member) and isinstance(x.expr.type, StructT) and x.expr.type.kind == "header":
                 valid = f"{self.g(x.expr)}._v"
             self._flatten(self.g(x), x.type, valid, parts)
+        if any(isinstance(t, Varbit) for _, t, _ in parts):
+            raise unsupported(e, "varbit fields in a field list (hash, checksum, digest)")
         return parts
 
     @staticmethod
@@ -163,9 +167,10 @@ class ExternGen:
         base = e.func.expr
         if ext == "packet_in":
             if method == "extract":
-                if len(e.args) != 1:
-                    raise unsupported(e, "extract of variable-size headers")
                 a = e.args[0]
+                if len(e.args) == 2:        # a header with a varbit field, and its length
+                    self.extract_varbit(a, e.args[1])
+                    return
                 if isinstance(a, ir.Member) and isinstance(a.expr.type, StackT) and a.member == "next":
                     o.line(f"C.extract({self.g(a.expr)}.next_for_extract())")
                 elif (isinstance(a, ir.Member) and isinstance(a.expr, ir.Member)

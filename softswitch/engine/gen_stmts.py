@@ -8,7 +8,7 @@ from ..frontend import ir
 from ..frontend.exprs import expr_text
 from ..frontend.scope import unsupported
 from ..frontend.types import Bits, Bool, EnumT, ObjT, StackT, StructT
-from .gen_base import decl_of, has_return, operands_of, pyfield
+from .gen_base import decl_of, has_return, may_exit, operands_of, pyfield
 
 
 class StmtGen:
@@ -96,6 +96,15 @@ class StmtGen:
             for p in d.params:          # an action's parameters are its own locals
                 written.add(f"p_{p.name}")
                 written.add(p.name)
+        for ref, sym in zip(table.actions, table.action_decls):
+            # arguments bound in the actions list: read, and written back for out/inout
+            dparams = [p for p in sym.decl.params if p.direction]
+            for a, p in zip(ref.args or [], dparams):
+                if p.direction in ("out", "inout"):
+                    if not self._scan_target(a, reads, written):
+                        return False
+                elif not self._scan_expr(a, reads):
+                    return False
         return True
 
     def _scan_target(self, t, reads: dict, written: set) -> bool:
@@ -329,6 +338,8 @@ class StmtGen:
                 self.assign(a, f"exc.outs[{j}]")
             o.line("raise")
             o.dedent()
+        elif _callee_may_exit(callee):
+            self.call_copying_back_on_exit(f"{r} = {call}", outs)
         else:
             self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
@@ -393,6 +404,15 @@ class StmtGen:
             self.extern_func(e, kind[1])
             return
         raise unsupported(e, f"call {expr_text(e.func)}")
+
+
+def _callee_may_exit(callee) -> bool:
+    """Whether an action or control instance ``callee`` may execute ``exit``."""
+    decl = getattr(callee, "decl", None)
+    if isinstance(decl, ir.ActionDecl):
+        return may_exit(decl.body)
+    decl = getattr(getattr(callee, "type", None), "decl", None)
+    return isinstance(decl, ir.ControlDecl) and may_exit(decl.body)
 
 
 def _returns_value(callee) -> bool:

@@ -2,9 +2,12 @@
 extract/emit code (precompiled ``struct`` formats)."""
 from __future__ import annotations
 
+import re
+
 from ..frontend import ir
 from ..frontend.scope import unsupported
-from ..frontend.types import Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, width_of
+from ..frontend.types import (Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, Varbit,
+                              width_of)
 from .gen_base import CLASS_MEMBERS, WIDE_FIELDS, pyfield
 
 
@@ -27,13 +30,17 @@ class TypesGen:
             return f"RT.Stack({self.class_of(t.elem)}, {t.size})"
         if isinstance(t, StringT):
             return "''"
+        if isinstance(t, Varbit):
+            return "(0, 0)"             # a varbit value: (length in bits, value)
         raise unsupported(ir.Node(), f"variables of type {t}")
 
     def gen_types(self) -> None:
         o = self.out
         for name, t in self.ck.types.items():
             if isinstance(t, StructT):
-                self.struct_classes[name] = ("H_" if t.kind == "header" else "S_") + name
+                # a generic type's instances are named gh_t<bit<16>>: H_gh_t_bit_16__
+                self.struct_classes[name] = (("H_" if t.kind == "header" else "S_")
+                                             + re.sub(r"\W", "_", name))
         for name, t in self.ck.types.items():
             if not isinstance(t, StructT) or name not in self.struct_classes:
                 continue
@@ -102,7 +109,9 @@ class TypesGen:
                 o.line(f"n.{pf} = vals[{i}]")
             o.line("return n")
             o.dedent()
-            if is_hdr:
+            if is_hdr and t.varbit is not None:
+                self.gen_varbit_header_io(t, fields)
+            elif is_hdr:
                 self.gen_header_io(t, fields)
             else:
                 o.line("def emit(self, out):")

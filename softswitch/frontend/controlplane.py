@@ -111,10 +111,13 @@ def control_plane_view(checker) -> ControlPlaneView:
     externs = {qualified_name(local_name(d, d.name), None) for d in program.decls
                if isinstance(d, ir.Instantiation) and isinstance(d.resolved, ExternT)}
     for arg in checker.main.args if checker.main is not None else ():
-        decl = checker.controls.get(arg.type_ref.name) if isinstance(arg, ir.CtorCall) else None
-        if decl is None:                 # the parser (no tables, no actions) or unsupported
+        decl = getattr(arg, "decl", None) if isinstance(arg, ir.CtorCall) else None
+        if isinstance(decl, ir.ParserDecl):     # no tables, no actions; extern instances
+            externs.update(_parser_externs(decl, block_name(arg)))
             continue
-        block = scanner.control(decl, decl.name)
+        if decl is None:                 # unsupported
+            continue
+        block = scanner.control(decl, block_name(arg))
         for use in block.block_actions():
             actions.setdefault(use.name, use)
         tables.update(dict.fromkeys(block.tables))
@@ -122,6 +125,23 @@ def control_plane_view(checker) -> ControlPlaneView:
         extern_calls = extern_calls or block.extern_calls
     return ControlPlaneView(tuple(tables), tuple(actions.values()), frozenset(externs),
                             extern_calls)
+
+
+def block_name(arg: ir.CtorCall) -> str:
+    """The name of a ``V1Switch`` block: its type's, ``Name_0`` where p4c specialised it for
+    constructor arguments (``MyIngress(3)``)."""
+    return arg.type_ref.name + ("_0" if hasattr(arg.decl, "base_name") else "")
+
+
+def _parser_externs(decl: ir.ParserDecl, prefix: str) -> list:
+    """The extern instances declared in a parser instance, its sub-parsers' included."""
+    out = []
+    for loc in decl.locals:
+        if isinstance(loc, ir.Instantiation) and isinstance(loc.resolved, ExternT):
+            out.append(qualified_name(local_name(loc, loc.name), prefix))
+        elif isinstance(loc, ir.Instantiation) and isinstance(loc.resolved.decl, ir.ParserDecl):
+            out += _parser_externs(loc.resolved.decl, f"{prefix}.{loc.name}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------

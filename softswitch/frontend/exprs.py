@@ -7,13 +7,14 @@ from typing import Optional
 from . import ir
 from .scope import Scope, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, P4Type,
-                    StackT, StringT, StructT, TypeVar, Void, width_of)
+                    StackT, StringT, StructT, TypeVar, Void)
 
 BITS_PER_BYTE = 8
 # Symbols that are values (a member of one is a field, not an enum member).
 VALUE_KINDS = ("var", "param", "const", "instance")
 # Size methods of headers and structs (fixed-size types: minimum == actual size).
-SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes")
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "sizeInBits", "sizeInBytes", "maxSizeInBits",
+                "maxSizeInBytes")
 
 
 class ExprChecker:
@@ -113,9 +114,11 @@ class ExprChecker:
             t = self.resolve_type(e.type_ref)
             if isinstance(t, ObjT) and t.kind in ("control_type", "parser_type") \
                     and not isinstance(t.decl, ir.TypeDeclOnly):
-                if e.args:
-                    raise unsupported(e, "constructor arguments for controls and parsers")
-                return ObjT(t.kind[:-5], t.decl)
+                decl = t.decl
+                if e.args or decl.ctor_params:
+                    decl = self.specialize(e, decl, e.args, scope)
+                e.decl = decl
+                return ObjT(t.kind[:-5], decl)
             raise unsupported(e, f"constructor call of {t} in an expression")
         if isinstance(e, ir.Unary):
             return self.check_unary(e, scope, expected)
@@ -155,7 +158,37 @@ class ExprChecker:
             return StructT("struct", "", fields)
         if isinstance(e, ir.DontCare):
             return DontCareT()
+        if isinstance(e, ir.InvalidHeader):
+            if not (isinstance(expected, StructT) and expected.kind in ("header", "header_union")):
+                raise error(e, "{#}: cannot infer the type of an invalid header here "
+                               "(cast it: (H){#})")
+            return expected
         raise unsupported(e, f"expression {type(e).__name__}")
+
+    def check_compare_initializer(self, e: ir.Binary, scope: Scope) -> P4Type:
+        """``s == {a, b}``, ``s != {f = a, g = b}``, ``h == {#}``: the initializer takes the
+        struct or header type of the other operand (p4c compares them field by field; a list
+        or struct initializer for a header makes a valid header)."""
+        lit, other = (e.left, e.right) if _is_initializer(e.left) else (e.right, e.left)
+        if isinstance(lit, ir.ListExpr) and isinstance(other, ir.ListExpr):
+            # two lists (p4c: tuples), element by element
+            a, b = self.check_expr(lit, scope), self.check_expr(other, scope)
+            if len(a.items) != len(b.items):
+                raise error(e, f"operator {e.op}: lists of {len(a.items)} and {len(b.items)} elements")
+            for x, y in zip(lit.items, other.items):
+                t = self.join(e, x.type, y.type)
+                self.unify_int(x, t)
+                self.unify_int(y, t)
+            return Bool()
+        if _is_initializer(other):
+            raise error(e, f"operator {e.op}: cannot infer the type of either operand")
+        ot = self.check_expr(other, scope)
+        if not isinstance(ot, StructT):
+            raise error(e, f"operator {e.op}: cannot compare {ot} with an initializer")
+        lt = self.check_expr(lit, scope, ot)
+        self.assignable(lit, lt, ot)
+        e.cmp_type = ot                 # both sides are generated as values of this type
+        return Bool()
 
     def join(self, node, a: P4Type, b: P4Type) -> P4Type:
         if isinstance(a, InfInt):
@@ -168,6 +201,9 @@ class ExprChecker:
             return a
         if isinstance(a, StructT) and isinstance(b, StructT) and a.name == b.name:
             return a
+        if (isinstance(a, StackT) and isinstance(b, StackT) and a.size == b.size
+                and a.elem.name == b.elem.name):
+            return a                # two stacks of one type (== compares them element-wise)
         raise error(node, f"operands have different types: {a} and {b}")
 
     def check_member(self, e: ir.Member, scope: Scope) -> P4Type:
@@ -179,6 +215,7 @@ class ExprChecker:
                         or bt.kind == "header_union" and e.member == "isValid"):
                     return ObjT("method", (bt, e.member))
                 if e.member in SIZE_METHODS:
+                    self.check_size_method(e, bt)
                     return ObjT("method", (bt, e.member))
                 raise error(e, f"{e.member}: no such field in {bt.kind} {bt.name or 'struct'}")
             return ft
@@ -272,6 +309,8 @@ class ExprChecker:
             if e.left.const is not None and e.right.const is not None:
                 e.const = wrap(((e.left.const & lt.mask) << rt.width) | (e.right.const & rt.mask), t)
             return t
+        if op in ("==", "!=") and (_is_initializer(e.left) or _is_initializer(e.right)):
+            return self.check_compare_initializer(e, scope)
         hint = expected if op not in self.COMPARE else None
         lt = self.check_expr(e.left, scope, hint)
         rt = self.check_expr(e.right, scope, lt if isinstance(lt, Bits) else hint)
@@ -319,7 +358,11 @@ class ExprChecker:
 
     def check_cast(self, e: ir.Cast, scope: Scope) -> P4Type:
         to = self.resolve_type(e.to)
-        src = self.check_expr(e.expr, scope, to if isinstance(to, Bits) else None)
+        hint = to if isinstance(to, Bits) or _is_initializer(e.expr) else None
+        src = self.check_expr(e.expr, scope, hint)
+        if _is_initializer(e.expr) and isinstance(to, StructT):
+            self.assignable(e.expr, src, to)       # (S){a, b}, (H){#}: an initializer of S
+            return to
         ok = False
         if isinstance(to, Bits) and isinstance(src, (Bits, InfInt)):
             ok = True
@@ -389,7 +432,7 @@ class ExprChecker:
                 if e.args:
                     raise error(e, f"{name} takes no arguments")
                 if name in SIZE_METHODS:
-                    bits = width_of(base)
+                    bits = self.size_in_bits(base, name)
                     e.const = bits if name.endswith("Bits") else (bits + BITS_PER_BYTE - 1) // BITS_PER_BYTE
                     e.call_kind = ("const",)
                     return InfInt()
@@ -410,10 +453,12 @@ class ExprChecker:
                 for tp in m.type_params:
                     tv.setdefault(tp, TypeVar(tp))
                 self.check_call_args(e, m.params, e.args, scope, f"{base.name}.{name}", tv)
+                self.check_parser_extern_call(e, base)
                 if base.name == "packet_in" and name == "extract":
                     at = e.args[0].type if e.args else None
                     if not (isinstance(at, StructT) and at.kind == "header"):
                         raise error(e.args[0], f"{expr_text(e.args[0])}: argument must be a header")
+                    self.check_extract_varbit(e, at)
                 e.call_kind = ("extern_method", base.name, name)
                 e.method = m
                 rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()
@@ -443,6 +488,8 @@ class ExprChecker:
             return Void()
         if isinstance(ft, ObjT) and ft.kind == "function":
             d = ft.decl
+            if d.type_params:
+                return self.call_generic_function(e, d, scope)
             self.check_call_args(e, d.params, e.args, scope, f"function {d.name}")
             e.call_kind = ("function",)
             return d.ret_resolved
@@ -459,6 +506,11 @@ class ExprChecker:
             e.method = d
             return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
         raise error(e, f"{expr_text(f)} is not callable")
+
+
+def _is_initializer(e: ir.Expr) -> bool:
+    """A list, struct or invalid-header initializer: its type comes from the context."""
+    return isinstance(e, (ir.ListExpr, ir.StructExpr, ir.InvalidHeader))
 
 
 def wrap(v: int, t: P4Type) -> int:

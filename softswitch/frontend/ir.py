@@ -178,6 +178,11 @@ class DontCare(Expr):
 
 
 @dataclass
+class InvalidHeader(Expr):
+    """``{#}``: an invalid header (or header union) of the type the context gives."""
+
+
+@dataclass
 class Mask(Expr):
     value: Expr
     mask: Expr

@@ -395,14 +395,16 @@ class IRBuilder(Transformer):
     @v_args(meta=True)
     def instantiation(self, meta, c):
         t = ir.TypeRef("named", name=str(c[1]), span=self._tspan(c[1]))
-        return ir.Instantiation(c[3], t, c[2][0], annotations=c[0], span=self._span(meta))
+        return _named(ir.Instantiation(c[3], t, c[2][0], annotations=c[0], span=self._span(meta)),
+                      c[2][1])
 
     @v_args(meta=True)
     def generic_instantiation(self, meta, c):
         # annotations, TYPE_NAME, TLT, type_args, TGT, args, name
         c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
         t = ir.TypeRef("named", name=str(c[1]), args=c[2], span=self._tspan(c[1]))
-        return ir.Instantiation(c[4], t, c[3][0], annotations=c[0], span=self._span(meta))
+        return _named(ir.Instantiation(c[4], t, c[3][0], annotations=c[0], span=self._span(meta)),
+                      c[3][1])
 
     @v_args(meta=True)
     def table_decl(self, meta, c):
@@ -626,13 +628,13 @@ class IRBuilder(Transformer):
     @v_args(meta=True)
     def ctor_call(self, meta, c):
         t = ir.TypeRef("named", name=str(c[0]), span=self._tspan(c[0]))
-        return ir.CtorCall(t, c[1][0], span=self._span(meta))
+        return _named(ir.CtorCall(t, c[1][0], span=self._span(meta)), c[1][1])
 
     @v_args(meta=True)
     def generic_ctor_call(self, meta, c):
         c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
         t = ir.TypeRef("named", name=str(c[0]), args=c[1], span=self._tspan(c[0]))
-        return ir.CtorCall(t, c[2][0], span=self._span(meta))
+        return _named(ir.CtorCall(t, c[2][0], span=self._span(meta)), c[2][1])
 
     @v_args(meta=True)
     def list_expr(self, meta, c):
@@ -641,6 +643,10 @@ class IRBuilder(Transformer):
     @v_args(meta=True)
     def struct_expr(self, meta, c):
         return ir.StructExpr([k for k, _ in c], [v for _, v in c], span=self._span(meta))
+
+    @v_args(meta=True)
+    def invalid_header(self, meta, c):
+        return ir.InvalidHeader(span=self._tspan(c[0]))
 
     def kv_pair(self, c):
         return (c[0], c[1])
@@ -664,6 +670,13 @@ class IRBuilder(Transformer):
 
     def named_arg(self, c):
         return (c[0], c[1])
+
+
+def _named(node, names: list):
+    """``node`` (an instantiation or constructor call) with the names of its arguments
+    (``V1Switch(p = MyParser(), ...)``; '' for a positional one)."""
+    node.arg_names = list(names)
+    return node
 
 
 def parse(text: str, filename: str = "<input>") -> ir.Program:

@@ -13,6 +13,9 @@ from typing import Any, Optional
 
 from ..api import P4CompileError
 from . import ir
+from .ctors import CtorChecker
+from .generics import GenericChecker
+from .varbit import VarbitChecker
 from .exprs import BITS_PER_BYTE, ExprChecker, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
@@ -22,7 +25,7 @@ from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT
 V1MODEL_PACKAGE = "V1Switch"
 
 
-class Checker(ExprChecker):
+class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
     """Type checks a whole program; results are stored on the IR nodes."""
 
     def __init__(self, program: ir.Program):
@@ -36,6 +39,9 @@ class Checker(ExprChecker):
         self.controls: dict = {}
         self.parsers: dict = {}
         self.in_parser = False           # a stack's next and last are for parsers only
+        self.specialized: list = []      # copies of controls/parsers with constructor arguments
+        self.type_env: dict = {}         # type parameter -> type, in a generic function's copy
+        self.generic_functions: list = []   # copies of generic functions, one per type list
 
     # ------------------------------------------------------------------------------ helpers
     def uid(self) -> int:
@@ -73,11 +79,15 @@ class Checker(ExprChecker):
         if k == "tuple":
             return ListT([self.resolve_type(a, tvars) for a in tr.args])
         if k == "named":
+            tvars = self.type_env if tvars is None else tvars
             if tvars and tr.name in tvars:
                 return tvars[tr.name]
             t = self.types.get(tr.name)
             if t is None:
                 raise error(tr, f"{tr.name}: no such type")
+            if isinstance(t, ObjT) and t.kind == "generic_type":
+                return self.specialize_type(tr, t.decl, [self.resolve_type(a, tvars)
+                                                         for a in tr.args])
             if isinstance(t, ExternT) and tr.args:
                 return ExternT(t.name, t.decl, [self.resolve_type(a, tvars) for a in tr.args])
             return t
@@ -109,31 +119,12 @@ class Checker(ExprChecker):
         elif isinstance(d, ir.Typedef):
             self.declare_type(d, d.name, self.resolve_type(d.type_ref))
         elif isinstance(d, ir.StructLike):
-            if d.type_params:
-                raise unsupported(d, f"generic {d.kind} types")
+            if d.type_params:       # a type per list of type arguments (generics.py)
+                self.declare_type(d, d.name, ObjT("generic_type", d))
+                return
             t = StructT(d.kind, d.name, [], d.annotations)
             self.declare_type(d, d.name, t)
-            seen = set()
-            for f in d.fields:
-                if f.name in seen:
-                    raise error(f, f"{f.name}: duplicate field in {d.name}")
-                seen.add(f.name)
-                ft = self.resolve_type(f.type_ref, {p: TypeVar(p) for p in d.type_params})
-                if d.kind == "header" and not isinstance(ft, (Bits, Varbit, Bool, EnumT)):
-                    raise error(f, f"field {f.name} of header {d.name}: type {ft} is not allowed in a header")
-                if d.kind == "header_union" and not (isinstance(ft, StructT)
-                                                     and ft.kind == "header"):
-                    raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
-                                   "a header")
-                if isinstance(ft, Varbit):
-                    raise unsupported(f, "varbit header fields")
-                if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
-                    raise error(f, f"field {f.name}: enum {ft} without an underlying type in a header")
-                t.fields.append((f.name, ft))
-                t.field_annotations[f.name] = f.annotations
-            if d.kind == "header" and t.width % BITS_PER_BYTE:
-                raise error(d, f"header {d.name} is {t.width} bits long, not a multiple of 8 "
-                               f"(BMv2 requires byte-aligned headers)")
+            self.declare_fields(d, t, None)
         elif isinstance(d, ir.EnumDecl):
             base = self.resolve_type(d.base) if d.base is not None else None
             if base is not None and not isinstance(base, Bits):
@@ -173,6 +164,31 @@ class Checker(ExprChecker):
         else:
             raise unsupported(d, f"top-level {type(d).__name__}")
 
+    def declare_fields(self, d: ir.StructLike, t: StructT, tvars: Optional[dict]) -> None:
+        """The fields of ``t``, declared by ``d`` (``tvars``: its type arguments, for a
+        generic type)."""
+        seen = set()
+        for f in d.fields:
+            if f.name in seen:
+                raise error(f, f"{f.name}: duplicate field in {d.name}")
+            seen.add(f.name)
+            ft = self.resolve_type(f.type_ref, tvars)
+            if d.kind == "header" and not isinstance(ft, (Bits, Varbit, Bool, EnumT)):
+                raise error(f, f"field {f.name} of header {d.name}: type {ft} is not allowed in a header")
+            if d.kind == "header_union" and not (isinstance(ft, StructT)
+                                                 and ft.kind == "header"):
+                raise error(f, f"field {f.name} of header_union {d.name}: type {ft} is not "
+                               "a header")
+            if isinstance(ft, Varbit):
+                self.check_varbit_field(d, f, ft, t)
+            if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
+                raise error(f, f"field {f.name}: enum {ft} without an underlying type in a header")
+            t.fields.append((f.name, ft))
+            t.field_annotations[f.name] = f.annotations
+        if d.kind == "header" and t.width % BITS_PER_BYTE:
+            raise error(d, f"header {d.name} is {t.width} bits long, not a multiple of 8 "
+                           f"(BMv2 requires byte-aligned headers)")
+
     def declare_type(self, node: ir.Node, name: str, t: Any) -> None:
         if name in self.types:
             raise error(node, f"{name}: duplicate declaration")
@@ -198,10 +214,10 @@ class Checker(ExprChecker):
                               uid=self.uid()), p)
 
     # ------------------------------------------------------------------------------ parser
-    def check_parser(self, d: ir.ParserDecl) -> None:
+    def check_parser(self, d: ir.ParserDecl, outer: Optional[Scope] = None) -> None:
         if d.ctor_params:
-            raise unsupported(d, "parser constructor parameters")
-        scope = Scope(self.top, owner=d)
+            return          # checked for each instantiation (ctors.CtorChecker.specialize)
+        scope = Scope(outer or self.top, owner=d)
         self.declare_params(d.params, scope)
         self.in_parser = True
         try:
@@ -261,10 +277,10 @@ class Checker(ExprChecker):
                     raise error(p, "keyset expression is not a compile-time constant")
 
     # ------------------------------------------------------------------------------ control
-    def check_control(self, d: ir.ControlDecl) -> None:
+    def check_control(self, d: ir.ControlDecl, outer: Optional[Scope] = None) -> None:
         if d.ctor_params:
-            raise unsupported(d, "control constructor parameters")
-        scope = Scope(self.top, owner=d)
+            return          # checked for each instantiation (ctors.CtorChecker.specialize)
+        scope = Scope(outer or self.top, owner=d)
         self.declare_params(d.params, scope)
         for loc in d.locals:
             self.check_local(loc, scope)
@@ -357,8 +373,10 @@ class Checker(ExprChecker):
         self.check_stmt(d.body, a_scope, ctx="action")
 
     def check_function(self, d: ir.FunctionDecl, scope: Scope) -> None:
-        if d.type_params:
-            raise unsupported(d, "generic functions")
+        if d.type_params:           # checked for each list of type arguments (generics.py)
+            self.check_generic_body(d, scope)
+            scope.declare(Sym("function", d.name, ObjT("function", d), d, owner=scope.owner), d)
+            return
         f_scope = Scope(scope)
         self.declare_params(d.params, f_scope)
         d.ret_resolved = self.resolve_type(d.ret)
@@ -383,14 +401,22 @@ class Checker(ExprChecker):
             scope.declare(Sym("instance", d.name, t, d, owner=scope.owner), d)
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type", "package_type"):
             decl = t.decl
+            if scope is self.top and t.kind != "package_type":
+                # p4c: parsers and controls are instantiated in a parser, a control or a
+                # package's arguments
+                raise error(d, f"{d.name}: cannot instantiate at top-level")
+            if isinstance(decl, ir.TypeDeclOnly):
+                self.order_named_args(d, decl.params, f"{decl.name}")
             if isinstance(decl, ir.TypeDeclOnly) and decl.kind != "package":
                 raise error(d, f"cannot instantiate {decl.kind} type {decl.name}")
+            if not isinstance(decl, ir.TypeDeclOnly) and (d.args or decl.ctor_params):
+                decl = self.specialize(d, decl, d.args, scope)
+                t = ObjT(t.kind, decl)
             for a in d.args:
-                self.check_expr(a, scope)
+                if a.type is None:
+                    self.check_expr(a, scope)
             if isinstance(decl, ir.TypeDeclOnly) and len(d.args) != len(decl.params):
                 raise error(d, f"{decl.name} expects {len(decl.params)} arguments, got {len(d.args)}")
-            if d.args and not isinstance(decl, ir.TypeDeclOnly):
-                raise unsupported(d, "constructor arguments for controls and parsers")
             d.resolved = t
             scope.declare(Sym("instance", d.name, ObjT(t.kind[:-5], decl), d, owner=scope.owner), d)
         else:
@@ -444,8 +470,6 @@ class Checker(ExprChecker):
                 if len(ref.args) != len(dparams):
                     raise error(ref, f"action {ref.name}: {len(dparams)} directional arguments "
                                      f"expected in the actions list, got {len(ref.args)}")
-                if any(p.direction != "in" for p in dparams):
-                    raise unsupported(ref, "out and inout arguments bound in a table's action list")
                 call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
                 self.check_call_args(call, dparams, ref.args, scope, f"action {ref.name}")
             d.action_decls.append(sym)

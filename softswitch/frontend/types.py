@@ -89,7 +89,16 @@ class StructT(P4Type):
 
     @property
     def width(self) -> int:
-        return sum(width_of(t) for _, t in self.fields)
+        """Bits of the fixed-size fields (a header's varbit field counts for none)."""
+        return sum(width_of(t) for _, t in self.fields if not isinstance(t, Varbit))
+
+    @property
+    def varbit(self) -> Optional[tuple]:
+        """(name, Varbit) of a header's varbit field, or None."""
+        for n, t in self.fields:
+            if isinstance(t, Varbit):
+                return n, t
+        return None
 
     def __str__(self):
         return self.name
@@ -163,7 +172,7 @@ def width_of(t: P4Type) -> int:
     if isinstance(t, EnumT) and t.base is not None:
         return t.base.width
     if isinstance(t, StructT):
-        return sum(width_of(ft) for _, ft in t.fields)
+        return t.width
     if isinstance(t, StackT):
         return t.size * width_of(t.elem)
     if isinstance(t, ErrorT):

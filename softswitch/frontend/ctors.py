@@ -1,0 +1,104 @@
+"""Controls and parsers with constructor parameters (``control C(...)(bit<8> k)``), checked as
+p4c does: each instantiation (``C(3) c;``, ``C(3)`` in the package) gets its own copy of the
+declaration with the constructor parameters bound to the compile-time values of its arguments
+(p4c's specialisation), so they may appear wherever a constant may (a ``select`` case, a
+table's ``size``). The code generator makes one factory per copy.
+
+Also the checks on extern instances inside a parser: p4c-bm2-ss accepts their declarations
+(P4Info lists them) but no method call on them in a parser state.
+"""
+from __future__ import annotations
+
+import copy
+
+from . import ir
+from .exprs import expr_text
+from .scope import Scope, Sym, error, unsupported
+from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt
+
+# Externs whose methods p4c-bm2-ss cannot call in a parser ("not supported in parser on this
+# target").
+NOT_IN_PARSER = ("register", "counter", "meter", "direct_counter", "direct_meter")
+
+
+class CtorChecker:
+    """Constructor parameters of :class:`.typecheck.Checker`."""
+
+    def ctor_values(self, node: ir.Node, decl, args: list, scope: Scope) -> list:
+        """Check the constructor arguments of ``decl`` (a control or parser) and return their
+        compile-time values, in parameter order."""
+        what = f"constructor of {decl.name}"
+        call = ir.Call(ir.Path(decl.name, span=node.span), args,
+                       arg_names=list(getattr(node, "arg_names", None) or []), span=node.span)
+        self.check_call_args(call, decl.ctor_params, call.args, scope, what)
+        values = []
+        for a, p in zip(call.args, decl.ctor_params):
+            if not isinstance(p.resolved, (Bits, Bool, InfInt, EnumT, ErrorT)):
+                raise unsupported(p, f"constructor parameter {p.name} of type {p.resolved}")
+            if getattr(a, "const", None) is None:
+                raise error(a, f"{what}: argument for {p.name} is not a compile-time constant")
+            values.append(a.const)
+        for p in decl.ctor_params[len(call.args):]:
+            values.append(self.const_value(p.default, scope, p.resolved))
+        return values
+
+    def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
+        vt = self.check_expr(e, scope, t)
+        self.assignable(e, vt, t)
+        if e.const is None:
+            raise error(e, "default value is not a compile-time constant")
+        return e.const
+
+    def resolve_ctor_params(self, decl) -> None:
+        for p in decl.ctor_params:
+            if p.direction:
+                raise error(p, f"{p.name}: constructor parameters cannot have a direction")
+            p.resolved = self.resolve_type(p.type_ref)
+
+    def specialize(self, node: ir.Node, decl, args: list, scope: Scope):
+        """A checked copy of ``decl`` (declared with constructor parameters) for one
+        instantiation with ``args``. Its name is unique (``Name__N``); ``base_name`` is the
+        declaration's own."""
+        self.resolve_ctor_params(decl)
+        values = self.ctor_values(node, decl, args, scope)
+        spec = copy.deepcopy(decl)
+        self.n_specialized = getattr(self, "n_specialized", 0) + 1
+        spec.base_name = decl.name
+        spec.name = f"{decl.name}__{self.n_specialized}"
+        consts = Scope(self.top, owner=spec)
+        for p, v in zip(spec.ctor_params, values):
+            t = self.resolve_type(p.type_ref)
+            consts.declare(Sym("const", p.name, t, p, const=v, owner=spec, uid=self.uid()), p)
+        spec.ctor_params = []
+        saved = self.in_parser
+        try:
+            if isinstance(spec, ir.ParserDecl):
+                self.check_parser(spec, consts)
+            else:
+                self.check_control(spec, consts)
+        finally:
+            self.in_parser = saved
+        self.specialized.append(spec)
+        return spec
+
+    @staticmethod
+    def order_named_args(node: ir.Node, params: list, what: str) -> None:
+        """Put named arguments (``V1Switch(ig = MyIngress(), p = MyParser(), ...)``) in the
+        order of ``params``."""
+        names = getattr(node, "arg_names", None) or []
+        if not any(names):
+            return
+        if not all(names):
+            raise error(node, f"{what}: cannot mix named and positional arguments")
+        known = {p.name for p in params}
+        for n in names:
+            if n not in known:
+                raise error(node, f"{what}: no parameter named {n}")
+        order = {n: i for i, n in enumerate(names)}
+        node.args[:] = [node.args[order[p.name]] for p in params if p.name in order]
+        node.arg_names = [""] * len(node.args)
+
+    def check_parser_extern_call(self, e: ir.Call, extern: ExternT) -> None:
+        if self.in_parser and extern.name in NOT_IN_PARSER:
+            raise error(e, f"{expr_text(e.func)}: not supported in parser on this target "
+                           f"(p4c-bm2-ss: no {extern.name} method calls in a parser)")
