@@ -29,6 +29,8 @@ PROGRAM_ROOTS = ("p4", "bench", "tests")
 #: Defines a program is also built with, besides its defaults (the BMv2 tests' sizes).
 EXTRA_DEFINES = {"p4/hina.p4": ({"HINA_WORDS": 64},)}
 _INSTANTIATES_MAIN = re.compile(r"\)\s*main\s*;")
+#: Tofino programs (TNA/T2NA): tests/tofino and tests/controller/test_tofino_ctl check them
+_INCLUDES_TNA = re.compile(r'^\s*#\s*include\s*[<"]t2?na\.p4[>"]', re.MULTILINE)
 _EMBEDDED_XFAIL = re.compile(r"^// xfail-embedded: (.*)$", re.MULTILINE)
 _DIFF_LINES = 400
 
@@ -41,9 +43,10 @@ def discover_programs() -> list[str]:
             rel = path.relative_to(REPO)
             if "malformed" in rel.parts:
                 continue
-            if "tna" in rel.parts:      # Tofino programs (TNA/T2NA): tests/tofino checks them
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "tna" in rel.parts or _INCLUDES_TNA.search(text):
                 continue
-            if _INSTANTIATES_MAIN.search(path.read_text(encoding="utf-8", errors="replace")):
+            if _INSTANTIATES_MAIN.search(text):
                 found.append(rel.as_posix())
     return sorted(found)
 
