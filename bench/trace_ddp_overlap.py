@@ -6,8 +6,9 @@ codec's agreement, encode and decode, the vote) and the engine's CPU time, again
 
 Runs ``bench_ddp_overlap`` as it is (same output), with worker 0's engine and ``backward``
 timed; then prints its last two steps of the asynchronous hook, times in ms from the start of
-backward (a phase: its start, wall and engine-thread CPU time), and the switch process's CPU
-time over those steps. It shows what stays exposed after backward ends (docs/benchmarks.md).
+backward (a phase: its start, [lane,] wall and engine-thread CPU time), when the other workers
+handed over and finished each bucket, and the switch process's CPU time over those steps.
+``--lanes 1`` shows the engine taking one bucket at a time. It shows what stays exposed after backward ends (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -50,8 +52,10 @@ def traced_worker(rank, n, init, seat, args, out):
             try:
                 return fn(*a, **k)
             finally:
-                events.append(("phase", name, t0, (time.perf_counter() - t0,
-                                                   time.thread_time() - cpu)))
+                lane = threading.current_thread().name.rpartition("-")[2]
+                where = f"[{lane}] " if lane.isdigit() else ""
+                events.append(("phase", where + name, t0, (time.perf_counter() - t0,
+                                                           time.thread_time() - cpu)))
         return timed
 
     submit, process = E.AggregationEngine.submit, E.AggregationEngine._process
@@ -62,11 +66,11 @@ def traced_worker(rank, n, init, seat, args, out):
         events.append(("submit", key, time.perf_counter(), None))
         return submit(self, key, tensor)
 
-    def timed_process(self, job):
+    def timed_process(self, lane, job):
         cpu = time.thread_time()
-        events.append(("start", job[0], time.perf_counter(), None))
-        process(self, job)
-        events.append(("done", job[0], time.perf_counter(), time.thread_time() - cpu))
+        events.append(("start", job[1], time.perf_counter(), lane))
+        process(self, lane, job)
+        events.append(("done", job[1], time.perf_counter(), time.thread_time() - cpu))
 
     def timed_reduce(self, op, data):
         return phase(f"{T.P.Op(op).name} round, {data.size} values", reduce)(self, op, data)
@@ -126,6 +130,7 @@ def main(argv=None) -> int:
                       f"{1e3 * extra[1]:6.1f}")
                 continue
             where = "" if key is None else f" bucket {key}"
+            where += f" on lane {extra}" if kind == "start" else ""
             cpu = f"   (engine CPU {1e3 * extra:.1f} ms)" if kind == "done" else ""
             print(f"  {1e3 * (t - t0):8.1f}  {kind}{where}{cpu}")
         for w, other in enumerate(others, 1):

@@ -185,7 +185,9 @@ class AggregationEngine:
         return fut
 
     def close(self, timeout: float = 30.0) -> None:
-        """Finish the queued buckets, then stop the threads."""
+        """Finish the queued buckets, then stop the threads; the transport continues past the
+        lanes' rounds (:meth:`~worker.transport.Transport.rejoin`: another engine, or plain
+        calls, can use it next)."""
         self._closed = True
         for lane, thread in enumerate(self._threads):
             if thread is not None:
@@ -194,6 +196,8 @@ class AggregationEngine:
         for thread in self._threads:
             if thread is not None:
                 thread.join(max(0.0, deadline - time.monotonic()))
+        if not any(thread is not None and thread.is_alive() for thread in self._threads):
+            self.transport.rejoin(self.transports)
 
     # -- the lanes' threads ------------------------------------------------------------------
     def _run(self, lane: int) -> None:
@@ -289,6 +293,8 @@ class AggregationEngine:
             log.warning("HINA: job %d continues in generation %d", transport.job.job_id,
                         generation)
             transport.follow(generation)
+            if transport is not self.transport and generation != self.transport.job.generation:
+                self.transport.follow(generation)    # the job's generation, as workers know it
         # a failed call may have stopped part-way on some worker: all continue the lane from one
         # sequence number past anything sent, which the switch treats as new rounds in every
         # slot copy

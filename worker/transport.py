@@ -463,6 +463,20 @@ class Transport:
             lanes.append(lane)
         return lanes
 
+    def rejoin(self, lanes: list["Transport"]) -> None:
+        """Continue this transport after its ``lanes`` (:meth:`lanes`), once their calls are
+        done on every worker (e.g. after the aggregation engine's last vote): from the next
+        whole round of the slots past anything a lane sent, so that every slot's next use is a
+        new round to the switch. (The generation stays this transport's: whoever follows a new
+        one on a lane follows it here too, as the aggregation engine does.)"""
+        lanes = [lane for lane in lanes if lane is not self]
+        if not lanes:
+            return
+        rounds = max(lane.next_seq // lane.window + 1 for lane in lanes)
+        self.next_seq = rounds * self.job.n_slots % self.seq_space
+        if all(lane._checked_generation == self.job.generation for lane in lanes):
+            self._checked_generation = self.job.generation
+
     def wire_seq(self, k: int) -> int:
         """The sequence number on the wire of this transport's chunk ``k`` (its own count)."""
         if self.window == self.job.n_slots:
