@@ -8,7 +8,8 @@ Runs ``bench_ddp_overlap`` as it is (same output), with worker 0's engine and ``
 timed; then prints its last two steps of the asynchronous hook, times in ms from the start of
 backward (a phase: its start, [lane,] wall and engine-thread CPU time), when the other workers
 handed over and finished each bucket, and the switch process's CPU time over those steps.
-``--lanes 1`` shows the engine taking one bucket at a time. It shows what stays exposed after backward ends (docs/benchmarks.md).
+``--lanes 1`` shows the engine taking one bucket at a time. It shows what stays exposed after
+backward ends (docs/benchmarks.md).
 """
 from __future__ import annotations
 

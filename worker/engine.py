@@ -14,7 +14,9 @@ the same order on every rank), so the lanes' rounds match across ranks whatever 
 collectives (the vote, the fp32 fallback) are issued in bucket order on every rank: a bucket
 waits for the previous bucket's before it issues its own. Pipelining needs a codec whose calls
 for different buckets may run at once (:attr:`~worker.codecs.base.Codec.concurrent_keys`: no
-state shared between buckets); other codecs, and ``lanes=1``, take one bucket at a time.
+state shared between buckets); other codecs, and ``lanes=1``, take one bucket at a time. The
+engine owns its transport until :meth:`AggregationEngine.close`, which continues the transport
+past the lanes' rounds.
 
 The engine owns the codec steps (agreement, encode, the switch rounds, decode: one
 :func:`worker.transport.allreduce` per bucket) and the fallback decision; the transport moves
@@ -28,7 +30,8 @@ Per bucket, on its lane's thread:
 1. CUDA: the engine's own stream waits for the event recorded when the bucket was handed over
    (the gradients are ready then), as PyTorch's hooks order their work after the producer.
 2. ``allreduce`` through the switch on the lane (the codec's state snapshotted first).
-3. Once the previous bucket has voted (collectives in bucket order), the vote: one MAX all-reduce of ``(failed, newest generation a NOTICE named, next sequence
+3. Once the previous bucket has voted (collectives in bucket order), the vote: one MAX
+   all-reduce of ``(failed, newest generation a NOTICE named, the lane's next sequence
    number)`` on the engine's group. Every rank learns whether all of them got their result.
 4. All did: the decoded mean is written into the bucket and the future completes. One did not:
    every rank restores its codec (the bucket never happened to error feedback), follows the

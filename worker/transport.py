@@ -39,8 +39,8 @@ from .codecs.errors import CodecError, NonFiniteGradientError
 from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header,
                          result_payload_dtype)
 
-__all__ = ["JobParams", "Transport", "SharedLink", "TransportError", "TransportTimeout", "OverflowFlagged",
-           "GenerationChanged", "CallMismatch", "CallStats", "allreduce"]
+__all__ = ["JobParams", "Transport", "SharedLink", "TransportError", "TransportTimeout",
+           "OverflowFlagged", "GenerationChanged", "CallMismatch", "CallStats", "allreduce"]
 
 log = logging.getLogger("hina.worker")
 
@@ -665,8 +665,8 @@ class Transport:
             if np.any(payload_rows[:, 2] & int(P.Flag.OVERFLOW)):
                 k = int(ks[np.flatnonzero(payload_rows[:, 2] & int(P.Flag.OVERFLOW))[0]])
                 raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
-                                      f"in chunk seq={self.wire_seq(first + k)}; lower the fixed-point "
-                                      "scale or the worker count")
+                                      f"in chunk seq={self.wire_seq(first + k)}; lower the "
+                                      "fixed-point scale or the worker count")
             out_bytes[ks] = payload_rows[:, P.HEADER_BYTES:expected_down]
             done[ks] = True
             n_done += len(ks)
