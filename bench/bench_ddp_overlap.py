@@ -242,14 +242,14 @@ def main(argv=None) -> int:
     def ms(name):
         low, high = f[f"{name}_spread"]
         return f"{f[name] * 1e3:8.1f} ms [{low * 1e3:.0f}, {high * 1e3:.0f}]"
-    lanes = f["asynchronous_lanes"]
+    lanes = f"{f['asynchronous_lanes']} lane{'s' if f['asynchronous_lanes'] > 1 else ' '}"
     print(f"  compute only (no communication)          {ms('compute')}   of which backward "
           f"{ms('backward').strip()}")
     print(f"  communication only, one lane (alone)     {ms('communication_one_lane')}")
-    print(f"  communication only, {lanes} lanes (alone)     {ms('communication')}")
+    print(f"  communication only, {lanes} (alone)     {ms('communication')}")
     labels = {"synchronous": "step, synchronous hook             ",
               "one_lane": "step, asynchronous hook, one lane  ",
-              "asynchronous": f"step, asynchronous hook, {lanes} lanes   "}
+              "asynchronous": f"step, asynchronous hook, {lanes}   "}
     for mode in MODES[1:]:
         print(f"  {labels[mode]}      {ms(mode)}   hidden {100 * rows[mode]:5.1f} %"
               f"   (engine busy {f[f'{mode}_engine_s_per_step'] * 1e3:.1f} ms per step; "
