@@ -210,22 +210,26 @@ class AggregationEngine:
                 return
             self._process(lane, job)
 
-    def _stream_for(self, lane: int, tensor: torch.Tensor, ready):
-        """CUDA: the lane's stream on the bucket's device, made to wait for the bucket."""
+    def _stream_for(self, tensor: torch.Tensor, ready):
+        """CUDA: the engine's stream on the bucket's device, made to wait for the bucket. One
+        stream for all lanes: the GPU runs their work in the order the lanes issue it, so a
+        codec's scratch buffers, which its lock hands to one call at a time on the CPU side, are
+        used one call at a time on the GPU too (streams of their own would overlap them)."""
         if ready is None:
             return nullcontext()
-        stream = self._streams.get((lane, tensor.device))
-        if stream is None:
-            stream = self._streams[(lane, tensor.device)] = torch.cuda.Stream(tensor.device)
+        with self._turn:                  # the lanes' threads create it once
+            stream = self._streams.get(tensor.device)
+            if stream is None:
+                stream = self._streams[tensor.device] = torch.cuda.Stream(tensor.device)
         stream.wait_event(ready)
         return torch.cuda.stream(stream)
 
     def _process(self, lane: int, job) -> None:
         n, key, tensor, ready, fut = job
         try:
-            with self._stream_for(lane, tensor, ready):
+            with self._stream_for(tensor, ready):
                 self._aggregate(n, self.transports[lane], key, tensor)
-                fut.set_result(tensor)    # CUDA: the future records the lane stream's work
+                fut.set_result(tensor)    # CUDA: the future records the engine stream's work
         except BaseException as exc:         # the future carries it to DDP's wait
             log.error("HINA: bucket %s could not be aggregated: %s", key, exc)
             fut.set_exception(exc)
