@@ -1,6 +1,7 @@
 """How much of the switch's communication the DDP hook hides behind the backward pass.
 
     python bench/bench_ddp_overlap.py [--workers 2] [--steps 12] [--codec thc] [--batch 256]
+        [--rounds 2] [--lanes 2]
 
 Two (``--workers``) DDP processes train a model on random data through the embedded switch
 (its own process, loopback UDP ports, as the demo runs it). The model is a small convolutional
@@ -14,9 +15,17 @@ worker, each measured as the median over ``--steps`` steps after the warm-up:
 * communication only: the same buckets (the gradients of one step, same sizes, same order)
   aggregated through the switch by the engine alone, with no compute around them;
 * step, synchronous hook: every bucket aggregated inside the hook (no overlap);
-* step, asynchronous hook (the default): buckets handed to the engine's thread.
+* step, asynchronous hook, one lane: buckets handed to the engine's thread, one bucket on the
+  wire at a time (the engine before it pipelined buckets);
+* step, asynchronous hook (the default): buckets handed to the engine, ``--lanes`` of them on
+  the wire at once (``worker.engine``); its communication only is measured with it too.
 
-hidden = (compute only + communication only - step) / communication only: 0 % when nothing
+With ``--rounds`` R the modes take turns: R rounds of every mode in the order above (a fresh
+model and hook each time), so that a change of the machine's load during the run hits every
+mode alike; the figures are medians over all rounds' steps.
+
+hidden = (compute only + communication only - step) / communication only (the communication
+only of the same engine: one lane for the synchronous and one-lane hooks): 0 % when nothing
 overlaps, 100 % when communication costs nothing beyond compute. The embedded switch carries
 thousands of packets per second, so communication is slow here; what matters is the share.
 """
@@ -34,6 +43,8 @@ import torch.distributed as dist
 from torch import nn
 
 WARMUP = 3          # iterations before measuring: DDP's bucket rebuild and the hook's start_iter
+#: The modes, in the order each round runs them.
+MODES = ("compute", "synchronous", "one_lane", "asynchronous")
 
 
 def make_model(width: int, depth: int) -> nn.Module:
@@ -106,15 +117,6 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
     try:
         gen = torch.Generator().manual_seed(rank)
         figures = {}
-        # compute only
-        torch.manual_seed(0)
-        model = ddp(make_model(args.width, args.depth))
-        model.register_comm_hook(None, _noop_hook)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        backward: list[float] = []
-        figures["compute"] = statistics.median(_steps(model, opt, args.batch, args.width,
-                                                      args.steps, gen, backward, device))
-        figures["backward"] = statistics.median(backward)
         # the buckets of a step after DDP's rebuild, in its order: the communication-only load
         steps_buckets: list[list[torch.Tensor]] = [[]]
 
@@ -130,34 +132,51 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
         _steps(probe, popt, args.batch, args.width, 1, gen, device=device)
         last = steps_buckets[-2]
         transport = connect_worker(seat)
-        for mode in ("synchronous", "asynchronous"):
-            torch.manual_seed(0)
-            model = ddp(make_model(args.width, args.depth))
-            state = HinaState(transport, make_codec(args.codec, n, rank), start_iter=2,
-                              asynchronous=mode == "asynchronous")
-            model.register_comm_hook(state, hina_hook)
-            opt = torch.optim.SGD(model.parameters(), lr=0.01)
-            figures[mode] = statistics.median(_steps(model, opt, args.batch, args.width,
-                                                     args.steps, gen, device=device))
-            figures[f"{mode}_fallbacks"] = state.stats["fallback_buckets"]
-            figures[f"{mode}_engine_s_per_step"] = state.stats["seconds"] / (WARMUP + args.steps
-                                                                              - 2)
-            if mode == "asynchronous":
-                # communication only: the last step's buckets through the engine, nothing else
-                comm = []
-                for _ in range(args.steps):
-                    dist.barrier()
-                    t0 = time.perf_counter()
-                    futures = [state.engine.submit(i, b.clone()) for i, b in enumerate(last)]
-                    for f in futures:
-                        f.wait()
-                    _sync(device)
-                    comm.append(time.perf_counter() - t0)
-                figures["communication"] = statistics.median(comm)
-            state.close()
+        times: dict = {mode: [] for mode in MODES}
+        times.update(backward=[], communication=[], communication_one_lane=[])
+        engine_s = {mode: 0.0 for mode in MODES[1:]}
+        fallbacks = {mode: 0 for mode in MODES[1:]}
+        for _ in range(args.rounds):
+            for mode in MODES:
+                torch.manual_seed(0)
+                model = ddp(make_model(args.width, args.depth))
+                opt = torch.optim.SGD(model.parameters(), lr=0.01)
+                if mode == "compute":
+                    model.register_comm_hook(None, _noop_hook)
+                    times[mode] += _steps(model, opt, args.batch, args.width, args.steps, gen,
+                                          times["backward"], device)
+                    continue
+                state = HinaState(transport, make_codec(args.codec, n, rank), start_iter=2,
+                                  asynchronous=mode != "synchronous",
+                                  lanes=args.lanes if mode == "asynchronous" else 1)
+                model.register_comm_hook(state, hina_hook)
+                times[mode] += _steps(model, opt, args.batch, args.width, args.steps, gen,
+                                      device=device)
+                fallbacks[mode] += state.stats["fallback_buckets"]
+                engine_s[mode] += state.stats["seconds"] / (WARMUP + args.steps - 2)
+                if mode != "synchronous":
+                    figures[f"{mode}_lanes"] = state.engine.lanes
+                    # communication only: the last step's buckets through the engine alone
+                    for _ in range(args.steps):
+                        dist.barrier()
+                        t0 = time.perf_counter()
+                        futures = [state.engine.submit(i, b.clone()) for i, b in enumerate(last)]
+                        for f in futures:
+                            f.wait()
+                        _sync(device)
+                        times["communication" if mode == "asynchronous" else
+                              "communication_one_lane"].append(time.perf_counter() - t0)
+                state.close()
+        for name, values in times.items():
+            figures[name] = statistics.median(values)
+            figures[f"{name}_spread"] = (min(values), max(values))
+        for mode in MODES[1:]:
+            figures[f"{mode}_fallbacks"] = fallbacks[mode]
+            figures[f"{mode}_engine_s_per_step"] = engine_s[mode] / args.rounds
         figures["buckets"] = len(last)
         figures["params"] = sum(p.numel() for p in model.parameters())
-        figures["bytes_per_step"] = transport.total.bytes_sent / max(1, 2 * (WARMUP + args.steps))
+        figures["bytes_per_step"] = transport.total.bytes_sent / max(
+            1, args.rounds * (3 * (WARMUP + args.steps) + 2 * args.steps))
         transport.close()
         out.put((rank, figures))
     finally:
@@ -168,6 +187,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of every mode in turn (the figures: medians over all)")
+    ap.add_argument("--lanes", type=int, default=None,
+                    help="buckets on the wire at once in the asynchronous hook (default: the "
+                         "engine's, worker.engine.default_lanes)")
     ap.add_argument("--codec", default="thc")
     ap.add_argument("--width", type=int, default=32, help="channels of each convolution")
     ap.add_argument("--depth", type=int, default=4, help="3x3 convolutions")
@@ -198,10 +222,12 @@ def main(argv=None) -> int:
         results = dict(out.get(timeout=1800) for _ in procs)
         for p in procs:
             p.join(60)
+    if args.steps < 1 or args.rounds < 1:
+        ap.error("--steps and --rounds must be >= 1")
     f = results[0]
-    comm = f["communication"]
-    rows = {mode: (f["compute"] + comm - f[mode]) / comm for mode in ("synchronous",
-                                                                        "asynchronous")}
+    comm = {"synchronous": f["communication_one_lane"], "one_lane": f["communication_one_lane"],
+            "asynchronous": f["communication"]}
+    rows = {mode: (f["compute"] + comm[mode] - f[mode]) / comm[mode] for mode in MODES[1:]}
     if args.json:
         print(json.dumps({"workers": args.workers, "codec": args.codec, "figures": results,
                           "hidden": rows}, indent=1))
@@ -209,18 +235,27 @@ def main(argv=None) -> int:
     print(f"DDP through the embedded switch: {args.workers} workers, codec {args.codec}, model "
           f"{args.depth} 3x3 convolutions of {args.width} channels on 32x32 images "
           f"({f['params']:,} parameters, {f['buckets']} buckets of <= {args.bucket_mb} MB), "
-          f"batch {args.batch}, medians of {args.steps} steps (worker 0), "
+          f"batch {args.batch}, medians of {args.rounds} x {args.steps} steps (worker 0; "
+          f"[min, max]), "
           f"{os.cpu_count()} CPU cores for the workers and the switch, model on {args.device}"
           f"{' (' + torch.cuda.get_device_name(0) + ')' if args.device == 'cuda' else ''}:")
-    print(f"  compute only (no communication)      {f['compute'] * 1e3:8.1f} ms   of which "
-          f"backward {f['backward'] * 1e3:.1f} ms")
-    print(f"  communication only (engine, alone)   {comm * 1e3:8.1f} ms")
-    for mode in ("synchronous", "asynchronous"):
-        print(f"  step, {mode} hook {'' if mode == 'asynchronous' else ' '}"
-              f"          {f[mode] * 1e3:8.1f} ms   hidden {100 * rows[mode]:5.1f} %"
+    def ms(name):
+        low, high = f[f"{name}_spread"]
+        return f"{f[name] * 1e3:8.1f} ms [{low * 1e3:.0f}, {high * 1e3:.0f}]"
+    lanes = f"{f['asynchronous_lanes']} lane{'s' if f['asynchronous_lanes'] > 1 else ' '}"
+    print(f"  compute only (no communication)          {ms('compute')}   of which backward "
+          f"{ms('backward').strip()}")
+    print(f"  communication only, one lane (alone)     {ms('communication_one_lane')}")
+    print(f"  communication only, {lanes} (alone)     {ms('communication')}")
+    labels = {"synchronous": "step, synchronous hook             ",
+              "one_lane": "step, asynchronous hook, one lane  ",
+              "asynchronous": f"step, asynchronous hook, {lanes}   "}
+    for mode in MODES[1:]:
+        print(f"  {labels[mode]}      {ms(mode)}   hidden {100 * rows[mode]:5.1f} %"
               f"   (engine busy {f[f'{mode}_engine_s_per_step'] * 1e3:.1f} ms per step; "
               f"fp32 fallbacks {f[f'{mode}_fallbacks']})")
-    print(f"  backward >= communication: {'yes' if f['backward'] >= comm else 'NO'}")
+    print(f"  backward >= communication: "
+          f"{'yes' if f['backward'] >= max(comm.values()) else 'NO'}")
     return 0
 
 

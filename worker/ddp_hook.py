@@ -46,6 +46,9 @@ class HinaState:
             it, the engine's vote and fp32 fallback on a group of the same ranks of its own.
         asynchronous: hand buckets to the engine's thread and return pending futures (default);
             ``False`` aggregates each bucket inside the hook (no overlap; a baseline).
+        lanes: buckets on the wire at once in the asynchronous engine (default
+            :func:`~worker.engine.default_lanes`: 2 with a codec that allows it, e.g. THC; 1 takes
+            one bucket after the other). The same on every rank.
 
     Attributes:
         iteration: number of completed backward passes (counted on bucket 0).
@@ -59,7 +62,8 @@ class HinaState:
                  "engine")
 
     def __init__(self, transport: Transport, codec: Codec, start_iter: int = 2,
-                 process_group: Optional[dist.ProcessGroup] = None, asynchronous: bool = True):
+                 process_group: Optional[dist.ProcessGroup] = None, asynchronous: bool = True,
+                 lanes: Optional[int] = None):
         if start_iter < 1:
             raise ValueError(f"start_iter={start_iter}: must be >= 1 because DDP rebuilds its "
                              "buckets after the first iteration")
@@ -72,10 +76,10 @@ class HinaState:
         self.stats = new_stats()
         group = engine_group(process_group) if dist.is_initialized() else None
         self.engine = AggregationEngine(transport, codec, group, self.stats,
-                                        synchronous=not asynchronous)
-        log.info("HINA DDP hook: codec=%s workers=%d job=%d start_iter=%d %s", codec.name,
-                 codec.n_workers, transport.job.job_id, start_iter,
-                 "asynchronous" if asynchronous else "synchronous")
+                                        synchronous=not asynchronous, lanes=lanes)
+        log.info("HINA DDP hook: codec=%s workers=%d job=%d start_iter=%d %s, %d lane(s)",
+                 codec.name, codec.n_workers, transport.job.job_id, start_iter,
+                 "asynchronous" if asynchronous else "synchronous", self.engine.lanes)
 
     def close(self) -> None:
         """Finish the buckets in flight and stop the engine's thread."""
@@ -97,10 +101,13 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            buckets).
         2. Otherwise the bucket goes to the state's :class:`~worker.engine.AggregationEngine`,
            and the hook returns at once with a future that completes when the bucket's mean is
-           in it. On the engine's thread, in the order DDP handed the buckets over: the codec's
-           agreement round (switch MAX), encode, stream through the switch, decode to the mean
+           in it. On the engine's threads, in the order DDP handed the buckets over (with
+           ``lanes`` > 1, the next bucket's rounds on the wire while the previous one's are, each
+           bucket on its own lane of the job's slots): the codec's agreement round (switch MAX),
+           encode, stream through the switch, decode to the mean
            (:func:`worker.transport.allreduce`).
-        3. All workers vote (one all-reduce on the engine's own process group) on whether every
+        3. All workers vote (one all-reduce on the engine's own process group, in bucket order
+           on every rank) on whether every
            one of them got its result, on the newest job generation a NOTICE of the switch
            reported, and on the largest sequence number sent; if any did not (switch
            unreachable, a result lost beyond the give-up time, the job restarted in another

@@ -1,7 +1,22 @@
-"""The aggregation engine behind the DDP comm hook: gradient buckets go through the switch on a
-thread of their own, one after the other in the order DDP hands them over, while DDP's backward
-pass goes on computing the next buckets (the point of a comm hook: PyTorch's own hooks return
-the future of asynchronous work).
+"""The aggregation engine behind the DDP comm hook: gradient buckets go through the switch on
+threads of their own, in the order DDP hands them over, while DDP's backward pass goes on
+computing the next buckets (the point of a comm hook: PyTorch's own hooks return the future of
+asynchronous work).
+
+Several buckets are on the wire at once (a pipeline): the job's slots are split into *lanes*
+(:meth:`worker.transport.Transport.lanes`: disjoint slot ranges, each with its own sequence of
+rounds, one link shared), and bucket ``n`` (the ``n``-th handed over) goes to lane ``n mod
+lanes``, whose thread takes its buckets in order. So bucket ``n + 1``'s agreement round, encode
+and data rounds run while bucket ``n``'s are on the wire, and the last buckets of a backward
+pass, which DDP hands over within milliseconds of each other, are not queued behind one another.
+Every rank gives every lane the same buckets in the same order (DDP's reducer hands them over in
+the same order on every rank), so the lanes' rounds match across ranks whatever the timing. The
+collectives (the vote, the fp32 fallback) are issued in bucket order on every rank: a bucket
+waits for the previous bucket's before it issues its own. Pipelining needs a codec whose calls
+for different buckets may run at once (:attr:`~worker.codecs.base.Codec.concurrent_keys`: no
+state shared between buckets); other codecs, and ``lanes=1``, take one bucket at a time. The
+engine owns its transport until :meth:`AggregationEngine.close`, which continues the transport
+past the lanes' rounds.
 
 The engine owns the codec steps (agreement, encode, the switch rounds, decode: one
 :func:`worker.transport.allreduce` per bucket) and the fallback decision; the transport moves
@@ -10,17 +25,20 @@ the engine's collectives are the same on every rank, in the same order: they use
 of their own (:func:`engine_group`), so they never interleave with DDP's collectives on the
 default group, which the training thread issues meanwhile.
 
-Per bucket, on the engine thread:
+Per bucket, on its lane's thread:
 
 1. CUDA: the engine's own stream waits for the event recorded when the bucket was handed over
    (the gradients are ready then), as PyTorch's hooks order their work after the producer.
-2. ``allreduce`` through the switch (the codec's state snapshotted first).
-3. The vote: one MAX all-reduce of ``(failed, newest generation a NOTICE named, next sequence
+2. ``allreduce`` through the switch on the lane (the codec's state snapshotted first).
+3. Once the previous bucket has voted (collectives in bucket order), the vote: one MAX
+   all-reduce of ``(failed, newest generation a NOTICE named, the lane's next sequence
    number)`` on the engine's group. Every rank learns whether all of them got their result.
 4. All did: the decoded mean is written into the bucket and the future completes. One did not:
    every rank restores its codec (the bucket never happened to error feedback), follows the
-   newest generation, continues from a sequence number past anything any rank sent, and
-   all-reduces the bucket in fp32 on the engine's group; the future completes with that mean.
+   newest generation on this lane, continues the lane from a sequence number past anything
+   any rank sent in it, and all-reduces the bucket in fp32 on the engine's group; the future
+   completes with that mean. (The other lanes learn a new generation from their own next
+   bucket: its NOTICE fails it at once on every rank, and it falls back likewise.)
 
 Example::
 
@@ -34,7 +52,7 @@ import logging
 import queue
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Hashable, Optional
 
 import torch
@@ -45,11 +63,25 @@ from hina import protocol as P
 from .codecs.base import Codec
 from .transport import GenerationChanged, Transport, TransportError, allreduce
 
-__all__ = ["AggregationEngine", "engine_group", "fallback_cause", "new_stats"]
+__all__ = ["AggregationEngine", "engine_group", "fallback_cause", "new_stats", "default_lanes",
+           "DEFAULT_LANES"]
 
 log = logging.getLogger("hina.worker")
 
-_U32 = 1 << 32
+#: Buckets on the wire at once by default: DDP hands the last two buckets of a backward pass
+#: over within a few ms of each other (bench/trace_ddp_overlap.py, docs/benchmarks.md), and
+#: every lane more halves each lane's window of slots.
+DEFAULT_LANES = 2
+
+
+def default_lanes(transport: Transport, codec: Codec) -> int:
+    """:data:`DEFAULT_LANES` where the codec allows buckets in flight at once and the job's
+    slots split into that many lanes (a power of two, at least 2 slots per lane); else 1."""
+    n_slots = transport.job.n_slots
+    if (not codec.concurrent_keys or transport.window % DEFAULT_LANES
+            or transport.window < 2 * DEFAULT_LANES or n_slots & (n_slots - 1)):
+        return 1
+    return DEFAULT_LANES
 
 
 def new_stats() -> dict:
@@ -92,16 +124,39 @@ class AggregationEngine:
         stats: the counters to update (:func:`new_stats`).
         synchronous: do the work in :meth:`submit` itself and return a completed future (the
             behaviour without an engine; a baseline for ``bench/bench_ddp_overlap.py``).
+        lanes: buckets on the wire at once (each on its own lane of the job's slots and its own
+            thread); default :func:`default_lanes`; 1: one bucket after the other. The same on
+            every rank.
+
+    Raises:
+        ValueError: ``lanes`` > 1 with a codec whose buckets cannot be in flight at once, with
+            the synchronous engine, or that does not divide the transport's slots.
     """
 
     def __init__(self, transport: Transport, codec: Codec,
                  group: Optional[dist.ProcessGroup], stats: Optional[dict] = None,
-                 synchronous: bool = False):
+                 synchronous: bool = False, lanes: Optional[int] = None):
+        if lanes is None:
+            lanes = 1 if synchronous else default_lanes(transport, codec)
+        if not isinstance(lanes, int) or lanes < 1:
+            raise ValueError(f"lanes={lanes!r}: must be an int >= 1")
+        if lanes > 1 and synchronous:
+            raise ValueError(f"lanes={lanes}: the synchronous engine takes one bucket at a time")
+        if lanes > 1 and not codec.concurrent_keys:
+            raise ValueError(f"lanes={lanes}: codec {codec.name} keeps state shared by its "
+                             "buckets (concurrent_keys is False), so its buckets go one at a "
+                             "time: use lanes=1")
         self.transport, self.codec, self.group = transport, codec, group
         self.stats = new_stats() if stats is None else stats
         self.synchronous = synchronous
-        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._thread: Optional[threading.Thread] = None
+        #: The lanes' transports (the transport itself when there is one lane).
+        self.transports = transport.lanes(lanes)
+        self.lanes = lanes
+        self._queues = [queue.SimpleQueue() for _ in range(lanes)]
+        self._threads: list[Optional[threading.Thread]] = [None] * lanes
+        self._submitted = 0                 # buckets handed over: bucket n goes to lane n % lanes
+        self._turn = threading.Condition()  # the collectives' order: bucket _next_turn's next
+        self._next_turn = 0
         self._streams: dict = {}
         self._closed = False
 
@@ -118,54 +173,94 @@ class AggregationEngine:
             fut = torch.futures.Future(devices=[tensor.device])
         else:
             fut = torch.futures.Future()
-        job = (key, tensor, ready, fut)
+        job = (self._submitted, key, tensor, ready, fut)
+        lane = self._submitted % self.lanes
+        self._submitted += 1
         if self.synchronous:
-            self._process(job)
+            self._process(lane, job)
             return fut
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="hina-engine", daemon=True)
-            self._thread.start()
-        self._jobs.put(job)
+        if self._threads[lane] is None:
+            thread = threading.Thread(target=self._run, args=(lane,), daemon=True,
+                                      name="hina-engine" + (f"-{lane}" if self.lanes > 1 else ""))
+            self._threads[lane] = thread
+            thread.start()
+        self._queues[lane].put(job)
         return fut
 
     def close(self, timeout: float = 30.0) -> None:
-        """Finish the queued buckets, then stop the thread."""
+        """Finish the queued buckets, then stop the threads; the transport continues past the
+        lanes' rounds (:meth:`~worker.transport.Transport.rejoin`: another engine, or plain
+        calls, can use it next)."""
         self._closed = True
-        if self._thread is not None:
-            self._jobs.put(None)
-            self._thread.join(timeout)
+        for lane, thread in enumerate(self._threads):
+            if thread is not None:
+                self._queues[lane].put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        if not any(thread is not None and thread.is_alive() for thread in self._threads):
+            self.transport.rejoin(self.transports)
 
-    # -- the engine thread -------------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the lanes' threads ------------------------------------------------------------------
+    def _run(self, lane: int) -> None:
         while True:
-            job = self._jobs.get()
+            job = self._queues[lane].get()
             if job is None:
                 return
-            self._process(job)
+            self._process(lane, job)
 
     def _stream_for(self, tensor: torch.Tensor, ready):
-        """CUDA: the engine's stream on the bucket's device, made to wait for the bucket."""
+        """CUDA: the engine's stream on the bucket's device, made to wait for the bucket. One
+        stream for all lanes: the GPU runs their work in the order the lanes issue it, so a
+        codec's scratch buffers, which its lock hands to one call at a time on the CPU side, are
+        used one call at a time on the GPU too (streams of their own would overlap them)."""
         if ready is None:
             return nullcontext()
-        stream = self._streams.get(tensor.device)
-        if stream is None:
-            stream = self._streams[tensor.device] = torch.cuda.Stream(tensor.device)
+        with self._turn:                  # the lanes' threads create it once
+            stream = self._streams.get(tensor.device)
+            if stream is None:
+                stream = self._streams[tensor.device] = torch.cuda.Stream(tensor.device)
         stream.wait_event(ready)
         return torch.cuda.stream(stream)
 
-    def _process(self, job) -> None:
-        key, tensor, ready, fut = job
+    def _process(self, lane: int, job) -> None:
+        n, key, tensor, ready, fut = job
         try:
             with self._stream_for(tensor, ready):
-                self._aggregate(key, tensor)
+                self._aggregate(n, self.transports[lane], key, tensor)
                 fut.set_result(tensor)    # CUDA: the future records the engine stream's work
         except BaseException as exc:         # the future carries it to DDP's wait
             log.error("HINA: bucket %s could not be aggregated: %s", key, exc)
             fut.set_exception(exc)
+        finally:
+            self._pass_turn(n)               # a bucket that failed before its vote
 
-    def _aggregate(self, key: Hashable, tensor: torch.Tensor) -> None:
-        """One bucket: the switch path, the vote, the result or the fp32 fallback, in place."""
-        transport, codec = self.transport, self.codec
+    @contextmanager
+    def _turn_of(self, n: int):
+        """Bucket ``n``'s turn for the collectives: after bucket ``n - 1``'s, on every rank."""
+        with self._turn:
+            while self._next_turn < n:
+                self._turn.wait()
+        try:
+            yield
+        finally:
+            self._pass_turn(n)
+
+    def _pass_turn(self, n: int) -> None:
+        """Bucket ``n`` is done with the collectives (waits for its turn if it had none)."""
+        with self._turn:
+            while self._next_turn < n:
+                self._turn.wait()
+            if self._next_turn == n:
+                self._next_turn = n + 1
+                self._turn.notify_all()
+
+    def _aggregate(self, n: int, transport: Transport, key: Hashable,
+                   tensor: torch.Tensor) -> None:
+        """Bucket ``n``: the switch path on ``transport`` (its lane), the vote, the result or
+        the fp32 fallback, in place."""
+        codec = self.codec
         started = time.monotonic()
         sent_before = transport.total.bytes_sent
         result, failure = None, None
@@ -177,36 +272,48 @@ class AggregationEngine:
                 failure = exc
                 if not isinstance(exc, TransportError):
                     log.exception("HINA: bucket %s: the codec failed; fp32 for it", key)
+            sent = transport.total.bytes_sent - sent_before
             seen = failure.generation if isinstance(failure, GenerationChanged) else 0
-            failed, generation, next_seq = self._vote(tensor.device, failure is not None, seen)
-            self.stats["seconds"] += time.monotonic() - started
-            self.stats["bytes_sent"] += transport.total.bytes_sent - sent_before
-            if not failed:
-                self.stats["hina_buckets"] += 1
-                tensor.copy_(result)
-                return
-            codec.restore(key, snapshot)          # as if the bucket had never been compressed
+            with self._turn_of(n):
+                failed, generation, next_seq = self._vote(transport, tensor.device,
+                                                          failure is not None, seen)
+                self.stats["seconds"] += time.monotonic() - started
+                self.stats["bytes_sent"] += sent
+                if not failed:
+                    self.stats["hina_buckets"] += 1
+                    tensor.copy_(result)
+                    return
+                codec.restore(key, snapshot)          # as if the bucket had never been compressed
+                self._fall_back(transport, key, tensor, failure, generation, next_seq)
         finally:
             codec.release(key, snapshot)
+
+    def _fall_back(self, transport: Transport, key: Hashable, tensor: torch.Tensor,
+                   failure: Optional[BaseException], generation: int, next_seq: int) -> None:
         self.stats["fallback_buckets"] += 1
         self.stats["generation_changes"] += 1 if generation else 0
         log.warning("HINA: bucket %s falls back to fp32 all-reduce (%s)", key,
                     fallback_cause(failure, transport.job.job_id, generation))
         if generation and generation != transport.job.generation:
-            # the next buckets go in the job's new generation (every worker: the vote told all)
+            # the lane's next buckets go in the job's new generation (every worker: the vote
+            # told all)
             log.warning("HINA: job %d continues in generation %d", transport.job.job_id,
                         generation)
             transport.follow(generation)
-        # a failed call may have stopped part-way on some worker: all continue from one sequence
-        # number past anything sent, which the switch treats as new rounds in every slot copy
-        transport.next_seq = (next_seq + 2 * transport.job.n_slots) % _U32
+            if transport is not self.transport and generation != self.transport.job.generation:
+                self.transport.follow(generation)    # the job's generation, as workers know it
+        # a failed call may have stopped part-way on some worker: all continue the lane from one
+        # sequence number past anything sent, which the switch treats as new rounds in every
+        # slot copy
+        transport.next_seq = (next_seq + 2 * transport.window) % transport.seq_space
         self._fallback(tensor)
 
-    def _vote(self, device: torch.device, failed: bool, generation: int) -> tuple[int, int, int]:
+    def _vote(self, transport: Transport, device: torch.device, failed: bool,
+              generation: int) -> tuple[int, int, int]:
         """(any rank failed, the newest generation a NOTICE named to any rank, the largest next
-        sequence number): one MAX all-reduce on the bucket's device (NCCL reduces CUDA tensors
-        only)."""
-        vote = torch.tensor([int(failed), generation, self.transport.next_seq], dtype=torch.int64,
+        sequence number of the lane): one MAX all-reduce on the bucket's device (NCCL reduces
+        CUDA tensors only)."""
+        vote = torch.tensor([int(failed), generation, transport.next_seq], dtype=torch.int64,
                             device=device)
         if self.group is not None:
             dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=self.group)

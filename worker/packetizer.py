@@ -18,6 +18,7 @@ MAX, OR  ``words`` x big-endian uint32   ``words`` x big-endian uint32
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -89,7 +90,8 @@ def layout_for(op: P.Op, elements: int, words: int = P.WORDS) -> ChunkLayout:
 
 
 def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_seq: int,
-                     n_slots: int, generation: int = P.FIRST_GENERATION) -> np.ndarray:
+                     n_slots: int, generation: int = P.FIRST_GENERATION,
+                     seqs: Optional[np.ndarray] = None) -> np.ndarray:
     """All AGGREGATE messages of a stream as one ``(chunks, 16 + payload)`` uint8 array.
 
     Chunk ``k`` carries ``seq = first_seq + k`` (mod 2^32) in ``slot = seq mod n_slots`` of pool
@@ -102,6 +104,8 @@ def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_s
         first_seq: sequence number of the first chunk.
         n_slots: the job's slot count.
         generation: the worker's job generation (docs/protocol.md, "Generations").
+        seqs: the chunks' sequence numbers, when they are not ``first_seq + k`` (a transport
+            lane's, :meth:`worker.transport.Transport.lanes`); slot and pool follow from them.
 
     Returns:
         A C-contiguous uint8 array; row ``k`` is the UDP payload of chunk ``k``.
@@ -113,7 +117,12 @@ def build_aggregates(layout: ChunkLayout, data: np.ndarray, job_id: int, first_s
     n = layout.chunks
     record = np.dtype([("hdr", HEADER_DTYPE), ("payload", _UP[layout.op], (layout.per_chunk,))])
     msgs = np.zeros(n, dtype=record)
-    seq = (np.arange(n, dtype=np.uint64) + np.uint64(first_seq)) & np.uint64(0xFFFFFFFF)
+    if seqs is None:
+        seq = (np.arange(n, dtype=np.uint64) + np.uint64(first_seq)) & np.uint64(0xFFFFFFFF)
+    elif len(seqs) != n:
+        raise ValueError(f"seqs: {len(seqs)} sequence numbers for {n} chunks")
+    else:
+        seq = np.asarray(seqs, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
     hdr = msgs["hdr"]
     hdr["ver_type"] = (P.VERSION << 4) | int(P.MsgType.AGGREGATE)
     hdr["op"] = int(layout.op)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Hashable, Optional, Protocol
@@ -38,8 +39,8 @@ from .codecs.errors import CodecError, NonFiniteGradientError
 from .packetizer import (ChunkLayout, build_aggregates, layout_for, parse_header,
                          result_payload_dtype)
 
-__all__ = ["JobParams", "Transport", "TransportError", "TransportTimeout", "OverflowFlagged",
-           "GenerationChanged", "CallMismatch", "CallStats", "allreduce"]
+__all__ = ["JobParams", "Transport", "SharedLink", "TransportError", "TransportTimeout",
+           "OverflowFlagged", "GenerationChanged", "CallMismatch", "CallStats", "allreduce"]
 
 log = logging.getLogger("hina.worker")
 
@@ -222,6 +223,155 @@ class _Timers:
         self.rto = min(self.max_rto, max(self.min_rto, self.srtt + 4 * self.rttvar))
 
 
+_NO_ROWS = (np.zeros((0, 0), dtype=np.uint8), np.zeros(0, dtype=np.int64))
+#: Offset of ``seq`` in the HINA header (big-endian u32): what :class:`SharedLink` routes by.
+_SEQ_OFFSET = P.HEADER_DTYPE.fields["seq"][1]
+
+
+class SharedLink:
+    """One link shared by the lanes of a transport (:meth:`Transport.lanes`), each on a thread
+    of its own: sends go out one at a time, and every message received goes to the lane whose
+    slots its ``seq`` falls in (RESULTs and NOTICEs echo the chunk's ``seq``), whichever
+    lane's thread read it from the socket. One thread reads at a time; the others wait for
+    their messages or their timeout.
+
+    Args:
+        link: the link (``send``/``recv``, and ``send_batch``/``recv_batch`` where it has them).
+        n_slots: the job's slots.
+        slots: each lane's slots (disjoint ranges).
+    """
+
+    def __init__(self, link: Link, n_slots: int, slots: list[range]):
+        self.link, self.n_slots, self.slots = link, n_slots, slots
+        self._lane_of = np.zeros(n_slots, dtype=np.int64)
+        for i, r in enumerate(slots):
+            self._lane_of[r.start:r.stop] = i
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._reading = False
+        self._queues: list[list] = [[] for _ in slots]    # per lane: (rows, lengths) batches
+
+    def lane(self, index: int) -> "_LaneLink":
+        """The link as lane ``index`` sees it."""
+        return _LaneLink(self, index)
+
+    def send(self, message: bytes) -> None:
+        with self._send_lock:
+            self.link.send(message)
+
+    def send_batch(self, rows: np.ndarray) -> None:
+        send_batch = getattr(self.link, "send_batch", None)
+        with self._send_lock:
+            if send_batch is not None:
+                send_batch(rows)
+            else:
+                for row in rows:
+                    self.link.send(row.tobytes())
+
+    def recv_batch(self, lane: int, timeout: float, linger: float = 0.0,
+                   enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Lane ``lane``'s messages that have arrived, waiting up to ``timeout`` for the first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._cond:
+                while not self._queues[lane]:
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return _NO_ROWS
+                    self._cond.wait(left)
+                else:
+                    return self._take(lane)
+            try:
+                rows, lengths = self._read(max(0.0, deadline - time.monotonic()), linger, enough)
+            finally:
+                with self._cond:
+                    self._reading = False
+                    self._cond.notify_all()
+            with self._cond:
+                if len(lengths):
+                    self._route(rows, lengths)
+                    self._cond.notify_all()
+                if self._queues[lane]:
+                    return self._take(lane)
+            if time.monotonic() >= deadline:
+                return _NO_ROWS
+
+    def _read(self, timeout: float, linger: float, enough: int) -> tuple[np.ndarray, np.ndarray]:
+        recv_batch = getattr(self.link, "recv_batch", None)
+        if recv_batch is not None:
+            rows, lengths = recv_batch(timeout, linger, enough)
+            return np.array(rows[:len(lengths)]), np.array(lengths)   # the link reuses its rows
+        message = self.link.recv(timeout)
+        if message is None:
+            return _NO_ROWS
+        return np.frombuffer(message, dtype=np.uint8)[None, :].copy(), np.array([len(message)])
+
+    def _route(self, rows: np.ndarray, lengths: np.ndarray) -> None:
+        """Queue every message for its lane (call with the condition held); a message too
+        short for a header goes to lane 0, which counts it as foreign."""
+        lanes = np.zeros(len(lengths), dtype=np.int64)
+        whole = lengths >= P.HEADER_BYTES
+        if np.any(whole):
+            seq = np.ascontiguousarray(rows[whole, _SEQ_OFFSET:_SEQ_OFFSET + 4]).view(">u4")[:, 0]
+            lanes[whole] = self._lane_of[seq.astype(np.int64) % self.n_slots]
+        for i in np.unique(lanes):
+            pick = lanes == i
+            self._queues[int(i)].append((rows[pick], lengths[pick]))
+
+    def _take(self, lane: int) -> tuple[np.ndarray, np.ndarray]:
+        batches, self._queues[lane] = self._queues[lane], []
+        if len(batches) == 1:
+            return batches[0]
+        width = max(rows.shape[1] for rows, _ in batches)
+        rows = np.zeros((sum(len(lengths) for _, lengths in batches), width), dtype=np.uint8)
+        at = 0
+        for part, lengths in batches:
+            rows[at:at + len(lengths), :part.shape[1]] = part
+            at += len(lengths)
+        return rows, np.concatenate([lengths for _, lengths in batches])
+
+    def close(self) -> None:
+        self.link.close()
+
+
+class _LaneLink:
+    """A lane's view of a :class:`SharedLink` (the :class:`Link` its transport uses); closing
+    it leaves the shared link open (its owner closes it)."""
+
+    def __init__(self, shared: SharedLink, index: int):
+        self.shared, self.index = shared, index
+        self._held: list[bytes] = []          # messages received by recv() beyond the first
+
+    def send(self, message: bytes) -> None:
+        self.shared.send(message)
+
+    def send_batch(self, rows: np.ndarray) -> None:
+        self.shared.send_batch(rows)
+
+    def recv_batch(self, timeout: float, linger: float = 0.0,
+                   enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        if self._held:
+            held, self._held = self._held, []
+            lengths = np.array([len(m) for m in held])
+            rows = np.zeros((len(held), int(lengths.max())), dtype=np.uint8)
+            for i, m in enumerate(held):
+                rows[i, :len(m)] = np.frombuffer(m, dtype=np.uint8)
+            return rows, lengths
+        return self.shared.recv_batch(self.index, timeout, linger, enough)
+
+    def recv(self, timeout: float) -> Optional[bytes]:
+        if not self._held:
+            rows, lengths = self.shared.recv_batch(self.index, timeout)
+            self._held = [rows[i, :lengths[i]].tobytes() for i in range(len(lengths))]
+        return self._held.pop(0) if self._held else None
+
+    def close(self) -> None:
+        pass
+
+
 class Transport:
     """Streams lane streams through the switch for one worker of one job.
 
@@ -240,23 +390,125 @@ class Transport:
         give_up_s: fail when a chunk has had no result for this long.
         first_seq: the job's sequence number to start from (all workers of a job must start
             at the same number; a new job starts at 0).
+        slots: the job's slots this transport uses (default: all of them); fewer makes a
+            *lane* (:meth:`lanes`): its chunks go round-robin over these slots only, chunk ``v``
+            of the lane at ``seq = (v div m) * n_slots + slots.start + v mod m`` (``m =
+            len(slots)``), so each of its slots is used at the sequence numbers the job's own
+            numbering gives it, consecutive uses alternating pool copies, and the lane's window
+            is ``m`` chunks. ``next_seq`` and ``first_seq`` count the lane's chunks. A lane
+            needs ``n_slots`` to divide ``2**32`` (a power of two).
     """
 
     def __init__(self, link: Link, job: JobParams, min_rto: float = 0.2, max_rto: float = 1.0,
-                 give_up_s: float = 10.0, first_seq: int = 0, initial_rto: float = 0.25):
+                 give_up_s: float = 10.0, first_seq: int = 0, initial_rto: float = 0.25,
+                 slots: Optional[range] = None):
         if not 0 < min_rto <= max_rto:
             raise ValueError(f"min_rto={min_rto}, max_rto={max_rto}: need 0 < min_rto <= max_rto")
         if give_up_s <= max_rto:
             raise ValueError(f"give_up_s={give_up_s}: must exceed max_rto={max_rto}")
+        slots = range(job.n_slots) if slots is None else slots
+        if (not isinstance(slots, range) or slots.step != 1 or not len(slots)
+                or slots.start < 0 or slots.stop > job.n_slots):
+            raise ValueError(f"slots={slots!r}: must be a range of step 1 within the job's "
+                             f"{job.n_slots} slots")
+        if len(slots) < job.n_slots and _U32 % job.n_slots:
+            raise ValueError(f"slots={slots!r}: a lane of the job's slots needs n_slots to "
+                             f"divide 2**32 (a power of two), not {job.n_slots}")
         self.link, self.job = link, job
         self.give_up_s = give_up_s
-        self.next_seq = first_seq % _U32
+        #: The job's slots this transport sends to, and the window: at most that many in flight.
+        self.slots, self.window = slots, len(slots)
+        #: Sequence numbers of this transport's own count wrap at this (2**32 for all slots).
+        self.seq_space = _U32 if self.window == job.n_slots else _U32 // job.n_slots * self.window
+        self.next_seq = first_seq % self.seq_space
+        # a lane's calls are counted in its transport's ``total`` too (under the lock)
+        self._parent: Optional[tuple[CallStats, threading.Lock]] = None
         self.timers = _Timers(min_rto, max_rto, initial_rto)
         self.last = CallStats()
         self.total = CallStats()
         #: The id the next :meth:`begin_call` takes by default (calls begun so far).
         self.calls = 0
         self._checked_generation = 0       # the generation whose calls were found aligned
+
+    # -- lanes -------------------------------------------------------------------------------
+    def lanes(self, count: int) -> list["Transport"]:
+        """``count`` transports over disjoint ranges of this transport's slots (lanes), one link
+        shared between them (:class:`SharedLink`), so that as many calls can be on the wire at
+        once, each from its own thread. Each lane is this job's protocol on its own slots:
+        every slot's uses alternate pool copies at increasing sequence numbers, a lane's
+        window is its share of the slots, and the lanes' sequence numbers never meet (each
+        slot's belong to one lane). Every worker of the job must make the same lanes and give
+        each the same calls in the same order. The lanes start at this transport's next whole
+        round of the slots; use this transport no more while they are in use. Their traffic
+        is counted in their own ``total`` and in this transport's.
+
+        Raises:
+            ValueError: ``count`` does not divide this transport's slots, or ``n_slots`` is not
+                a power of two.
+        """
+        if count < 1 or self.window % count:
+            raise ValueError(f"count={count}: must divide this transport's {self.window} slots")
+        if count == 1:
+            return [self]
+        m = self.window // count
+        shared = SharedLink(self.link, self.job.n_slots, [
+            range(self.slots.start + i * m, self.slots.start + (i + 1) * m) for i in range(count)])
+        start = -(-self.next_seq // self.window) * m        # the next whole round, per lane
+        parent = (self.total, threading.Lock())
+        lanes = []
+        for i, slots in enumerate(shared.slots):
+            lane = Transport(shared.lane(i), self.job, self.timers.min_rto, self.timers.max_rto,
+                             self.give_up_s, start, self.timers.initial_rto, slots=slots)
+            lane._parent = parent
+            lanes.append(lane)
+        return lanes
+
+    def rejoin(self, lanes: list["Transport"]) -> None:
+        """Continue this transport after its ``lanes`` (:meth:`lanes`), once their calls are
+        done on every worker (e.g. after the aggregation engine's last vote): from the next
+        whole round of the slots past anything a lane sent, so that every slot's next use is a
+        new round to the switch. (The generation stays this transport's: whoever follows a new
+        one on a lane follows it here too, as the aggregation engine does.)"""
+        lanes = [lane for lane in lanes if lane is not self]
+        if not lanes:
+            return
+        rounds = max(lane.next_seq // lane.window + 1 for lane in lanes)
+        self.next_seq = rounds * self.job.n_slots % self.seq_space
+        if all(lane._checked_generation == self.job.generation for lane in lanes):
+            self._checked_generation = self.job.generation
+
+    def wire_seq(self, k: int) -> int:
+        """The sequence number on the wire of this transport's chunk ``k`` (its own count)."""
+        if self.window == self.job.n_slots:
+            return k % _U32
+        r, j = divmod(k % self.seq_space, self.window)
+        return (r * self.job.n_slots + self.slots.start + j) % _U32
+
+    def _wire_seqs(self, first: int, n: int) -> Optional[np.ndarray]:
+        """:meth:`wire_seq` of chunks ``first .. first + n - 1`` (None: the job's numbering)."""
+        if self.window == self.job.n_slots:
+            return None
+        k = (np.arange(n, dtype=np.int64) + first) % self.seq_space
+        return (k // self.window * self.job.n_slots + self.slots.start
+                + k % self.window) % _U32
+
+    def _chunk_index(self, seqs: np.ndarray, first: int) -> np.ndarray:
+        """Chunk numbers relative to ``first`` (this transport's count) of wire sequence numbers;
+        ``seq_space`` (no chunk of a call) for those of other lanes' slots."""
+        seqs = seqs.astype(np.int64)
+        if self.window == self.job.n_slots:
+            return (seqs - first) % _U32
+        r, slot = seqs // self.job.n_slots, seqs % self.job.n_slots
+        j = slot - self.slots.start
+        mine = (j >= 0) & (j < self.window)
+        return np.where(mine, (r * self.window + j - first) % self.seq_space, self.seq_space)
+
+    def _add_total(self, stats: CallStats) -> None:
+        self.total.add(stats)
+        if self._parent is not None:
+            total, lock = self._parent
+            with lock:
+                total.add(stats)
 
     # -- calls ---------------------------------------------------------------------------------
     def begin_call(self, call_id: Optional[int] = None) -> int:
@@ -327,9 +579,9 @@ class Transport:
         started = time.monotonic()
         n, job = layout.chunks, self.job
         first = self.next_seq
-        self.next_seq = (first + n) % _U32
+        self.next_seq = (first + n) % self.seq_space
         messages = build_aggregates(layout, data, job.job_id, first, job.n_slots,
-                                    job.generation)
+                                    job.generation, seqs=self._wire_seqs(first, n))
         out = np.zeros((n, layout.result_per_chunk), dtype=result_payload_dtype(layout.op))
         out_bytes = out.view(np.uint8).reshape(n, layout.down_bytes)
         done = np.zeros(n, dtype=bool)
@@ -366,16 +618,16 @@ class Transport:
             attempts[ks] += 1
 
         while n_done < n:
-            # Open the window: chunk k needs the result of chunk k - n_slots (same slot).
+            # Open the window: chunk k needs the result of chunk k - window (same slot).
             stop = next_new
-            while stop < n and (stop < job.n_slots or done[stop - job.n_slots]):
+            while stop < n and (stop < self.window or done[stop - self.window]):
                 stop += 1
             if stop > next_new:
                 send(np.arange(next_new, stop), retransmit=False)
                 next_new = stop
             now = time.monotonic()
             if now - progress > self.give_up_s:
-                seq = (first + low) % _U32
+                seq = self.wire_seq(first + low)
                 raise TransportTimeout(
                     f"job {job.job_id}: no result for chunk seq={seq} (slot {seq % job.n_slots}) "
                     f"after {attempts[low]} transmissions in {now - progress:.1f}s: the switch is "
@@ -413,8 +665,8 @@ class Transport:
             if np.any(payload_rows[:, 2] & int(P.Flag.OVERFLOW)):
                 k = int(ks[np.flatnonzero(payload_rows[:, 2] & int(P.Flag.OVERFLOW))[0]])
                 raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
-                                      f"in chunk seq={(first + k) % _U32}; lower the fixed-point "
-                                      "scale or the worker count")
+                                      f"in chunk seq={self.wire_seq(first + k)}; lower the "
+                                      "fixed-point scale or the worker count")
             out_bytes[ks] = payload_rows[:, P.HEADER_BYTES:expected_down]
             done[ks] = True
             n_done += len(ks)
@@ -445,7 +697,7 @@ class Transport:
                 low = low + int(pending[0]) if len(pending) else n
         stats.seconds = time.monotonic() - started
         self.last = stats
-        self.total.add(stats)
+        self._add_total(stats)
         return out
 
     # -- block-sparse ----------------------------------------------------------------------------
@@ -476,7 +728,7 @@ class Transport:
                 that skips this worker's).
         """
         data = np.ascontiguousarray(data, dtype=np.int32).reshape(-1)
-        job, words, n_slots = self.job, self.job.words, self.job.n_slots
+        job, words, n_slots = self.job, self.job.words, self.window
         stats = CallStats()
         started = progress = time.monotonic()
         first = self.next_seq
@@ -494,8 +746,8 @@ class Transport:
 
         def build(s: int, flags: int = 0) -> tuple[int, bytes]:
             st = streams[s]
-            seq = (first + st.round * n_slots + s) % _U32
-            slot, pool = P.slot_and_pool(seq, n_slots)
+            seq = self.wire_seq(first + st.round * n_slots + s)
+            slot, pool = P.slot_and_pool(seq, job.n_slots)
             if padding[s]:
                 op, block, nxt, lanes = P.Op.BLOCK_SKIP, PAD_BLOCK, P.BLOCK_END, b""
             else:
@@ -541,7 +793,7 @@ class Transport:
                 seq = min(e[0] for e in flight.values())
                 raise TransportTimeout(
                     f"job {job.job_id}: no block-sparse result for chunk seq={seq} (slot "
-                    f"{seq % n_slots}) in {now - progress:.1f}s: the switch is unreachable or "
+                    f"{seq % job.n_slots}) in {now - progress:.1f}s: the switch is unreachable or "
                     f"another worker of the {job.n_workers} stopped contributing")
             wait = max(0.0, min(min(e[2] for e in flight.values()),
                                 progress + self.give_up_s) - now)
@@ -598,10 +850,10 @@ class Transport:
             progress = now
             stats.results += 1
         longest = max((st.round for st in streams), default=0)
-        self.next_seq = (first + longest * n_slots) % _U32
+        self.next_seq = (first + longest * n_slots) % self.seq_space
         stats.seconds = time.monotonic() - started
         self.last = stats
-        self.total.add(stats)
+        self._add_total(stats)
         return out.reshape(-1)[:data.size]
 
     def _send_each(self, rows: np.ndarray) -> None:
@@ -651,7 +903,7 @@ class Transport:
         # never delivered; the chunk is retransmitted until a whole result comes, or times out.
         whole = this_generation & (h["count"] == self.job.n_workers)
         stats.bad_count += int(np.count_nonzero(this_generation & ~whole))
-        ks = (h["seq"].astype(np.int64) - first) % _U32
+        ks = self._chunk_index(h["seq"], first)
         in_call = whole & (ks < n)
         stats.foreign += int(np.count_nonzero(whole & ~in_call))
         return ks[in_call], rows[in_call]
@@ -673,7 +925,7 @@ class Transport:
         if header["count"] != self.job.n_workers:
             stats.bad_count += 1
             return None
-        k = (int(header["seq"]) - first) % _U32
+        k = int(self._chunk_index(np.array([int(header["seq"])]), first)[0])
         if k >= n:
             stats.foreign += 1
             return None
@@ -699,7 +951,7 @@ class Transport:
         starts at the same number: 0 for a retried call, docs/protocol.md "Generations")."""
         P.check_generation(generation)
         self.job = dataclasses.replace(self.job, generation=generation)
-        self.next_seq = first_seq % _U32
+        self.next_seq = first_seq % self.seq_space
 
     def close(self) -> None:
         self.link.close()

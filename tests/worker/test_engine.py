@@ -7,6 +7,7 @@ import logging
 import multiprocessing as mp
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -55,6 +56,132 @@ def test_a_closed_engine_refuses_buckets(program):
         engine.close()
         with pytest.raises(RuntimeError, match="closed"):
             engine.submit(1, torch.ones(10))
+    finally:
+        job.close()
+
+
+class _HeldThc:
+    """A THC codec whose agreement for one bucket waits until the test lets it go (a worker
+    slow to hand that bucket over) and which notes the buckets it decoded."""
+
+    def __new__(cls, n, rank, hold=None):
+        from hina.worker.codecs import ThcCodec
+
+        class Held(ThcCodec):
+            def agreement(self, grad, key=0):
+                if key == hold:
+                    assert released.wait(30), "the test never released the held bucket"
+                return super().agreement(grad, key)
+
+            def decode(self, aggregated, agreed, key=0, meta=None):
+                decoded.append(key)
+                return super().decode(aggregated, agreed, key, meta)
+
+        released, decoded = threading.Event(), []
+        codec = Held(n, rank=rank)
+        codec.released, codec.decoded = released, decoded
+        return codec
+
+
+def _thc_buckets(n_workers: int, count: int = 4):
+    gen = torch.Generator().manual_seed(8)
+    return [[torch.randn(300 + 200 * k, generator=gen) for k in range(count)]
+            for _ in range(n_workers)]
+
+
+def _sequential(program, buckets):
+    """The buckets through one-lane engines (one bucket at a time): the reference."""
+    n = len(buckets)
+    job = LocalJob(program, n, n_slots=8)
+    try:
+        engines = [AggregationEngine(t, _HeldThc(n, w), group=None, lanes=1)
+                   for w, t in enumerate(job.transports(min_rto=0.05))]
+        futures = [[e.submit(k, b.clone()) for k, b in enumerate(buckets[w])]
+                   for w, e in enumerate(engines)]
+        return [[f.wait() for f in fs] for fs in futures]
+    finally:
+        for e in engines:
+            e.close()
+        job.close()
+
+
+def test_buckets_are_on_the_wire_at_once_in_any_order_bit_equal_to_one_at_a_time(program):
+    """With two lanes, worker 1 slow to hand over bucket 0: bucket 1 goes through the switch
+    and is decoded on both workers meanwhile (one bucket at a time could not: it waits behind
+    bucket 0), its future waits for bucket 0's vote; every result is bit-equal to the one-lane
+    engine's, and the workers' are equal."""
+    n = 2
+    buckets = _thc_buckets(n)
+    want = _sequential(program, buckets)
+    job = LocalJob(program, n, n_slots=8)
+    codecs = [_HeldThc(n, w, hold=0 if w == 1 else None) for w in range(n)]
+    try:
+        engines = [AggregationEngine(t, c, group=None)
+                   for t, c in zip(job.transports(min_rto=0.05), codecs)]
+        assert [e.lanes for e in engines] == [2, 2]
+        futures = [[e.submit(k, b.clone()) for k, b in enumerate(buckets[w])]
+                   for w, e in enumerate(engines)]
+        deadline = time.monotonic() + 20
+        while not all(1 in c.decoded for c in codecs) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(c.decoded == [1] for c in codecs), [c.decoded for c in codecs]
+        assert not any(fs[0].done() or fs[1].done() for fs in futures)
+        codecs[1].released.set()
+        got = [[f.wait() for f in fs] for fs in futures]
+    finally:
+        codecs[1].released.set()
+        for e in engines:
+            e.close()
+        job.close()
+    for w in range(n):
+        for k in range(len(buckets[w])):
+            assert torch.equal(got[w][k], want[w][k]), (w, k)
+            assert torch.equal(got[w][k], got[0][k]), (w, k)
+    assert all(e.stats["hina_buckets"] == 4 and e.stats["fallback_buckets"] == 0
+               for e in engines)
+
+
+def test_an_error_in_one_bucket_fails_only_its_future(program):
+    """A bucket whose aggregation raises (here its codec's snapshot) fails its own future; the
+    buckets beside it on the other lane and the ones after it complete."""
+    from hina.worker.codecs import ThcCodec
+
+    class Broken(ThcCodec):
+        def snapshot(self, key=0):
+            if key == 1:
+                raise RuntimeError("snapshot of bucket 1 broke")
+            return super().snapshot(key)
+
+    buckets = _thc_buckets(1, 5)
+    want = _sequential(program, buckets)[0]
+    job = LocalJob(program, 1, n_slots=8)
+    try:
+        engine = AggregationEngine(job.transports(min_rto=0.05)[0], Broken(1, rank=0),
+                                   group=None)
+        assert engine.lanes == 2
+        futures = [engine.submit(k, b.clone()) for k, b in enumerate(buckets[0])]
+        with pytest.raises(RuntimeError, match="snapshot of bucket 1 broke"):
+            futures[1].wait()
+        for k in (0, 2, 3, 4):
+            assert torch.equal(futures[k].wait(), want[k]), k
+        assert engine.stats["hina_buckets"] == 4
+        engine.close()
+    finally:
+        job.close()
+
+
+def test_lanes_need_a_codec_whose_buckets_can_be_in_flight_at_once(program):
+    from hina.worker.codecs import ThcCodec
+    from hina.worker.engine import default_lanes
+    job = LocalJob(program, 1, n_slots=8)
+    try:
+        t = job.transports()[0]
+        assert default_lanes(t, FixedPointCodec(1)) == 1 and default_lanes(t, ThcCodec(1)) == 2
+        with pytest.raises(ValueError, match="concurrent_keys"):
+            AggregationEngine(t, FixedPointCodec(1), group=None, lanes=2)
+        with pytest.raises(ValueError, match="synchronous"):
+            AggregationEngine(t, ThcCodec(1), group=None, synchronous=True, lanes=2)
+        assert AggregationEngine(t, ThcCodec(1), group=None, synchronous=True).lanes == 1
     finally:
         job.close()
 

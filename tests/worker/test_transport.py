@@ -107,3 +107,58 @@ def test_allreduce_thc_mean_within_bound(program):
         assert torch.equal(r, results[0])           # every worker decodes the same sums
         nmse = float(((r - mean) ** 2).sum() / (mean ** 2).sum())
         assert nmse < 0.5, nmse
+
+
+def test_lanes_number_their_chunks_on_their_own_slots_alternating_pools():
+    """A lane's chunk k goes to one of its own slots; each slot's uses get increasing sequence
+    numbers whose pool copies alternate (the protocol's rule); results of other lanes' slots are
+    no chunk of the lane's calls."""
+    from hina.worker.transport import JobParams, Transport
+    whole = Transport(None, JobParams(job_id=1, n_workers=2, n_slots=8))
+    lanes = whole.lanes(2)
+    assert [t.slots for t in lanes] == [range(0, 4), range(4, 8)] and lanes[0].window == 4
+    for lane in lanes:
+        seqs = lane._wire_seqs(0, 40)
+        assert [lane.wire_seq(k) for k in range(40)] == seqs.tolist()
+        for slot in lane.slots:
+            uses = seqs[seqs % 8 == slot]
+            assert len(uses) == 10 and np.all(np.diff(uses) == 8), uses
+            pools = [P.slot_and_pool(int(s), 8)[1] for s in uses]
+            assert pools == [k % 2 for k in range(10)]
+        assert np.all(np.isin(seqs % 8, list(lane.slots)))
+        np.testing.assert_array_equal(lane._chunk_index(seqs, 0), np.arange(40))
+        other = lanes[1 - lanes.index(lane)]
+        assert np.all(lane._chunk_index(other._wire_seqs(0, 40), 0) >= lane.seq_space)
+    with pytest.raises(ValueError, match="must divide"):
+        whole.lanes(3)
+    with pytest.raises(ValueError, match="power of two"):
+        Transport(None, JobParams(job_id=1, n_workers=2, n_slots=12)).lanes(2)
+
+
+def test_lanes_carry_calls_at_once_through_one_link_under_loss(program):
+    """Two lanes per worker, each on a thread of its own over the worker's one link: a dense SUM
+    on one and a block-sparse SUM on the other at the same time, 5 % loss: both exact."""
+    n = 2
+    job = LocalJob(program, n, n_slots=8, loss=0.05)
+    rng = np.random.default_rng(5)
+    dense = [rng.integers(-1000, 1000, size=9 * WORDS, dtype=np.int32) for _ in range(n)]
+    sparse = [np.zeros(12 * WORDS, dtype=np.int32) for _ in range(n)]
+    for w in range(n):
+        sparse[w][w * WORDS:(w + 3) * WORDS] = rng.integers(-9, 9, size=3 * WORDS)
+    lanes = [t.lanes(2) for t in job.transports(min_rto=0.05)]
+
+    def body(i, t):
+        w, lane = divmod(i, 2)
+        if lane == 0:
+            return t.reduce(P.Op.SUM, dense[w])
+        return t.reduce(P.Op.BLOCK_SUM, sparse[w])
+
+    try:
+        results, errors = run_workers(body, [t for pair in lanes for t in pair])
+    finally:
+        job.close()
+    assert errors == [None] * (2 * n)
+    for w in range(n):
+        np.testing.assert_array_equal(results[2 * w], dense[0] + dense[1])
+        np.testing.assert_array_equal(results[2 * w + 1], sparse[0] + sparse[1])
+    assert sum(t.total.retransmissions for pair in lanes for t in pair) > 0

@@ -294,6 +294,11 @@ class Codec(abc.ABC):
 
     #: short name used by the bench and logs
     name = "codec"
+    #: Calls for different keys may run at once, from different threads, and give what they
+    #: give one key after the other: the codec keeps no state shared by its keys (or guards
+    #: it, without letting one key's call change what another's gives). The aggregation engine
+    #: puts several buckets on the wire at once only for such codecs (``worker.engine``).
+    concurrent_keys = False
 
     def __init__(self, n_workers: int) -> None:
         if not isinstance(n_workers, int) or n_workers < 1:

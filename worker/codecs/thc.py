@@ -177,6 +177,9 @@ class ThcCodec(Codec):
     """
 
     name = "thc"
+    #: Per-bucket state only (residual, rotation, rounding RNG: ``states[key]``); the scratch
+    #: buffers shared by the buckets are used under ``_lock`` and hold nothing between calls.
+    concurrent_keys = True
 
     def __init__(self, n_workers: int, rank: int = 0, seed: int = 0,
                  table: Sequence[int] = DEFAULT_TABLE, granularity: int = DEFAULT_GRANULARITY,
