@@ -1,0 +1,169 @@
+"""The transport's types: the link it moves frames over, its errors, the job's parameters, per-call
+statistics and the retransmission timers (:mod:`hina.worker.transport` uses and re-exports them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Protocol
+
+from hina import protocol as P
+
+__all__ = ["Link", "TransportError", "TransportTimeout", "OverflowFlagged", "CallMismatch",
+           "GenerationChanged", "JobParams", "CallStats"]
+
+
+class Link(Protocol):
+    """What the transport needs of a link; ``send_batch(rows)`` and ``recv_batch(timeout) ->
+    (rows, lengths)`` (``worker.link``) are used where the link has them, one message per call
+    otherwise."""
+    def send(self, message: bytes) -> None: ...
+    def recv(self, timeout: float) -> Optional[bytes]: ...
+    def close(self) -> None: ...
+
+
+class TransportError(RuntimeError):
+    """The switch's answers cannot complete the call."""
+
+
+class TransportTimeout(TransportError):
+    """No result for a chunk within the give-up time: switch unreachable or a worker gone."""
+
+
+class OverflowFlagged(TransportError):
+    """The switch flagged a SUM lane overflow in a result: the sum is not usable."""
+
+
+class CallMismatch(TransportError):
+    """The workers of the job are not at the same call (:meth:`Transport.begin_call`'s check).
+
+    Happens after a generation change when one worker had finished the call the others are
+    still in (a result multicast split by a switch restart), or when a restarted worker resumes
+    at another call than the survivors. Continuing would sum different calls' data, so the call
+    is refused on every worker instead; a worker behind the others has lost the result of its
+    call (``own < highest``), the others retry theirs (``worker.agent.allreduce_following``).
+
+    Attributes:
+        job_id: the job.
+        own: this worker's call id.
+        lowest, highest: the smallest and largest call id of the job's workers.
+    """
+
+    def __init__(self, job_id: int, own: int, lowest: int, highest: int):
+        self.job_id, self.own, self.lowest, self.highest = job_id, own, lowest, highest
+        super().__init__(f"job {job_id}: the workers are at calls {lowest}..{highest}, this worker "
+                         f"at call {own}: the calls would mix different data, so none is made"
+                         + (" (this worker's call lost its result: go on from a later call)"
+                            if own < highest else ""))
+
+    def __reduce__(self):
+        return type(self), (self.job_id, self.own, self.lowest, self.highest)
+
+
+class GenerationChanged(TransportError):
+    """The switch answered with a NOTICE: this worker's generation is not the job's current one.
+
+    The job was restarted (its generation bumped by the controller) and this worker belongs to
+    an earlier run; its packets are dropped, so it must rejoin with the new generation.
+
+    Attributes:
+        job_id: the job.
+        generation: the job's current generation, as the switch reported it.
+        own_generation: the generation this worker sent.
+        reason: the :class:`hina.protocol.DropReason` of the NOTICE (STALE_GENERATION).
+    """
+
+    def __init__(self, job_id: int, generation: int, own_generation: int,
+                 reason: P.DropReason = P.DropReason.STALE_GENERATION):
+        self.job_id, self.generation = job_id, generation
+        self.own_generation, self.reason = own_generation, reason
+        super().__init__(f"job {job_id}: the switch answered {reason.name}: this worker sends "
+                         f"generation {own_generation}, the job is in generation {generation} "
+                         "on the switch (the job was restarted: rejoin it for the current "
+                         "generation)")
+
+    def __reduce__(self):
+        return type(self), (self.job_id, self.generation, self.own_generation, self.reason)
+
+
+@dataclass(frozen=True)
+class JobParams:
+    """What a worker must know about its job (the controller's job service hands it out).
+
+    Attributes:
+        job_id: the job.
+        n_workers: workers whose contributions complete a slot.
+        n_slots: slots of the job (the window: at most this many chunks in flight).
+        words: ``HINA_WORDS`` of the P4 program.
+        thc_table: the THC table installed for the job (LUT-SUM streams must use it).
+        generation: the job's generation this worker belongs to (docs/protocol.md,
+            "Generations"); every packet carries it, replies of another one are ignored.
+    """
+    job_id: int
+    n_workers: int
+    n_slots: int
+    words: int = P.WORDS
+    thc_table: Optional[tuple[int, ...]] = None
+    generation: int = P.FIRST_GENERATION
+
+    def __post_init__(self):
+        if not 0 <= self.job_id <= P.MAX_JOB_ID:
+            raise ValueError(f"job_id={self.job_id}: must be in [0, {P.MAX_JOB_ID}]")
+        if not 1 <= self.n_workers <= P.MAX_WORKERS:
+            raise ValueError(f"n_workers={self.n_workers}: must be in [1, {P.MAX_WORKERS}]")
+        if not 1 <= self.n_slots <= P.SLOT_CAPACITY:
+            raise ValueError(f"n_slots={self.n_slots}: must be in [1, {P.SLOT_CAPACITY}]")
+        if self.words not in P.SUPPORTED_WORDS:
+            raise ValueError(f"words={self.words}: the P4 program supports {P.SUPPORTED_WORDS}")
+        P.check_generation(self.generation)
+
+
+@dataclass
+class CallStats:
+    """Per-call statistics (the last call's are in ``Transport.last``; totals in ``.total``)."""
+    chunks: int = 0
+    packets_sent: int = 0
+    retransmissions: int = 0
+    fast_retransmissions: int = 0   # of which sent on later results, before the timeout
+    results: int = 0
+    duplicates: int = 0             # results for chunks already complete
+    foreign: int = 0                # messages that are not results of this call
+    other_generation: int = 0       # replies of this job in another generation (ignored)
+    notices: int = 0                # NOTICEs that did not change this worker's generation
+    bad_count: int = 0              # results whose contributor count is not the worker count
+    bytes_sent: int = 0             # HINA messages (header + payload), without L2-L4 headers
+    bytes_received: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "CallStats") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def goodput_bytes_per_s(self) -> float:
+        return self.bytes_sent / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class _Timers:
+    """Retransmission timeout estimation (RFC 6298 style) with exponential backoff.
+
+    Until the first RTT sample the timeout is ``initial_rto``, conservative as in RFC 6298: a
+    full window of every worker queues in the switch, and a timeout shorter than that queue
+    retransmits the whole window (Karn's rule then leaves no sample to learn from).
+    """
+    min_rto: float
+    max_rto: float
+    initial_rto: float
+    srtt: Optional[float] = None
+    rttvar: float = 0.0
+    rto: float = field(default=0.0)
+
+    def __post_init__(self):
+        self.rto = min(self.max_rto, max(self.min_rto, self.initial_rto))
+
+    def sample(self, rtt: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.rto = min(self.max_rto, max(self.min_rto, self.srtt + 4 * self.rttvar))
