@@ -7,7 +7,7 @@
   :mod:`.gen_exprs` (expressions), :mod:`.gen_stmts` (statements, calls), :mod:`.gen_externs`
   (extern calls), :mod:`.gen_base` (shared helpers);
 * :mod:`.runtime` holds what the generated code calls (``RT``), the per-packet context (``C``),
-  the registry (``REG``) and :class:`.runtime.V1Dataplane`, the ``api.Dataplane`` that runs
+  the registry (``REG``, :mod:`.registry`) and :class:`.runtime.V1Dataplane`, the ``api.Dataplane`` that runs
   BMv2 simple_switch's packet flow (PRE, clones, resubmit, recirculate);
 * :mod:`.tables` match-action tables and control-plane validation;
 * :mod:`.externs` hashes, checksums, registers, counters and meters, bit-exact with BMv2.

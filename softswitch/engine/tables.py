@@ -59,7 +59,7 @@ class Table:
         self._tracer = None                       # trace sink (list.append) or None
         # an action profile / selector (``implementation``): entries name its members/groups;
         # ``apply`` gets every key, the selector keys at ``sel_pos`` (not matched on)
-        self.direct_meter = None                  # runtime.DirectMeter, executed on a hit
+        self.direct_meter = None                  # registry.DirectMeter, executed on a hit
         self.profile = None
         self.match_pos: tuple = ()
         self.sel_pos: tuple = ()
