@@ -208,6 +208,15 @@ class Register:
         self.values[:] = [0] * self.size
 
 
+class StructRegister:
+    """TNA ``Register<S, I>`` of a struct type: one struct object per cell (``make()`` gives the
+    initial value); only RegisterActions reach it. Not listed in the program's P4Runtime info."""
+
+    def __init__(self, name: str, size: int, make):
+        self.name, self.size = name, size
+        self.values = [make() for _ in range(size)]
+
+
 class Counter:
     """Indexed ``counter`` (v1model): (bytes, packets) per cell."""
 

@@ -445,7 +445,8 @@ class ExprChecker:
                 e.call_kind = ("stack", name)
                 return Void()
             if isinstance(base, ExternT):
-                ms = [m for m in base.decl.methods if m.ret is not None and m.name == name]
+                ms = [m for m in base.decl.methods if m.ret is not None and m.name == name
+                      and not m.abstract]
                 m = self.pick_overload(e, ms, e.args, f"{base.name}.{name}")
                 tv = self.extern_tvars(base, e)
                 for tp, ta in zip(m.type_params, e.type_args):

@@ -398,6 +398,7 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                 at = self.check_expr(a, scope, pt)
                 self.assignable(a, at, pt)
             d.resolved = t
+            self.check_initializer(d, t, tv, scope)
             scope.declare(Sym("instance", d.name, t, d, owner=scope.owner), d)
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type", "package_type"):
             decl = t.decl
@@ -421,6 +422,29 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             scope.declare(Sym("instance", d.name, ObjT(t.kind[:-5], decl), d, owner=scope.owner), d)
         else:
             raise error(d, f"{t} cannot be instantiated")
+
+    def check_initializer(self, d: ir.Instantiation, t: ExternT, tv: dict, scope: Scope) -> None:
+        """An instance's initializer block implements its extern's abstract methods (p4c: every
+        abstract method, with the declared parameter types once the type arguments are bound);
+        its methods see the enclosing control's names."""
+        abstract = {m.name: m for m in t.decl.methods if m.abstract}
+        given = {f.name: f for f in d.initializer}
+        for name, m in abstract.items():
+            if name not in given:
+                raise error(d, f"{d.name}: {t.name} instance must implement abstract method {name}")
+        for f in d.initializer:
+            m = abstract.get(f.name)
+            if m is None:
+                raise error(f, f"{f.name}: {t.name} has no abstract method {f.name}")
+            if len(f.params) != len(m.params):
+                raise error(f, f"{f.name}: expected {len(m.params)} parameters, got {len(f.params)}")
+            self.check_function(f, Scope(scope))
+            for fp, mp in zip(f.params, m.params):
+                want = self.resolve_type(mp.type_ref, tv)
+                if fp.direction != mp.direction or (
+                        not isinstance(want, TypeVar) and str(fp.resolved) != str(want)):
+                    raise error(fp, f"{fp.name}: expected {mp.direction} {want}, as {t.name}."
+                                    f"{m.name} declares it")
 
     def extern_tvars(self, t: ExternT, node: ir.Node) -> dict:
         tp = t.decl.type_params
@@ -652,6 +676,11 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             return
         if isinstance(src, EnumT) and isinstance(dst, EnumT) and src.name == dst.name:
             return
+        if isinstance(src, ExternT) and isinstance(dst, ExternT) and src.decl is dst.decl and (
+                not dst.type_args or len(src.type_args) == len(dst.type_args) and all(
+                    isinstance(b, (TypeVar, DontCareT)) or str(a) == str(b)
+                    for a, b in zip(src.type_args, dst.type_args))):
+            return      # an extern instance passed to a constructor (RegisterAction(reg))
         raise error(node, f"cannot assign a value of type {src} to {dst}")
 
     def unify_int(self, e: ir.Expr, t: P4Type) -> None:
