@@ -190,9 +190,10 @@ def hash_extern(algo: int, base: int, values: tuple, widths: tuple, max_: int, o
 class Register:
     """``register<T>(size)``: reads out of range give 0, writes out of range are ignored."""
 
-    def __init__(self, name: str, size: int, width: int, signed: bool = False):
+    def __init__(self, name: str, size: int, width: int, signed: bool = False, initial: int = 0):
         self.name, self.size, self.width, self.signed = name, size, width, signed
-        self.values = [0] * size
+        self.initial = initial          # TNA Register(size, initial_value); v1model: 0
+        self.values = [initial] * size
 
     def read(self, index: int) -> int:
         if 0 <= index < self.size:
@@ -205,7 +206,7 @@ class Register:
 
     def reset(self) -> None:
         # In place: generated code holds a reference to this list.
-        self.values[:] = [0] * self.size
+        self.values[:] = [self.initial] * self.size
 
 
 class StructRegister:

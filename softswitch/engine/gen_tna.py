@@ -34,7 +34,8 @@ class TnaExternGen:
                 o.line(f"{vn} = REG.register({full}, {size}, {et.width}, {et.signed}, "
                        f"{copied_annotations(d.annotations)!r})")
                 if init != "0":
-                    o.line(f"{vn}.values[:] = [{init}] * {vn}.size")
+                    o.line(f"{vn}.initial = {init}")
+                    o.line(f"{vn}.reset()")
             else:
                 cls = self.class_of(et)
                 init = self.value_for(args[1], et) if len(args) > 1 else None

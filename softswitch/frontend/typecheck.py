@@ -438,13 +438,13 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                 raise error(f, f"{f.name}: {t.name} has no abstract method {f.name}")
             if len(f.params) != len(m.params):
                 raise error(f, f"{f.name}: expected {len(m.params)} parameters, got {len(f.params)}")
-            self.check_function(f, Scope(scope))
-            for fp, mp in zip(f.params, m.params):
-                want = self.resolve_type(mp.type_ref, tv)
+            for fp, mp in zip(f.params, m.params):      # the signature first, then the body
+                want, have = self.resolve_type(mp.type_ref, tv), self.resolve_type(fp.type_ref)
                 if fp.direction != mp.direction or (
-                        not isinstance(want, TypeVar) and str(fp.resolved) != str(want)):
+                        not isinstance(want, TypeVar) and str(have) != str(want)):
                     raise error(fp, f"{fp.name}: expected {mp.direction} {want}, as {t.name}."
                                     f"{m.name} declares it")
+            self.check_function(f, Scope(scope))
 
     def extern_tvars(self, t: ExternT, node: ir.Node) -> dict:
         tp = t.decl.type_params
