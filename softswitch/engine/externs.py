@@ -209,6 +209,49 @@ class Register:
         self.values[:] = [self.initial] * self.size
 
 
+def tna_xor(packed: int, nbits: int, w: int, out_mask: int) -> int:
+    """TNA Hash XOR8/16/32: the data cut into ``w``-bit words (padded with zeros at the end, an
+    assumption), XORed together."""
+    packed <<= (-nbits) % w
+    h, m = 0, (1 << w) - 1
+    while packed:
+        h ^= packed & m
+        packed >>= w
+    return h & out_mask
+
+
+class TnaChecksum:
+    """TNA ``Checksum`` (16-bit ones' complement): ``add``/``subtract`` accumulate (per packet:
+    the TNA dataplane clears every instance before each parser), ``verify`` is true when the
+    accumulated sum is 0xFFFF, ``get`` gives the checksum of what was accumulated, ``update``
+    the checksum of its argument alone (the deparser's use)."""
+
+    __slots__ = ("acc",)
+
+    def __init__(self):
+        self.acc = 0
+
+    @staticmethod
+    def _words(packed: int, nbits: int) -> int:
+        return packed << ((-nbits) % (2 * BITS_PER_BYTE))
+
+    def add(self, packed: int, nbits: int) -> None:
+        self.acc += self._words(packed, nbits)
+
+    def subtract(self, packed: int, nbits: int) -> None:
+        self.acc += 0xFFFF - (self._words(packed, nbits) % 0xFFFF)
+
+    def verify(self) -> bool:
+        return self.acc != 0 and csum16_int(self.acc) == 0
+
+    def get(self) -> int:
+        return csum16_int(self.acc)
+
+    @staticmethod
+    def update(packed: int, nbits: int) -> int:
+        return csum16_packed(packed, nbits)
+
+
 class StructRegister:
     """TNA ``Register<S, I>`` of a struct type: one struct object per cell (``make()`` gives the
     initial value); only RegisterActions reach it. Not listed in the program's P4Runtime info."""

@@ -12,7 +12,8 @@ from .externs import HASH_ALGOS
 
 # TNA HashAlgorithm_t members -> the engine's algorithm (externs.HASH_ALGOS); the others refused
 TNA_HASH = {"IDENTITY": "identity", "CRC16": "crc16", "CRC32": "crc32"}
-TNA_EXTERNS = ("Register", "RegisterAction", "Counter", "Hash")
+TNA_XOR = {"XOR8": 8, "XOR16": 16, "XOR32": 32}
+TNA_EXTERNS = ("Register", "RegisterAction", "Counter", "Hash", "Checksum")
 
 
 class TnaExternGen:
@@ -43,6 +44,9 @@ class TnaExternGen:
                 o.line(f"{vn} = RT.StructRegister({full}, {size}, lambda: {mk})")
         elif t.name == "RegisterAction":
             self.gen_register_action(d, vn)
+        elif t.name == "Checksum":
+            o.line(f"{vn} = RT.TnaChecksum()")
+            o.line(f"REG.tna_checksums.append({vn})")
         elif t.name == "Counter":
             kind = getattr(args[1], "const", None)
             if not isinstance(kind, int) or isinstance(kind, bool):
@@ -53,10 +57,13 @@ class TnaExternGen:
             algo = getattr(args[0], "const", None)
             members = list(args[0].type.members) if isinstance(args[0].type, EnumT) else []
             name = members[algo] if isinstance(algo, int) and 0 <= algo < len(members) else None
-            if name not in TNA_HASH:
+            if name in TNA_XOR:
+                o.line(f"{vn} = {-TNA_XOR[name]}        # XOR{TNA_XOR[name]}")
+            elif name in TNA_HASH:
+                o.line(f"{vn} = {HASH_ALGOS.index(TNA_HASH[name])}")
+            else:
                 raise unsupported(d, f"Hash with algorithm {name or '(not constant)'} "
-                                     f"(supported: {', '.join(TNA_HASH)})")
-            o.line(f"{vn} = {HASH_ALGOS.index(TNA_HASH[name])}")
+                                     f"(supported: {', '.join(list(TNA_HASH) + list(TNA_XOR))})")
         else:
             raise unsupported(d, f"extern {t.name}")
 
@@ -79,17 +86,26 @@ class TnaExternGen:
         # An index out of the register's range: the action does not run and returns 0 (the
         # engine's register semantics; Tofino would use the index's low bits, an assumption).
         o.line(f"if not 0 <= i < {rv}.size: return 0")
+        has_rv = len(f.params) > 1          # rv is @optional
+        rv_arg, rv_out = (", 0", ", r") if has_rv else ("", "")
         if isinstance(vt, Bits):
             o.line(f"v = {rv}.values")
-            o.line(f"v[i], r = {fname}(v[i], 0)")
-        else:                       # a struct cell: updated in place, the function returns rv
+            o.line(f"v[i]{rv_out} = {fname}(v[i]{rv_arg})" if has_rv else
+                   f"(v[i],) = {fname}(v[i])")
+        elif has_rv:                # a struct cell: updated in place, the function returns rv
             o.line(f"(r,) = {fname}({rv}.values[i], 0)")
-        o.line("return r")
+        else:
+            o.line(f"{fname}({rv}.values[i])")
+        o.line("return r" if has_rv else "return 0")
         o.dedent()
 
     def tna_method_value(self, e: ir.Call, ext: str, method: str) -> str:
         """The value of a TNA extern method call (``execute``, ``get``, ``read``)."""
         base = e.func.expr
+        if ext == "RegisterAction" and method == "predicate":
+            lo = f"(1 if {self.g(e.args[0])} else 0)" if e.args else "0"
+            hi = f"(2 if {self.g(e.args[1])} else 0)" if len(e.args) > 1 else "0"
+            return f"(1 << ({lo} + {hi}))"
         inst = self.names.get(base.sym) if isinstance(base, ir.Path) else None
         if inst is None:
             raise unsupported(e, f"{ext}.{method} on this object")
@@ -97,7 +113,13 @@ class TnaExternGen:
             return f"{inst}({self.g(e.args[0])})"
         if ext == "Hash" and method == "get":
             data = self.packed_field_list(e.args[0])
-            return f"RT.hash_packed({inst}, 0, *{data}, 0, {hex(e.type.mask)})"
+            # the instance holds the engine's algorithm number, or -w for XOR<w>
+            return (f"(RT.tna_xor(*{data}, -{inst}, {hex(e.type.mask)}) if {inst} < 0 else "
+                    f"RT.hash_packed({inst}, 0, *{data}, 0, {hex(e.type.mask)}))")
+        if ext == "Checksum":
+            if method in ("verify", "get"):
+                return f"{inst}.{method}()"
+            return f"{inst}.{method}(*{self.packed_field_list(e.args[0])})"
         if ext == "Register" and method == "read" and isinstance(e.type, Bits):
             return f"{inst}.read({self.g(e.args[0])})"
         raise unsupported(e, f"{ext}.{method}")

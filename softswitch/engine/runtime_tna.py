@@ -80,6 +80,8 @@ class TnaDataplane(V1Dataplane):
         error sets ``parser_err`` and the packet goes on (assumed: Tofino drops it unless the
         program reads parser_err, which HINA's does)."""
         C = self.C
+        for c in self.REG.tna_checksums:
+            c.acc = 0
         C.start(data)
         try:
             parser(C, hdr, meta, intr)
@@ -115,6 +117,8 @@ class TnaDataplane(V1Dataplane):
             self._note("dropped in ingress (drop_ctl)")
             return
         C.out = out = []
+        for c in self.REG.tna_checksums:
+            c.acc = 0
         b["ig_deparser"](C, hdr, meta, dprsr)
         pkt = b"".join(out) + payload
         copies = []                     # (egress port, rid)
@@ -157,6 +161,8 @@ class TnaDataplane(V1Dataplane):
             self._note("dropped in egress (drop_ctl)")
             return
         C.out = out = []
+        for c in self.REG.tna_checksums:
+            c.acc = 0
         b["eg_deparser"](C, hdr, meta, dprsr)
         self._send(port, b"".join(out) + payload, result, work)
 

@@ -405,7 +405,8 @@ class ExprChecker:
             call.args[:] = ordered
             call.arg_names = [""] * len(ordered)
             args = call.args
-        required = [p for p in params if p.default is None]
+        required = [p for p in params if p.default is None
+                    and ir.find_annotation(p.annotations, "optional") is None]
         if not (len(required) <= len(args) <= len(params)):
             raise error(call, f"{what}: expected {len(params)} arguments, got {len(args)}")
         tvars = {} if tvars is None else tvars

@@ -436,7 +436,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             m = abstract.get(f.name)
             if m is None:
                 raise error(f, f"{f.name}: {t.name} has no abstract method {f.name}")
-            if len(f.params) != len(m.params):
+            need = len([p for p in m.params if ir.find_annotation(p.annotations, "optional") is None])
+            if not need <= len(f.params) <= len(m.params):
                 raise error(f, f"{f.name}: expected {len(m.params)} parameters, got {len(f.params)}")
             for fp, mp in zip(f.params, m.params):      # the signature first, then the body
                 want, have = self.resolve_type(mp.type_ref, tv), self.resolve_type(fp.type_ref)
@@ -444,7 +445,9 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                         not isinstance(want, TypeVar) and str(have) != str(want)):
                     raise error(fp, f"{fp.name}: expected {mp.direction} {want}, as {t.name}."
                                     f"{m.name} declares it")
-            self.check_function(f, Scope(scope))
+            f_scope = Scope(scope)      # ``this``: the instance (this.predicate(...) in apply)
+            f_scope.declare(Sym("instance", "this", t, d, owner=scope.owner), d)
+            self.check_function(f, f_scope)
 
     def extern_tvars(self, t: ExternT, node: ir.Node) -> dict:
         tp = t.decl.type_params
@@ -460,7 +463,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
 
     def pick_overload(self, node, candidates, args, what):
         for c in candidates:
-            required = [p for p in c.params if p.default is None]
+            required = [p for p in c.params if p.default is None
+                        and ir.find_annotation(p.annotations, "optional") is None]
             if len(required) <= len(args) <= len(c.params):
                 return c
         counts = sorted({len(c.params) for c in candidates})

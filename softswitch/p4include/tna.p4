@@ -4,7 +4,8 @@
  * that HINA's TNA programs use, with the same names, types and field layouts, so that a program
  * written for bf-p4c parses unchanged. Differences from the reference (docs/dataplane.md,
  * "TNA on the embedded target"):
- *   - @optional parameters are left out (their calls pass every argument or none);
+ *   - @optional parameters are left out (their calls pass every argument), but for
+ *     RegisterAction.apply's rv, which an initializer may leave out;
  *   - Switch takes one pipeline (the reference takes up to four, @optional);
  *   - externs HINA does not use (Meter, Lpf, Wred, MathUnit, Mirror, Resubmit, Digest, ...)
  *     are not declared: a program using them fails to compile with "not declared".
@@ -156,6 +157,15 @@ struct egress_intrinsic_metadata_for_output_port_t {
     bit<1> update_delay_on_tx;
 }
 
+extern Checksum {
+    Checksum();
+    void add<T>(in T data);
+    void subtract<T>(in T data);
+    bool verify();
+    bit<16> get();
+    bit<16> update<T>(in T data);
+}
+
 extern Hash<W> {
     Hash(HashAlgorithm_t algo);
     W get<D>(in D data);
@@ -176,7 +186,10 @@ extern Register<T, I> {
 extern RegisterAction<T, I, U> {
     RegisterAction(Register<T, I> reg);
     U execute(in I index);
-    abstract void apply(inout T value, out U rv);
+    abstract void apply(inout T value, @optional out U rv);
+    // In apply: bit (2 * cmphi + cmplo) set, an absent condition false (an assumption: the
+    // reference documents "the 4-bit predicate value" only).
+    U predicate(@optional in bool cmplo, @optional in bool cmphi);
 }
 
 parser IngressParserT<H, M>(

@@ -96,8 +96,8 @@ def _variant(old: str, new: str) -> str:
 
 
 @pytest.mark.parametrize("old, new, exc, message", [
-    ("HashAlgorithm_t.CRC32", "HashAlgorithm_t.XOR16", P4UnsupportedError,
-     "Hash with algorithm XOR16"),
+    ("HashAlgorithm_t.CRC32", "HashAlgorithm_t.CRC64", P4UnsupportedError,
+     "Hash with algorithm CRC64"),
     ("void apply(inout bit<32> cell, out bit<32> result)",
      "void apply(inout bit<16> cell, out bit<32> result)", P4CompileError, "cell: expected inout"),
     ("void apply(inout pair_t cell", "void run(inout pair_t cell", P4CompileError,
@@ -111,3 +111,16 @@ def test_bad_or_unsupported_tna_is_located(old, new, exc, message):
         compile_source(_variant(old, new), str(BASIC), include_dirs=[str(BASIC.parent)])
     assert message in str(info.value)
     assert "tna_basic.p4:" in str(info.value)
+
+
+def test_hina_tna_program_compiles_and_runs_a_frame():
+    """HINA's TNA program (p4/tna/hina_tna.p4) on the embedded target: its P4Runtime names, and a
+    frame that is not HINA's dropped by ingress (drop_ctl) rather than by an engine error."""
+    root = HERE.parent.parent
+    dp = compile_file(root / "p4" / "tna" / "hina_tna.p4").instantiate()
+    assert "HinaTnaIngress.reason_counter" in [c.name for c in dp.info.counters]
+    assert "HinaTnaIngress.admission.job_config" in [t.name for t in dp.info.tables]
+    r = dp.process(1, bytes(12) + b"\x08\x06" + bytes(46), trace=True)
+    assert r.outputs == []
+    assert "dropped in ingress (drop_ctl)" in r.trace
+    assert not [t for t in r.trace if "engine error" in t]
