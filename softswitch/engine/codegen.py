@@ -183,7 +183,7 @@ class ProgramGen(CodeGen):
                 if not isinstance(p.resolved, StructT):
                     raise unsupported(p, f"{role} parameter {p.name} of type {p.resolved}")
             classes[role] = "(" + "".join(self.class_of(p.resolved) + ", " for p in decl.params) + ")"
-        o.line(f"REG.classes = None")
+        o.line("REG.classes = None")
         o.line(f"REG.tna_classes = {{'ingress': {classes['ingress']}, "
                f"'egress': {classes['egress']}}}")
         o.line("REG.field_lists = {}")
