@@ -23,6 +23,7 @@ from .api import (CompiledProgram, ControllerHeaderInfo, Exact, Lpm, Optional_, 
 from .engine import runtime
 from .engine.codegen import ProgramGen
 from .engine.runtime import V1Dataplane
+from .engine.runtime_tna import TnaDataplane
 from .frontend import ir
 from .frontend.controlplane import control_plane_view
 from .frontend.bundle import SourceBundle, preprocess_bundle
@@ -132,8 +133,10 @@ def _compile_preprocessed(pre: str, filename: str) -> CompiledProgram:
     ctl_headers = _controller_headers(gen_checker)
     view = control_plane_view(gen_checker)
 
+    cls = TnaDataplane if gen_checker.main.type_ref.name == "Switch" else V1Dataplane
+
     def factory() -> V1Dataplane:
-        return V1Dataplane(namespace, digests, ctl_headers, view)
+        return cls(namespace, digests, ctl_headers, view)
 
     first = factory()
     return CompiledProgram(info=first.info, source=pre, name=filename, factory=factory)

@@ -24,11 +24,12 @@ from .gen_base import Emitter, Names, may_exit, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
+from .gen_tna import TNA_EXTERNS, TnaExternGen
 from .gen_types import TypesGen
 from .gen_varbit import VarbitGen
 
 
-class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen):
+class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen, TnaExternGen):
     """Turns the checked IR of a v1model program into Python source."""
 
     def __init__(self, checker):
@@ -55,6 +56,7 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen):
 
 # ---------------------------------------------------------------------------------- program
 V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser")
+TNA_BLOCKS = ("ig_parser", "ingress", "ig_deparser", "eg_parser", "egress", "eg_deparser")
 # Annotations the program description leaves out (p4c represents them otherwise). @hidden stays:
 # hidden objects are P4Runtime symbols that P4Info does not list (softswitch.p4info).
 _NOT_COPIED_ANNOTATIONS = {"name", "tableonly", "defaultonly"}
@@ -104,7 +106,8 @@ class ProgramGen(CodeGen):
         for d in self.ck.program.decls + self.ck.generic_functions:
             if isinstance(d, ir.FunctionDecl) and not d.type_params:
                 self.gen_function(d)
-            elif isinstance(d, ir.Instantiation) and d is not self.ck.main:
+            elif isinstance(d, ir.Instantiation) and d is not self.ck.main and not (
+                    isinstance(d.resolved, ObjT) and d.resolved.kind == "package_type"):
                 self.gen_instance(d, None)
         for d in self.ck.program.decls + self.ck.specialized:
             if getattr(d, "ctor_params", None):
@@ -114,6 +117,12 @@ class ProgramGen(CodeGen):
             elif isinstance(d, ir.ParserDecl):
                 self.gen_parser(d)
         main = self.ck.main
+        if main.type_ref.name == "Switch":
+            self.gen_tna_main(main)
+            o.line(f"REG.error_names = {tuple(self.ck.errors_list)!r}")
+            o.line("return blocks")
+            o.dedent()
+            return o.source()
         if main.type_ref.name != "V1Switch":
             raise unsupported(main, f"package {main.type_ref.name} (only V1Switch is supported)")
         if len(main.args) != len(V1SWITCH_BLOCKS):
@@ -143,6 +152,41 @@ class ProgramGen(CodeGen):
         o.line("return blocks")
         o.dedent()
         return o.source()
+
+    def gen_tna_main(self, main: ir.Instantiation) -> None:
+        """``Switch(Pipeline(...))``: the six blocks, and the classes of the ingress and egress
+        controls' parameters (``REG.tna_classes``), for runtime_tna.TnaDataplane."""
+        o = self.out
+        if len(main.args) != 1:
+            raise unsupported(main, "Switch with more than one pipeline")
+        pipe = main.args[0]
+        if isinstance(pipe, ir.Path) and isinstance(getattr(pipe.sym, "decl", None), ir.Instantiation):
+            pipe = pipe.sym.decl
+        if not isinstance(pipe, (ir.CtorCall, ir.Instantiation)) or pipe.type_ref.name != "Pipeline":
+            raise unsupported(main, "Switch argument that is not a Pipeline")
+        if len(pipe.args) != len(TNA_BLOCKS):
+            raise unsupported(pipe, "Pipeline with a number of arguments other than 6")
+        o.line("blocks = {}")
+        decls = []
+        for role, arg in zip(TNA_BLOCKS, pipe.args):
+            decl = getattr(arg, "decl", None)
+            if not isinstance(arg, ir.CtorCall) or decl is None:
+                raise unsupported(arg, "Pipeline argument that is not a constructor call")
+            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r})")
+            o.line(f"REG.block_types[{role!r}] = {arg.type_ref.name!r}")
+            decls.append(decl)
+        classes = {}
+        for role, decl in (("ingress", decls[1]), ("egress", decls[4])):
+            if len(decl.params) != 6:
+                raise unsupported(decl, f"TNA {role} control without the six parameters")
+            for p in decl.params:
+                if not isinstance(p.resolved, StructT):
+                    raise unsupported(p, f"{role} parameter {p.name} of type {p.resolved}")
+            classes[role] = "(" + "".join(self.class_of(p.resolved) + ", " for p in decl.params) + ")"
+        o.line("REG.classes = None")
+        o.line(f"REG.tna_classes = {{'ingress': {classes['ingress']}, "
+               f"'egress': {classes['egress']}}}")
+        o.line("REG.field_lists = {}")
 
     def collect_field_lists(self, t: StructT, path: tuple, out: dict) -> None:
         """Fields of the user metadata annotated @field_list(N...), as attribute paths."""
@@ -233,10 +277,10 @@ class ProgramGen(CodeGen):
                 o.lines[i] = o.lines[i].replace("return", ret)
         o.line(ret)
 
-    def gen_function(self, d: ir.FunctionDecl) -> None:
+    def gen_function(self, d: ir.FunctionDecl, fname: str = "") -> None:
         o = self.out
         sym = self._find_sym(d)
-        fname = f"f_{d.name}"
+        fname = fname or f"f_{d.name}"
         self.names[sym] = fname
         params = []
         for p in d.params:
@@ -362,7 +406,9 @@ class ProgramGen(CodeGen):
             full = repr(qualified_name(name, None))
         else:
             full = f"{prefix_var} + {('.' + name)!r}"
-        if isinstance(t, ExternT):
+        if isinstance(t, ExternT) and t.name in TNA_EXTERNS:
+            self.gen_tna_instance(d, vn, full)
+        elif isinstance(t, ExternT):
             args = d.args
             if t.name == "register":
                 et = t.type_args[0] if t.type_args else None

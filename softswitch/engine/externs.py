@@ -190,9 +190,10 @@ def hash_extern(algo: int, base: int, values: tuple, widths: tuple, max_: int, o
 class Register:
     """``register<T>(size)``: reads out of range give 0, writes out of range are ignored."""
 
-    def __init__(self, name: str, size: int, width: int, signed: bool = False):
+    def __init__(self, name: str, size: int, width: int, signed: bool = False, initial: int = 0):
         self.name, self.size, self.width, self.signed = name, size, width, signed
-        self.values = [0] * size
+        self.initial = initial          # TNA Register(size, initial_value); v1model: 0
+        self.values = [initial] * size
 
     def read(self, index: int) -> int:
         if 0 <= index < self.size:
@@ -205,7 +206,59 @@ class Register:
 
     def reset(self) -> None:
         # In place: generated code holds a reference to this list.
-        self.values[:] = [0] * self.size
+        self.values[:] = [self.initial] * self.size
+
+
+def tna_xor(packed: int, nbits: int, w: int, out_mask: int) -> int:
+    """TNA Hash XOR8/16/32: the data cut into ``w``-bit words (padded with zeros at the end, an
+    assumption), XORed together."""
+    packed <<= (-nbits) % w
+    h, m = 0, (1 << w) - 1
+    while packed:
+        h ^= packed & m
+        packed >>= w
+    return h & out_mask
+
+
+class TnaChecksum:
+    """TNA ``Checksum`` (16-bit ones' complement): ``add``/``subtract`` accumulate (per packet:
+    the TNA dataplane clears every instance before each parser), ``verify`` is true when the
+    accumulated sum is 0xFFFF, ``get`` gives the checksum of what was accumulated, ``update``
+    the checksum of its argument alone (the deparser's use)."""
+
+    __slots__ = ("acc",)
+
+    def __init__(self):
+        self.acc = 0
+
+    @staticmethod
+    def _words(packed: int, nbits: int) -> int:
+        return packed << ((-nbits) % (2 * BITS_PER_BYTE))
+
+    def add(self, packed: int, nbits: int) -> None:
+        self.acc += self._words(packed, nbits)
+
+    def subtract(self, packed: int, nbits: int) -> None:
+        self.acc += 0xFFFF - (self._words(packed, nbits) % 0xFFFF)
+
+    def verify(self) -> bool:
+        return self.acc != 0 and csum16_int(self.acc) == 0
+
+    def get(self) -> int:
+        return csum16_int(self.acc)
+
+    @staticmethod
+    def update(packed: int, nbits: int) -> int:
+        return csum16_packed(packed, nbits)
+
+
+class StructRegister:
+    """TNA ``Register<S, I>`` of a struct type: one struct object per cell (``make()`` gives the
+    initial value); only RegisterActions reach it. Not listed in the program's P4Runtime info."""
+
+    def __init__(self, name: str, size: int, make):
+        self.name, self.size = name, size
+        self.values = [make() for _ in range(size)]
 
 
 class Counter:

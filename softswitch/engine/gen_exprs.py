@@ -6,6 +6,7 @@ from ..frontend.exprs import expr_text
 from ..frontend.scope import unsupported
 from ..frontend.types import Bits, Bool, EnumT, ListT, ObjT, StackT, StringT, StructT, width_of
 from .gen_base import pyfield
+from .gen_tna import TNA_EXTERNS
 
 
 class ExprGen:
@@ -200,6 +201,8 @@ class ExprGen:
                    for p in d.params):
                 return self.call_value_with_outs(e, d)
             return f"{self.names[e.func.sym]}({', '.join(self.g(a) for a in e.args)})"
+        if kind[0] == "extern_method" and kind[1] in TNA_EXTERNS:
+            return self.tna_method_value(e, kind[1], kind[2])
         if kind[0] == "extern_method" and kind[1] == "register" and kind[2] == "read":
             return f"{self.names[e.func.expr.sym]}.read({self.g(e.args[0])})"
         raise unsupported(e, f"call of {expr_text(e.func)} in an expression")

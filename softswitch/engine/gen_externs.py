@@ -8,6 +8,7 @@ from ..frontend import ir
 from ..frontend.scope import unsupported
 from ..frontend.types import Bits, Bool, InfInt, StackT, StructT, Varbit, width_of
 from .externs import CHECKSUM_BY_ALGO, HASH_BY_ALGO
+from .gen_tna import TNA_EXTERNS
 from .gen_base import CSUM16, DROP_PORT, HeaderBits, part_width, pure, pyfield
 
 
@@ -197,6 +198,9 @@ class ExternGen:
             return
         if ext == "packet_out":
             o.line(f"{self.g(e.args[0])}.emit(C.out)")
+            return
+        if ext in TNA_EXTERNS:
+            self.tna_method_stmt(e, ext, method)
             return
         inst = self.names.get(base.sym) if isinstance(base, ir.Path) else None
         if inst is None:

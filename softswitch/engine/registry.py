@@ -71,6 +71,8 @@ class Registry:
         self.action_profiles: dict = {}
         self.block_types: dict = {}
         self.classes = None
+        self.tna_classes: dict = {}      # TNA: 'ingress'/'egress' -> the control parameters' classes
+        self.tna_checksums: list = []    # TNA: Checksum instances, cleared before each parser
         self.field_lists: dict = {}
         self.error_names: tuple = ()
         self.enum_uses: list = []        # (table or action name, SerializableEnumInfo)

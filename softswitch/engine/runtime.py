@@ -18,7 +18,7 @@ from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
                       hash_crc32, hash_csum16, hash_csum16_sum,
-                      hash_packed)   # (generated code calls these as RT.*)
+                      hash_packed, StructRegister, TnaChecksum, tna_xor)   # (generated code calls these as RT.*)
 from .profiles import ActionProfile
 from .registry import (COUNTER_UNITS, METER_UNITS, DirectCounter, DirectMeter,  # noqa: F401
                        Registry, ValueSet)

@@ -110,7 +110,7 @@ def control_plane_view(checker) -> ControlPlaneView:
     extern_calls = False
     externs = {qualified_name(local_name(d, d.name), None) for d in program.decls
                if isinstance(d, ir.Instantiation) and isinstance(d.resolved, ExternT)}
-    for arg in checker.main.args if checker.main is not None else ():
+    for arg in main_blocks(checker.main):
         decl = getattr(arg, "decl", None) if isinstance(arg, ir.CtorCall) else None
         if isinstance(decl, ir.ParserDecl):     # no tables, no actions; extern instances
             externs.update(_parser_externs(decl, block_name(arg)))
@@ -125,6 +125,22 @@ def control_plane_view(checker) -> ControlPlaneView:
         extern_calls = extern_calls or block.extern_calls
     return ControlPlaneView(tuple(tables), tuple(actions.values()), frozenset(externs),
                             extern_calls)
+
+
+def main_blocks(main) -> list:
+    """The blocks ``main`` instantiates: V1Switch's arguments, or for TNA's ``Switch(pipe)``
+    those of its Pipeline (an instance declared before, or a constructor call)."""
+    if main is None:
+        return []
+    args = list(main.args)
+    if main.type_ref.name == "Switch" and len(args) == 1:
+        pipe = args[0]
+        if isinstance(pipe, ir.Path) and isinstance(getattr(pipe.sym, "decl", None),
+                                                    ir.Instantiation):
+            pipe = pipe.sym.decl
+        if isinstance(pipe, (ir.CtorCall, ir.Instantiation)):
+            return list(pipe.args)
+    return args
 
 
 def block_name(arg: ir.CtorCall) -> str:

@@ -405,7 +405,8 @@ class ExprChecker:
             call.args[:] = ordered
             call.arg_names = [""] * len(ordered)
             args = call.args
-        required = [p for p in params if p.default is None]
+        required = [p for p in params if p.default is None
+                    and ir.find_annotation(p.annotations, "optional") is None]
         if not (len(required) <= len(args) <= len(params)):
             raise error(call, f"{what}: expected {len(params)} arguments, got {len(args)}")
         tvars = {} if tvars is None else tvars
@@ -445,7 +446,8 @@ class ExprChecker:
                 e.call_kind = ("stack", name)
                 return Void()
             if isinstance(base, ExternT):
-                ms = [m for m in base.decl.methods if m.ret is not None and m.name == name]
+                ms = [m for m in base.decl.methods if m.ret is not None and m.name == name
+                      and not m.abstract]
                 m = self.pick_overload(e, ms, e.args, f"{base.name}.{name}")
                 tv = self.extern_tvars(base, e)
                 for tp, ta in zip(m.type_params, e.type_args):

@@ -326,6 +326,7 @@ class MethodDecl(Decl):
     ret: Optional[TypeRef]           # None for constructors
     params: list
     type_params: list = field(default_factory=list)
+    abstract: bool = False           # implemented by each instance's initializer block
 
 
 @dataclass
@@ -420,6 +421,8 @@ class TableDecl(Decl):
 class Instantiation(Decl):
     type_ref: TypeRef
     args: list
+    # the methods of an initializer block, ``RegisterAction<..>(r) ra = { void apply(..) {..} };``
+    initializer: list = field(default_factory=list)
 
 
 @dataclass

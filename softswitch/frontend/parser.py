@@ -271,7 +271,10 @@ class IRBuilder(Transformer):
 
     @v_args(meta=True)
     def abstract_method_decl(self, meta, c):
-        raise P4CompileError("abstract methods are not supported", *self._loc(meta))
+        # annotations, ret, name, type_params, params: an instance implements it in its
+        # initializer block (RegisterAction's apply)
+        return ir.MethodDecl(c[2], c[1], c[4], c[3] or [], annotations=c[0], span=self._span(meta),
+                             abstract=True)
 
     @v_args(meta=True)
     def extern_func_decl(self, meta, c):
@@ -395,16 +398,21 @@ class IRBuilder(Transformer):
     @v_args(meta=True)
     def instantiation(self, meta, c):
         t = ir.TypeRef("named", name=str(c[1]), span=self._tspan(c[1]))
-        return _named(ir.Instantiation(c[3], t, c[2][0], annotations=c[0], span=self._span(meta)),
-                      c[2][1])
+        d = ir.Instantiation(c[3], t, c[2][0], annotations=c[0], span=self._span(meta))
+        d.initializer = c[4] if len(c) > 4 and c[4] is not None else []
+        return _named(d, c[2][1])
 
     @v_args(meta=True)
     def generic_instantiation(self, meta, c):
         # annotations, TYPE_NAME, TLT, type_args, TGT, args, name
         c = [x for x in c if not (isinstance(x, Token) and x.type in ("TLT", "TGT"))]
         t = ir.TypeRef("named", name=str(c[1]), args=c[2], span=self._tspan(c[1]))
-        return _named(ir.Instantiation(c[4], t, c[3][0], annotations=c[0], span=self._span(meta)),
-                      c[3][1])
+        d = ir.Instantiation(c[4], t, c[3][0], annotations=c[0], span=self._span(meta))
+        d.initializer = c[5] if len(c) > 5 and c[5] is not None else []
+        return _named(d, c[3][1])
+
+    def instance_init(self, c):
+        return list(c)
 
     @v_args(meta=True)
     def table_decl(self, meta, c):

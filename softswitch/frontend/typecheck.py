@@ -398,6 +398,7 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                 at = self.check_expr(a, scope, pt)
                 self.assignable(a, at, pt)
             d.resolved = t
+            self.check_initializer(d, t, tv, scope)
             scope.declare(Sym("instance", d.name, t, d, owner=scope.owner), d)
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type", "package_type"):
             decl = t.decl
@@ -422,6 +423,32 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         else:
             raise error(d, f"{t} cannot be instantiated")
 
+    def check_initializer(self, d: ir.Instantiation, t: ExternT, tv: dict, scope: Scope) -> None:
+        """An instance's initializer block implements its extern's abstract methods (p4c: every
+        abstract method, with the declared parameter types once the type arguments are bound);
+        its methods see the enclosing control's names."""
+        abstract = {m.name: m for m in t.decl.methods if m.abstract}
+        given = {f.name: f for f in d.initializer}
+        for name, m in abstract.items():
+            if name not in given:
+                raise error(d, f"{d.name}: {t.name} instance must implement abstract method {name}")
+        for f in d.initializer:
+            m = abstract.get(f.name)
+            if m is None:
+                raise error(f, f"{f.name}: {t.name} has no abstract method {f.name}")
+            need = len([p for p in m.params if ir.find_annotation(p.annotations, "optional") is None])
+            if not need <= len(f.params) <= len(m.params):
+                raise error(f, f"{f.name}: expected {len(m.params)} parameters, got {len(f.params)}")
+            for fp, mp in zip(f.params, m.params):      # the signature first, then the body
+                want, have = self.resolve_type(mp.type_ref, tv), self.resolve_type(fp.type_ref)
+                if fp.direction != mp.direction or (
+                        not isinstance(want, TypeVar) and str(have) != str(want)):
+                    raise error(fp, f"{fp.name}: expected {mp.direction} {want}, as {t.name}."
+                                    f"{m.name} declares it")
+            f_scope = Scope(scope)      # ``this``: the instance (this.predicate(...) in apply)
+            f_scope.declare(Sym("instance", "this", t, d, owner=scope.owner), d)
+            self.check_function(f, f_scope)
+
     def extern_tvars(self, t: ExternT, node: ir.Node) -> dict:
         tp = t.decl.type_params
         if t.type_args and len(t.type_args) != len(tp):
@@ -436,7 +463,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
 
     def pick_overload(self, node, candidates, args, what):
         for c in candidates:
-            required = [p for p in c.params if p.default is None]
+            required = [p for p in c.params if p.default is None
+                        and ir.find_annotation(p.annotations, "optional") is None]
             if len(required) <= len(args) <= len(c.params):
                 return c
         counts = sorted({len(c.params) for c in candidates})
@@ -652,6 +680,11 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             return
         if isinstance(src, EnumT) and isinstance(dst, EnumT) and src.name == dst.name:
             return
+        if isinstance(src, ExternT) and isinstance(dst, ExternT) and src.decl is dst.decl and (
+                not dst.type_args or len(src.type_args) == len(dst.type_args) and all(
+                    isinstance(b, (TypeVar, DontCareT)) or str(a) == str(b)
+                    for a, b in zip(src.type_args, dst.type_args))):
+            return      # an extern instance passed to a constructor (RegisterAction(reg))
         raise error(node, f"cannot assign a value of type {src} to {dst}")
 
     def unify_int(self, e: ir.Expr, t: P4Type) -> None:
