@@ -35,9 +35,11 @@
 #endif
 // headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
-// Where the lanes go: TNA_LANES_PER_STAGE lane registers per stage (a stage's stateful ALUs,
-// four on Tofino 1 and 2) from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission
-// 0, slot_generation 1, slot_seq 2, slot_bitmap 3). Pinned with @stage (tna_lanes.p4): left to
+// Where the lanes go: from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission 0,
+// slot_generation 1, slot_seq 2, slot_bitmap 3), three lane registers there (its fourth stateful
+// ALU is the pair stream's) and TNA_LANES_PER_STAGE (a stage's stateful ALUs, four on Tofino 1
+// and 2) in each stage after; the LUT tables by hand in stages 3-6 (tna_lanes.p4 says why:
+// hash functions). Pinned with @stage (tna_lanes.p4): left to
 // itself the compiler's placement puts the lanes last (each lane table is one step from the
 // end of the dependency chain, so everything else goes first) and needs 15 stages of 12.
 #ifndef TNA_LANE_FIRST_STAGE

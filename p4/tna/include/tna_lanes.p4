@@ -21,7 +21,7 @@
 // Index: lane_index = reg_index * 2 + pass: block 0 of a slot copy in pass 0, block 1 in pass 1
 // (tna_slot_state.p4 forms it).
 //
-// THC (LUT-SUM): the table lookup is match-action, in the switch. One exact table per byte of
+// THC (LUT-SUM): the table lookup is match-action, in the switch. One table per byte of
 // the block, lut_<i>: (lut_id, byte) -> the word (T[hi] << 16) | T[lo], the two coordinates'
 // 16-bit table values in coordinate order; HINA_LUTS * 256 entries each. Per byte, not per
 // coordinate (v1model's lut.p4): half the tables (a stage has 16), and the two values land in
@@ -48,7 +48,7 @@
 //     no hash function: eight of a stage's 24 blocks for HINA_LUTS * 256 entries) where not:
 //     F - 1: lut 0-4 exact, 5-7 ternary; F: 8-10 exact, 11-12 ternary; F + 1: 13 ternary;
 //     F + 2: 14-15 ternary; from 16 (Tofino 2) exact, the stage before the lane.
-// The controller writes a ternary LUT's entries with a full mask.
+// A ternary LUT's entries are the exact ones with a full mask on the byte.
 #ifdef TNA_LANE_FIRST_STAGE
 #define TNA_LANE_STAGE(i) @stage(TNA_LANE_FIRST_STAGE + ((i) + 1) / TNA_LANES_PER_STAGE)
 #define TNA_LUT_STAGE(i) @stage(TNA_LUT_STAGE_##i)
