@@ -35,9 +35,11 @@
 #endif
 // headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
-// Where the lanes go: TNA_LANES_PER_STAGE lane registers per stage (a stage's stateful ALUs,
-// four on Tofino 1 and 2) from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission
-// 0, slot_generation 1, slot_seq 2, slot_bitmap 3). Pinned with @stage (tna_lanes.p4): left to
+// Where the lanes go: from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission 0,
+// slot_generation 1, slot_seq 2, slot_bitmap 3), three lane registers there (its fourth stateful
+// ALU is the pair stream's) and TNA_LANES_PER_STAGE (a stage's stateful ALUs, four on Tofino 1
+// and 2) in each stage after; the LUT tables by hand in stages 3-6 (tna_lanes.p4 says why:
+// hash functions). Pinned with @stage (tna_lanes.p4): left to
 // itself the compiler's placement puts the lanes last (each lane table is one step from the
 // end of the dependency chain, so everything else goes first) and needs 15 stages of 12.
 #ifndef TNA_LANE_FIRST_STAGE
@@ -169,10 +171,15 @@ control HinaTnaIngress(inout tna_headers_t hdr,
         hdr.bridge.reply = meta.reply;
     }
     // Replies, one header field per action.
-    action from_switch_mac() { hdr.ethernet.src_addr = hdr.ethernet.dst_addr; }
-    action from_switch_addr() { hdr.ipv4.src_addr = hdr.ipv4.dst_addr; }
-    action from_switch_port() { hdr.udp.src_port = hdr.udp.dst_port; }
-    action to_group() { ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp; }
+    // The multicast reply's four writes in one action (four logical tables fewer in the reply,
+    // whose tables fill the two stages after the sketch's last one): each writes its own
+    // containers from one source.
+    action from_switch_to_group() {
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.udp.src_port = hdr.udp.dst_port;
+        ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp;
+    }
     action swap_mac() {
         hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
@@ -335,10 +342,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
             hdr.udp.checksum = 0;
             bridge_reply();
             if (meta.reply == REPLY_MULTICAST) {
-                from_switch_mac();
-                from_switch_addr();
-                from_switch_port();
-                to_group();
+                from_switch_to_group();
             } else {
                 swap_mac();
                 swap_addr();

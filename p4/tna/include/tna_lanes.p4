@@ -21,7 +21,7 @@
 // Index: lane_index = reg_index * 2 + pass: block 0 of a slot copy in pass 0, block 1 in pass 1
 // (tna_slot_state.p4 forms it).
 //
-// THC (LUT-SUM): the table lookup is match-action, in the switch. One exact table per byte of
+// THC (LUT-SUM): the table lookup is match-action, in the switch. One table per byte of
 // the block, lut_<i>: (lut_id, byte) -> the word (T[hi] << 16) | T[lo], the two coordinates'
 // 16-bit table values in coordinate order; HINA_LUTS * 256 entries each. Per byte, not per
 // coordinate (v1model's lut.p4): half the tables (a stage has 16), and the two values land in
@@ -31,15 +31,96 @@
 
 #include "tna_headers.p4"
 
-// Lane i's stage (hina_tna.p4: TNA_LANE_FIRST_STAGE), and its LUT table's: the stage before.
-// None without it.
+// Lane i's stage (hina_tna.p4: TNA_LANE_FIRST_STAGE), and its LUT table's. None without it.
+//
+// What bounds a stage here (Tofino 1, pipe/logs/resources.json per stage): four stateful ALUs
+// and eight hash functions. Each lane's stateful ALU takes a whole hash function for its
+// address (not shared between tables, even with a 16-bit index), the lane tables' meter address
+// one more; each exact LUT table takes one (its ways' line select), and so do the sketch's hash
+// steps (TnaSketchCells: second keys, buckets, second hashes, from stage F + 1 on) and the pair
+// stream's stateful ALU (pair_next_seq) wants one of stage F's four. With each lut_<i> in the
+// stage before its lane, a lane stage held four LUTs + five = nine hash functions of eight:
+// lut_4 and lut_12 went three stages on and their lanes with them (14 stages); with every lane
+// stage full of lanes the pair stream and the sketch after it went after the lanes (15). So:
+//   * lanes: three in stage F (the fourth stateful ALU is the pair stream's), then four per
+//     stage (F + (i + 1) / 4: 16 lanes end in F + 4 = 8, beside the sketch's second hashes);
+//   * LUTs by hand, exact (a hash function each) where hash functions are free, ternary (TCAM,
+//     no hash function: eight of a stage's 24 blocks for HINA_LUTS * 256 entries) where not:
+//     F - 1: lut 0-4 exact, 5-7 ternary; F: 8-10 exact, 11-12 ternary; F + 1: 13 ternary;
+//     F + 2: 14-15 ternary; from 16 (Tofino 2) exact, the stage before the lane.
+// A ternary LUT's entries are the exact ones with a full mask on the byte.
 #ifdef TNA_LANE_FIRST_STAGE
-#define TNA_LANE_STAGE(i) @stage(TNA_LANE_FIRST_STAGE + (i) / TNA_LANES_PER_STAGE)
-#define TNA_LUT_STAGE(i) @stage(TNA_LANE_FIRST_STAGE - 1 + (i) / TNA_LANES_PER_STAGE)
+#define TNA_LANE_STAGE(i) @stage(TNA_LANE_FIRST_STAGE + ((i) + 1) / TNA_LANES_PER_STAGE)
+#define TNA_LUT_STAGE(i) @stage(TNA_LUT_STAGE_##i)
 #else
 #define TNA_LANE_STAGE(i)
 #define TNA_LUT_STAGE(i)
 #endif
+#define TNA_LUT_KIND(i) TNA_LUT_KIND_##i
+#define TNA_LUT_STAGE_0 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_1 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_2 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_3 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_4 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_5 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_6 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_7 TNA_LANE_FIRST_STAGE - 1
+#define TNA_LUT_STAGE_8 TNA_LANE_FIRST_STAGE
+#define TNA_LUT_STAGE_9 TNA_LANE_FIRST_STAGE
+#define TNA_LUT_STAGE_10 TNA_LANE_FIRST_STAGE
+#define TNA_LUT_STAGE_11 TNA_LANE_FIRST_STAGE
+#define TNA_LUT_STAGE_12 TNA_LANE_FIRST_STAGE
+#define TNA_LUT_STAGE_13 TNA_LANE_FIRST_STAGE + 1
+#define TNA_LUT_STAGE_14 TNA_LANE_FIRST_STAGE + 2
+#define TNA_LUT_STAGE_15 TNA_LANE_FIRST_STAGE + 2
+#define TNA_LUT_STAGE_16 TNA_LANE_FIRST_STAGE - 1 + (16 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_17 TNA_LANE_FIRST_STAGE - 1 + (17 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_18 TNA_LANE_FIRST_STAGE - 1 + (18 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_19 TNA_LANE_FIRST_STAGE - 1 + (19 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_20 TNA_LANE_FIRST_STAGE - 1 + (20 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_21 TNA_LANE_FIRST_STAGE - 1 + (21 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_22 TNA_LANE_FIRST_STAGE - 1 + (22 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_23 TNA_LANE_FIRST_STAGE - 1 + (23 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_24 TNA_LANE_FIRST_STAGE - 1 + (24 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_25 TNA_LANE_FIRST_STAGE - 1 + (25 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_26 TNA_LANE_FIRST_STAGE - 1 + (26 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_27 TNA_LANE_FIRST_STAGE - 1 + (27 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_28 TNA_LANE_FIRST_STAGE - 1 + (28 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_29 TNA_LANE_FIRST_STAGE - 1 + (29 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_30 TNA_LANE_FIRST_STAGE - 1 + (30 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_STAGE_31 TNA_LANE_FIRST_STAGE - 1 + (31 + 1) / TNA_LANES_PER_STAGE
+#define TNA_LUT_KIND_0 exact
+#define TNA_LUT_KIND_1 exact
+#define TNA_LUT_KIND_2 exact
+#define TNA_LUT_KIND_3 exact
+#define TNA_LUT_KIND_4 exact
+#define TNA_LUT_KIND_5 ternary
+#define TNA_LUT_KIND_6 ternary
+#define TNA_LUT_KIND_7 ternary
+#define TNA_LUT_KIND_8 exact
+#define TNA_LUT_KIND_9 exact
+#define TNA_LUT_KIND_10 exact
+#define TNA_LUT_KIND_11 ternary
+#define TNA_LUT_KIND_12 ternary
+#define TNA_LUT_KIND_13 ternary
+#define TNA_LUT_KIND_14 ternary
+#define TNA_LUT_KIND_15 ternary
+#define TNA_LUT_KIND_16 exact
+#define TNA_LUT_KIND_17 exact
+#define TNA_LUT_KIND_18 exact
+#define TNA_LUT_KIND_19 exact
+#define TNA_LUT_KIND_20 exact
+#define TNA_LUT_KIND_21 exact
+#define TNA_LUT_KIND_22 exact
+#define TNA_LUT_KIND_23 exact
+#define TNA_LUT_KIND_24 exact
+#define TNA_LUT_KIND_25 exact
+#define TNA_LUT_KIND_26 exact
+#define TNA_LUT_KIND_27 exact
+#define TNA_LUT_KIND_28 exact
+#define TNA_LUT_KIND_29 exact
+#define TNA_LUT_KIND_30 exact
+#define TNA_LUT_KIND_31 exact
 
 control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
@@ -55,7 +136,7 @@ control TnaThcLut(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         key = { \
             hdr.thc_a.isValid() : exact @name("thc"); \
             meta.lut_id : exact @name("lut_id"); \
-            hdr.thc_a.b##i : exact @name("byte"); \
+            hdr.thc_a.b##i : TNA_LUT_KIND(i) @name("byte"); \
         } \
         actions = { set_word_##i; @defaultonly NoAction; } \
         size = HINA_LUTS * 256; \
