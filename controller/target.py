@@ -187,7 +187,7 @@ class PipelineConfig:
                 why = (tofino_build.assembler_stage_error(build.log)
                        or tofino_build.first_error(build.log) or f"exit status {build.returncode}")
                 raise ConfigError(f"{self.p4} does not compile for Tofino: {why} (log: "
-                                  f"{build.path / 'compile.log'}; -D TNA_LANES=1 fits Tofino 1)")
+                                  f"{build.path / 'compile.log'}; the default, 16 lanes, fits Tofino 1)")
             out = build.out
         try:
             return read_p4info(out), device_config_from_output(out, self.device_config_format)
