@@ -14,6 +14,7 @@ counter cell. BMv2 is the reference. Skipped, with the reason, where BMv2 cannot
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +31,14 @@ from bmv2_tests import strategies as S
 from hina.testing.targets import HINA_P4, bmv2_missing
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Every P4 program of the repository but hina.p4 (its own tests are below) and the malformed
-#: front-end cases; a new program in these folders is covered without editing this list.
+#: Programs for Tofino (TNA/T2NA): BMv2 cannot run them (tests/softswitch/test_tna.py does).
+_INCLUDES_TNA = re.compile(r'^\s*#\s*include\s*[<"]t2?na\.p4[>"]', re.MULTILINE)
+#: Every v1model P4 program of the repository but hina.p4 (its own tests are below) and the
+#: malformed front-end cases; a new program in these folders is covered without editing this list.
 PROGRAMS = sorted(p for folder in ("p4", "bench/programs", "tests/golden",
                                    "tests/softswitch/programs", "tests/softswitch/stf")
-                  for p in (ROOT / folder).glob("*.p4") if p != HINA_P4)
+                  for p in (ROOT / folder).glob("*.p4")
+                  if p != HINA_P4 and not _INCLUDES_TNA.search(p.read_text(errors="replace")))
 #: Ports the generated traffic enters on; outputs to ports BMv2 has no interface for are
 #: compared as absent on both targets.
 IN_PORTS = (1, 2, 3, 4)

@@ -434,7 +434,10 @@ def test_launcher_ctrl_c_tears_everything_down(target, tmp_path):
                              "--workers", "2", "--codec", "sum", "--size", "4000000",
                              "--words", "64", "--no-control-network", "--name-suffix", suffix,
                              "--log-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            # a suite started in the background (nohup, `&`) ignores SIGINT and
+                            # its children inherit that: give the launcher Ctrl-C as a terminal does
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in proc.stdout:                # wait until switch, pipeline and job are up
             if " up (P4Runtime " in line:
