@@ -191,13 +191,15 @@ class Reader(Codec):
             self._items.extend((_fill_counter, counter.id, index, *read(counter.name, index))
                                for index in self._cells(msg, counter, "counter"))
 
-    def _read_direct_counter_entry(self, msg) -> None:
+    def _read_direct_entries(self, msg, what: str, has, read, fill) -> None:
+        """Direct counter or meter cells (``what``) of the entries ``msg.table_entry`` selects:
+        every entry of its table (or of every table with one), or the one its match names."""
         request = msg.table_entry
         for table in self._tables(request.table_id):
             name = table.info.name
-            if not table.info.direct_counter:
+            if not has(table.info):
                 if request.table_id:
-                    raise invalid(f"table {name!r} has no direct counter")
+                    raise invalid(f"table {name!r} has no {what}")
                 continue
             wanted = self.matches(table, request.match) if request.match else None
             entries = self.dp.table_entries(name)
@@ -205,9 +207,12 @@ class Reader(Codec):
             entries = [entry for entry in entries
                        if wanted is None or (entry.matches == wanted
                                              and entry.priority == request.priority)]
-            self._reserve(len(entries), f"direct counter cells of table {name!r}")
-            self._items.extend((self._fill_direct_counter, table, entry,
-                                self.dp.direct_counter_read(name, entry)) for entry in entries)
+            self._reserve(len(entries), f"{what} cells of table {name!r}")
+            self._items.extend((fill, table, entry, read(name, entry)) for entry in entries)
+
+    def _read_direct_counter_entry(self, msg) -> None:
+        self._read_direct_entries(msg, "direct counter", lambda info: info.direct_counter,
+                                  self.dp.direct_counter_read, self._fill_direct_counter)
 
     def _fill_direct_counter(self, entity, table: Table, entry: api.TableEntry,
                              counter: tuple[int, int]) -> None:
@@ -216,22 +221,8 @@ class Reader(Codec):
         data.byte_count, data.packet_count = counter
 
     def _read_direct_meter_entry(self, msg) -> None:
-        request = msg.table_entry
-        for table in self._tables(request.table_id):
-            name = table.info.name
-            if not table.info.direct_meter:
-                if request.table_id:
-                    raise invalid(f"table {name!r} has no direct meter")
-                continue
-            wanted = self.matches(table, request.match) if request.match else None
-            entries = self.dp.table_entries(name)
-            self._scan(len(entries), f"entries of table {name!r}")
-            entries = [entry for entry in entries
-                       if wanted is None or (entry.matches == wanted
-                                             and entry.priority == request.priority)]
-            self._reserve(len(entries), f"direct meter cells of table {name!r}")
-            self._items.extend((self._fill_direct_meter, table, entry,
-                                self.dp.direct_meter_get(name, entry)) for entry in entries)
+        self._read_direct_entries(msg, "direct meter", lambda info: info.direct_meter,
+                                  self.dp.direct_meter_get, self._fill_direct_meter)
 
     def _fill_direct_meter(self, entity, table: Table, entry: api.TableEntry, config) -> None:
         self.fill_entry(entity.direct_meter_entry.table_entry, table, entry)
