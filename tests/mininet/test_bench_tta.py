@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -112,8 +113,22 @@ def test_smallest_configuration_in_mininet(tmp_path):
            "--workers", "2", "--codecs", "fp32,thc", "--target-acc", "0", "--max-steps",
            str(STEPS), "--no-unlimited", "--json", str(out), "--name-suffix", suffix,
            "--log-dir", str(tmp_path / "logs"), "--timeout", "90"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        try:
+            stdout, stderr = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            # Ctrl-C first, so the benchmark tears its network down (a SIGKILL would leave it)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+            pytest.fail("bench_tta.py took over 180 s (interrupted; its teardown ran)")
+        done = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     finally:
         leftover = sorted(n for n in _interfaces() if n.startswith((f"s1{suffix}-",
                                                                     f"mgmt0{suffix}")))
