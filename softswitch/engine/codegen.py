@@ -224,6 +224,21 @@ class ProgramGen(CodeGen):
         o.indent()
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
+        self._body_copying_outs_back(d)
+        o.dedent()
+        widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
+        cp_params = tuple((p.name, width_of(p.resolved), copied_annotations(p.annotations))
+                          for p in d.params if not p.direction)
+        o.line(f"REG.action({full}, {fname}, {widths!r}, {cp_params!r}, "
+               f"{copied_annotations(d.annotations)!r})")
+        for p in d.params:
+            if not p.direction:
+                self._enum_use(full, p.resolved)
+
+    def _body_copying_outs_back(self, d) -> None:
+        """The body of an action or control ``d`` whose scalar out/inout parameters are copied
+        back on return and, where the body may ``exit``, on exit too."""
+        o = self.out
         outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
                 and not isinstance(p.resolved, (StructT, StackT))]
         exits = bool(outs) and may_exit(d.body)
@@ -235,15 +250,6 @@ class ProgramGen(CodeGen):
             self._exit_carries_outs(outs)
         if outs:
             self._fix_returns(outs)
-        o.dedent()
-        widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
-        cp_params = tuple((p.name, width_of(p.resolved), copied_annotations(p.annotations))
-                          for p in d.params if not p.direction)
-        o.line(f"REG.action({full}, {fname}, {widths!r}, {cp_params!r}, "
-               f"{copied_annotations(d.annotations)!r})")
-        for p in d.params:
-            if not p.direction:
-                self._enum_use(full, p.resolved)
 
     def _exit_carries_outs(self, outs: list) -> None:
         """Close the ``try:`` around an action or control body that may exit: ``exit`` still
@@ -377,17 +383,7 @@ class ProgramGen(CodeGen):
             if isinstance(loc, ir.TableDecl):
                 self.gen_table(loc)
         self._apply_prologue(d, cells, var_inits)
-        outs = [f"p_{p.name}" for p in d.params if p.direction in ("out", "inout")
-                and not isinstance(p.resolved, (StructT, StackT))]
-        exits = bool(outs) and may_exit(d.body)
-        if exits:
-            o.line("try:")
-            o.indent()
-        self.body_with_hoisting(d.body)
-        if exits:
-            self._exit_carries_outs(outs)
-        if outs:
-            self._fix_returns(outs)
+        self._body_copying_outs_back(d)
         o.dedent()
         if not d.locals and not d.body.stmts:
             o.line("apply.empty = True          # the runtime skips calling it")
@@ -576,15 +572,18 @@ class ProgramGen(CodeGen):
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{j}]")
 
-    def call_copying_back_on_exit(self, line: str, outs: list) -> None:
+    def call_copying_back_on_exit(self, line: str, outs: list,
+                                  catch: str = "RT.ExitControl") -> None:
         """``line`` (a call of an action that may exit), then on ``exit`` the action's
-        out/inout arguments (``outs``: [(index, target)]) copied back before it goes on."""
+        out/inout arguments (``outs``: [(index, target)]) copied back before it goes on.
+        ``catch``: the exceptions that end the callee early (a sub-parser's reject and parser
+        errors carry its outs too)."""
         o = self.out
         o.line("try:")
         o.indent()
         o.line(line)
         o.dedent()
-        o.line("except RT.ExitControl as exc:")
+        o.line(f"except {catch} as exc:")
         o.indent()
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"exc.outs[{j}]")

@@ -327,17 +327,8 @@ class StmtGen:
         first = 1 if _returns_value(callee) else 0
         if _is_parser(callee):
             # a sub-parser that ends in reject or an error still copies its outs back
-            o = self.out
-            o.line("try:")
-            o.indent()
-            o.line(f"{r} = {call}")
-            o.dedent()
-            o.line("except (RT.ParserError, RT.ParserReject) as exc:")
-            o.indent()
-            for j, (_, a) in enumerate(outs):
-                self.assign(a, f"exc.outs[{j}]")
-            o.line("raise")
-            o.dedent()
+            self.call_copying_back_on_exit(f"{r} = {call}", outs,
+                                           catch="(RT.ParserError, RT.ParserReject)")
         elif _callee_may_exit(callee):
             self.call_copying_back_on_exit(f"{r} = {call}", outs)
         else:

@@ -230,6 +230,13 @@ class TypesGen:
         o.indent()
         o.line(f"return {self.csum16_residue([(f'self.{pf}', ft) for (_, ft), pf in zip(t.fields, fields)])}")
         o.dedent()
+        self.gen_values_and_set_valid(t, fields, clear_dict=bool(self.wide_types.get(t.name)))
+
+    def gen_values_and_set_valid(self, t: StructT, fields: list, clear_dict: bool = False) -> None:
+        """A header class's ``values()`` (its fields, in order) and ``set_valid()`` (an invalid
+        header made valid gets every field's default; ``clear_dict``: by dropping the instance's
+        fields, so the class defaults show through)."""
+        o = self.out
         o.line("def values(self):")
         o.indent()
         o.line("return (" + "".join(f"self.{pf}, " for pf in fields) + ")")
@@ -238,7 +245,7 @@ class TypesGen:
         o.indent()
         o.line("if not self._v:")
         o.indent()
-        if self.wide_types.get(t.name):
+        if clear_dict:
             o.line("self.__dict__.clear()         # every field back to its class default")
             o.line("self._v = True")
         else:

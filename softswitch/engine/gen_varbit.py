@@ -69,19 +69,7 @@ class VarbitGen:
         o.line("x, n = self.bits()")
         o.line("out.append(x.to_bytes(n, 'big'))")
         o.dedent()
-        o.line("def values(self):")
-        o.indent()
-        o.line("return (" + "".join(f"self.{pf}, " for pf in fields) + ")")
-        o.dedent()
-        o.line("def set_valid(self):")
-        o.indent()
-        o.line("if not self._v:")
-        o.indent()
-        o.line("self._v = True")
-        for (n, ft), pf in zip(t.fields, fields):
-            o.line(f"self.{pf} = {self.default_value(ft)}")
-        o.dedent()
-        o.dedent()
+        self.gen_values_and_set_valid(t, fields)
 
     def extract_varbit(self, a, bits) -> None:
         """``pkt.extract(a, bits)``: a header (or the next element of a stack) with a varbit

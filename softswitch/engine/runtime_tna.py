@@ -12,6 +12,7 @@ listed in docs/dataplane.md, "TNA on the embedded target".
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 from ..api import ProcessResult
 from ..frontend.controlplane import ControlPlaneView
@@ -108,19 +109,11 @@ class TnaDataplane(V1Dataplane):
         payload = frame[max(C.off - len(md), 0):]
         C.length = len(frame)
         tm.ucast_egress_port = UCAST_UNSET
-        if b["ingress"] is not None:
-            try:
-                b["ingress"](hdr, meta, imd, prsr, dprsr, tm)
-            except ExitControl:
-                pass
-        if dprsr.drop_ctl & 1:
-            self._note("dropped in ingress (drop_ctl)")
+        head = self._control_and_deparse("ingress", "ig_deparser",
+                                         (hdr, meta, imd, prsr, dprsr, tm), dprsr)
+        if head is None:
             return
-        C.out = out = []
-        for c in self.REG.tna_checksums:
-            c.acc = 0
-        b["ig_deparser"](C, hdr, meta, dprsr)
-        pkt = b"".join(out) + payload
+        pkt = head + payload
         copies = []                     # (egress port, rid)
         if tm.ucast_egress_port != UCAST_UNSET:
             copies.append((tm.ucast_egress_port, 0))
@@ -152,19 +145,29 @@ class TnaDataplane(V1Dataplane):
             return
         payload = pkt[max(C.off - len(md), 0):]
         C.length = len(pkt)
-        if b["egress"] is not None:
+        head = self._control_and_deparse("egress", "eg_deparser",
+                                         (hdr, meta, emd, prsr, dprsr, oport), dprsr)
+        if head is not None:
+            self._send(port, head + payload, result, work)
+
+    def _control_and_deparse(self, gress: str, deparser: str, args: tuple,
+                             dprsr) -> Optional[bytes]:
+        """Run the ``gress`` control on ``args`` (``exit`` ends it) and, unless it set
+        ``drop_ctl``, the ``deparser`` block: the headers' bytes, or None for a drop."""
+        C, b = self.C, self._b
+        if b[gress] is not None:
             try:
-                b["egress"](hdr, meta, emd, prsr, dprsr, oport)
+                b[gress](*args)
             except ExitControl:
                 pass
         if dprsr.drop_ctl & 1:
-            self._note("dropped in egress (drop_ctl)")
-            return
+            self._note(f"dropped in {gress} (drop_ctl)")
+            return None
         C.out = out = []
         for c in self.REG.tna_checksums:
             c.acc = 0
-        b["eg_deparser"](C, hdr, meta, dprsr)
-        self._send(port, b"".join(out) + payload, result, work)
+        b[deparser](C, args[0], args[1], dprsr)       # (hdr, meta) lead the control's args
+        return b"".join(out)
 
     def _send(self, port: int, frame: bytes, result: ProcessResult, work: list) -> None:
         if port in RECIRC_PORTS:
