@@ -3,6 +3,7 @@
 # run, from the repository root of a machine whose python3 has a CUDA build of torch:
 #
 #     bash scripts/gpu_check.sh [OUTDIR]        # logs in OUTDIR (default out/gpu)
+#     SKIP="demo_cuda codecs_profile" bash scripts/gpu_check.sh   # leave steps out by name
 #
 # The project must be importable as `hina` (scripts/setup.sh, or `pip install -e .`). Each step's
 # log goes to OUTDIR/<step>.log; a failing step is reported and the next one still runs; the exit
@@ -16,6 +17,7 @@ export PYTHONUNBUFFERED=1
 failed=0
 step() {                     # step NAME TIMEOUT_S CMD...
     local name=$1 limit=$2; shift 2
+    case " ${SKIP:-} " in *" $name "*) echo "=== $name: skipped (SKIP)"; return;; esac
     local t0=$SECONDS
     echo "=== $name: $*"
     timeout "$limit" "$@" >"$OUTDIR/$name.log" 2>&1
@@ -28,17 +30,23 @@ step env 30 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --f
     $PY -c 'import torch, triton; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda,
     torch.cuda.get_device_name(0)); print(\"triton\", triton.__version__)'"
 # the CUDA variants of the kernel, engine and DDP tests (no Triton interpreter: a GPU is present)
-step tests 150 "$PY" -m pytest -q -p no:cacheprovider tests/worker/test_thc_triton.py \
-    tests/worker/test_engine_cuda.py tests/worker/test_engine.py -k "not cpu"
+step tests 110 "$PY" -m pytest -q -p no:cacheprovider tests/worker/test_thc_triton.py \
+    tests/worker/test_engine_cuda.py tests/worker/test_engine.py tests/worker/test_codecs_cuda.py \
+    -k "not cpu"
 # THC's encode+decode throughput on the GPU against its copy bandwidth, then per-kernel GPU time
-step codecs 90 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --sizes 1M,16M,64M
+step codecs 40 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --sizes 64M
 step codecs_profile 45 "$PY" bench/bench_codecs.py --device cuda --sizes 64M --profile \
     --only thc --skip-nmse
 # overlap: the model on the GPU; then on this machine's CPU cores (backward >= communication)
-step overlap_cuda 75 "$PY" bench/bench_ddp_overlap.py --device cuda --batch 256 --steps 6
-step overlap_cpu 75 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 6
+step overlap_cuda 80 "$PY" bench/bench_ddp_overlap.py --device cuda --batch 256 --steps 4 --rounds 3
+step overlap_cpu 80 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 4 --rounds 3
 # the demo's workers training on the GPU through the embedded switch
 step demo_cuda 90 "$PY" -m hina.demo.digits --device cuda --modes fp32,thc,fixed --epochs 1 \
     --out "$OUTDIR"
+# the sparse workloads (issue 15) with every HINA mode on the GPU, a few steps each
+step dlrm_cuda 100 "$PY" -m hina.demo.dlrm --device cuda --epochs 1 --max-steps 10 \
+    --modes fp32,thc,lossless,block_sparse,adaptive --out "${DEMO_OUT:-$OUTDIR/demo}"
+step moe_cuda 90 "$PY" -m hina.demo.moe --device cuda --epochs 1 --max-steps 10 \
+    --modes fp32,thc,block_sparse --out "${DEMO_OUT:-$OUTDIR/demo}"
 echo "gpu_check: $failed step(s) failed"
 exit "$failed"
