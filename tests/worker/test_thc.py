@@ -287,6 +287,21 @@ def test_interleaved_buckets_and_fresh_outputs():
     assert fourth.data_ptr() != ptr and torch.equal(view, kept[:10]) and torch.equal(fourth, kept)
 
 
+def test_output_buffer_is_counted_from_the_moment_it_is_handed_out():
+    """Two lanes' threads decode buckets of one codec: the buffer one call has taken (and is
+    still filling, or returning, outside the codec's lock) must never be handed to the other.
+    It was: ``_output_buffer`` returned the codec's own tensor, which no use count sees, so the
+    Triton decode (which returns after leaving the lock) could have its result overwritten by
+    another bucket's decode; two buckets then held the same mean (seen on an H100)."""
+    c = ThcCodec(1)
+    taken = c._output_buffer(64, torch.device("cpu"))
+    other = c._output_buffer(64, torch.device("cpu"))
+    assert taken.data_ptr() != other.data_ptr()
+    ptr = other.data_ptr()
+    del other                                  # dropped: the memory is reused
+    assert c._output_buffer(64, torch.device("cpu")).data_ptr() == ptr
+
+
 # ----------------------------------------------------------------------- opt-in compiled path
 @pytest.mark.parametrize("n", [1, 2, 37, 4096 + 6])
 def test_native_quantiser_is_bit_identical(n):

@@ -296,12 +296,14 @@ class ThcCodec(Codec):
         which cost about as much as the whole transform for large buckets on CPU. The caller only
         ever gets views, so a held result always shows in the storage's use count."""
         buf = self._last_output
-        if (buf is not None and buf.numel() == numel and buf.device == device
+        if not (buf is not None and buf.numel() == numel and buf.device == device
                 and _storage_unshared(buf)):
-            return buf
-        buf = torch.empty(numel, dtype=torch.float32, device=device)
-        self._last_output = buf
-        return buf
+            buf = torch.empty(numel, dtype=torch.float32, device=device)
+            self._last_output = buf
+        # a view, never ``buf`` itself: the caller's reference counts in the storage's use count
+        # from this moment, so a decode of another bucket (another lane's thread, once this
+        # call has left the lock) cannot take the buffer while this result is still being made
+        return buf.view(numel)
 
     @staticmethod
     def _take_spare(state: ThcState, padded: int, device: torch.device) -> torch.Tensor:
@@ -485,8 +487,8 @@ class ThcCodec(Codec):
                     bits = self._sign_bits(kernels, state, padded, device)
                     kernels.inverse(sums.contiguous(), bits, out, block, step / n,
                                     (g / 2.0) * step * math.sqrt(block))
-                self.last_kernels["decode"] = "triton"
-                return out.view(meta["shape"]).to(meta["dtype"])
+                    self.last_kernels["decode"] = "triton"
+                    return out.view(meta["shape"]).to(meta["dtype"])
             except Exception as exc:  # noqa: BLE001
                 self._kernel_failed(exc)
         signs = self._signs(state, padded, device)
