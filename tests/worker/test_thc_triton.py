@@ -5,6 +5,7 @@ On a GPU machine they run on CUDA; elsewhere on CPU tensors under Triton's inter
 """
 import logging
 import math
+import re
 
 import pytest
 import torch
@@ -289,17 +290,24 @@ def test_kernels_compile_for_gpu_targets():
     GPU needed), with the codec's launch configuration: the real compiler, not only the
     interpreter, accepts the kernels. Spills stay within 32 bytes: the launch table was timed
     on an H100 (bench/bench_thc_kernels.py; docs/codecs.md), where one warp per 32x32 tile was
-    fastest by 1.4x for the inverse, for which Triton 3.9's ptxas spills 16 bytes on sm_90."""
+    fastest by 1.4x for the inverse, for which Triton 3.9's ptxas spills 16 bytes on sm_90.
+    One exception, also timed: the 2048-value inverse at 2 warps on sm_90 spills 192 bytes
+    with Triton 3.6 (none with 3.9) and still ran 11 % faster than 4 warps on the H100
+    (0.414 against 0.460 ms at 64M values), so it may spill up to 256 bytes."""
     import subprocess
     import sys
     from pathlib import Path
 
     tool = Path(__file__).resolve().parents[2] / "bench" / "triton_aot.py"
     done = subprocess.run([sys.executable, str(tool), "--archs", "75,80,90", "--blocks", "1024,2048", "--check",
-                           "--max-spill", "32"],
+                           "--max-spill", "256"],
                           capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [l for l in done.stdout.splitlines() if l.startswith("sm_")]
+    for line in lines:
+        stack = int(re.search(r"stack\s+(\d+)", line).group(1))
+        allowed = 256 if re.match(r"sm_90\s+inverse\s+block 2048 ", line) else 32
+        assert stack <= allowed, f"spills {stack} bytes (at most {allowed}): {line}"
     # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16) + inverse;
     # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch
     assert len(lines) == (5 + 2) + 2 * (10 + 2) and not any("FAILED" in l for l in lines)
