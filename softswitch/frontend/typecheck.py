@@ -546,6 +546,12 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         if not (isinstance(t, ExternT) and t.name in ("action_profile", "action_selector")):
             raise error(expr, f"{expr.name}: expected a reference to an instance (of "
                               "action_profile or action_selector)")
+        if getattr(expr.sym.decl, "anonymous_implementation_of", None) is d:
+            # p4c: "Table 'T' has an anonymous table property 'implementation' with no name
+            # annotation, which is not supported by P4Runtime" (it names no line)
+            raise error(expr, f"table {d.name} has an anonymous table property 'implementation' "
+                              "with no name annotation, which is not supported by P4Runtime "
+                              "(write @name(\"...\") before it)")
         if d.entries is not None:
             raise unsupported(d, "entries in a table with an action profile")
 
