@@ -493,7 +493,9 @@ class ProgramGen(CodeGen):
             nsym = self.ck.top.lookup("NoAction")
             default = (self.names[nsym], ())
         entries = []
-        if d.entries is not None:
+        # a table with an action profile: BMv2 never gets the program's entries (see
+        # Checker.check_implementation)
+        if d.entries is not None and "implementation" not in props:
             n = len(d.entries)
             for i, e in enumerate(d.entries):
                 items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]

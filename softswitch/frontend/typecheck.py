@@ -552,8 +552,9 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             raise error(expr, f"table {d.name} has an anonymous table property 'implementation' "
                               "with no name annotation, which is not supported by P4Runtime "
                               "(write @name(\"...\") before it)")
-        if d.entries is not None:
-            raise unsupported(d, "entries in a table with an action profile")
+        # entries (const or not) in such a table: p4c-bm2-ss accepts them, keeps them in P4Info
+        # (is_const_table, has_initial_entries) and writes none into BMv2's JSON; the code
+        # generator drops them likewise (programs/action_profile_entries)
 
     def check_action_call(self, expr: ir.Expr, scope: Scope, table: ir.TableDecl) -> None:
         if isinstance(expr, ir.Path):
