@@ -218,6 +218,9 @@ class ExprChecker:
                     self.check_size_method(e, bt)
                     return ObjT("method", (bt, e.member))
                 raise error(e, f"{e.member}: no such field in {bt.kind} {bt.name or 'struct'}")
+            c = getattr(e.expr, "const", None)
+            if isinstance(c, dict):                 # a field of a struct constant
+                e.const = c[e.member]
             return ft
         if isinstance(bt, StackT):
             if e.member in ("next", "last"):
@@ -362,6 +365,7 @@ class ExprChecker:
         src = self.check_expr(e.expr, scope, hint)
         if _is_initializer(e.expr) and isinstance(to, StructT):
             self.assignable(e.expr, src, to)       # (S){a, b}, (H){#}: an initializer of S
+            e.const = struct_const(e.expr, to)
             return to
         ok = False
         if isinstance(to, Bits) and isinstance(src, (Bits, InfInt)):
@@ -508,6 +512,41 @@ class ExprChecker:
             e.method = d
             return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
         raise error(e, f"{expr_text(f)} is not callable")
+
+
+def struct_const(e: ir.Expr, t: P4Type) -> Optional[dict]:
+    """The compile-time value of ``e`` as a struct of type ``t`` (``{3, 0x0F}``,
+    ``{add = 3, mask = 0x0F}``, ``(cfg_t){...}``, a constant): a dict field -> value, nested
+    structs as dicts; None when a field is not constant or not of a scalar or struct type."""
+    if not (isinstance(t, StructT) and t.kind == "struct"):
+        return None
+    c = getattr(e, "const", None)
+    if isinstance(c, dict):
+        return c
+    if isinstance(e, ir.Cast):
+        e = e.expr
+    if isinstance(e, ir.ListExpr) and len(e.items) == len(t.fields):
+        pairs = [(n, x) for (n, _), x in zip(t.fields, e.items)]
+    elif isinstance(e, ir.StructExpr) and sorted(e.names) == sorted(n for n, _ in t.fields):
+        by = dict(zip(e.names, e.values))
+        pairs = [(n, by[n]) for n, _ in t.fields]
+    else:
+        return None
+    out = {}
+    for n, x in pairs:
+        ft = t.field_type(n)
+        if isinstance(ft, StructT):
+            v = struct_const(x, ft)
+        elif isinstance(ft, (Bits, Bool, EnumT, ErrorT)):
+            v = getattr(x, "const", None)
+            if isinstance(ft, Bits) and isinstance(v, int) and not isinstance(v, bool):
+                v = wrap(v, ft)
+        else:
+            v = None
+        if v is None:
+            return None
+        out[n] = v
+    return out
 
 
 def _is_initializer(e: ir.Expr) -> bool:

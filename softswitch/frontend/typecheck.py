@@ -16,7 +16,7 @@ from . import ir
 from .ctors import CtorChecker
 from .generics import GenericChecker
 from .varbit import VarbitChecker
-from .exprs import BITS_PER_BYTE, ExprChecker, wrap
+from .exprs import BITS_PER_BYTE, ExprChecker, struct_const, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
                     ObjT, P4Type, StackT, StringT, StructT, TypeVar, Varbit, Void)
@@ -199,6 +199,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         vt = self.check_expr(d.value, scope, t)
         self.assignable(d.value, vt, t)
         c = getattr(d.value, "const", None)
+        if c is None and isinstance(t, StructT):
+            c = struct_const(d.value, t)
         if c is None:
             raise error(d.value, f"{d.name}: initializer is not a compile-time constant")
         if isinstance(t, Bits) and isinstance(c, int) and not isinstance(c, bool):
