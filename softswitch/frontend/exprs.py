@@ -7,7 +7,7 @@ from typing import Optional
 from . import ir
 from .scope import Scope, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, P4Type,
-                    StackT, StringT, StructT, TypeVar, Void)
+                    StackT, StringT, StructT, TypeVar, Varbit, Void)
 
 BITS_PER_BYTE = 8
 # Symbols that are values (a member of one is a field, not an enum member).
@@ -465,6 +465,12 @@ class ExprChecker:
                     if not (isinstance(at, StructT) and at.kind == "header"):
                         raise error(e.args[0], f"{expr_text(e.args[0])}: argument must be a header")
                     self.check_extract_varbit(e, at)
+                if base.name == "packet_in" and name == "lookahead" and e.type_args:
+                    lt = self.resolve_type(e.type_args[0])
+                    if isinstance(lt, Varbit) or isinstance(lt, StructT) and lt.varbit is not None:
+                        # p4c: "vh_t: type argument must be a fixed-width type"
+                        raise error(e, f"{lt}: type argument must be a fixed-width type "
+                                       "(lookahead of a varbit)")
                 e.call_kind = ("extern_method", base.name, name)
                 e.method = m
                 rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()
