@@ -394,21 +394,7 @@ class ExprChecker:
     # ------------------------------------------------------------------------------ calls
     def check_call_args(self, call: ir.Call, params: list, args: list, scope: Scope, what: str,
                         tvars: Optional[dict] = None, skip_ctl_params: bool = False) -> None:
-        names = getattr(call, "arg_names", None) or []
-        if any(names):
-            if not all(names):
-                raise error(call, f"{what}: cannot mix named and positional arguments")
-            by_name = {p.name: p for p in params}
-            for n in names:
-                if n not in by_name:
-                    raise error(call, f"{what}: no parameter named {n}")
-            order = {n: i for i, n in enumerate(names)}
-            ordered = [args[order[p.name]] for p in params if p.name in order]
-            if len(ordered) != len(params) and any(p.default is None and p.name not in order for p in params):
-                raise error(call, f"{what}: missing arguments")
-            call.args[:] = ordered
-            call.arg_names = [""] * len(ordered)
-            args = call.args
+        args = self.order_named_args_of_call(call, params, args, what)
         required = [p for p in params if p.default is None
                     and ir.find_annotation(p.annotations, "optional") is None]
         if not (len(required) <= len(args) <= len(params)):
@@ -426,6 +412,27 @@ class ExprChecker:
                 self.assignable(a, at, pt)
             if p.direction in ("out", "inout") and not isinstance(a, ir.DontCare):
                 self.check_lvalue(a, scope)
+
+    @staticmethod
+    def order_named_args_of_call(call: ir.Call, params: list, args: list, what: str) -> list:
+        """Named arguments (``f(b = x, a = y)``) put in parameter order, in place; returns the
+        arguments."""
+        names = getattr(call, "arg_names", None) or []
+        if any(names):
+            if not all(names):
+                raise error(call, f"{what}: cannot mix named and positional arguments")
+            by_name = {p.name: p for p in params}
+            for n in names:
+                if n not in by_name:
+                    raise error(call, f"{what}: no parameter named {n}")
+            order = {n: i for i, n in enumerate(names)}
+            ordered = [args[order[p.name]] for p in params if p.name in order]
+            if len(ordered) != len(params) and any(p.default is None and p.name not in order for p in params):
+                raise error(call, f"{what}: missing arguments")
+            call.args[:] = ordered
+            call.arg_names = [""] * len(ordered)
+            args = call.args
+        return args
 
     def check_call(self, e: ir.Call, scope: Scope, expected) -> P4Type:
         f = e.func
