@@ -677,7 +677,7 @@ class ProgramGen(CodeGen):
             f"prefix + {('.' + name)!r}"
         used = any(getattr(ks, "sym", None) is sym for st in parser.states
                    if st.transition is not None for ks, _, _ in st.transition.cases)
-        fields = [(n, t.width) for n, t in d.members]
+        fields = [(n, t.width, d.match_kinds.get(n, "exact")) for n, t in d.members]
         self.out.line(f"{vn} = REG.value_set({full}, {fields!r}, {d.size_value}, {used})")
 
     @staticmethod

@@ -50,6 +50,7 @@ class ValueSet:
     ``select`` case naming it matches; ``order`` keeps the control plane's order for reads."""
 
     def __init__(self, name: str, fields: tuple, size: int, used: bool):
+        # fields: (name, width, match kind in P4Info); BMv2 matches every field exactly
         self.name, self.fields, self.size, self.used = name, fields, size, used
         self.members: frozenset = frozenset()
         self.order: tuple = ()
@@ -218,8 +219,8 @@ class Registry:
             controller_headers=controller_headers,
             calls_extern_functions=view.extern_calls,
             serializable_enums=self._serializable_enums(kept, actions),
-            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, "exact")
-                                                        for n, w in v.fields), v.size)
+            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, kind)
+                                                        for n, w, kind in v.fields), v.size)
                              for v in self.value_sets.values() if v.used),
             action_profiles=tuple(
                 ActionProfileInfo(p.name, tuple(t.name for t in tables

@@ -16,7 +16,7 @@ from . import ir
 from .ctors import CtorChecker
 from .generics import GenericChecker
 from .varbit import VarbitChecker
-from .exprs import BITS_PER_BYTE, ExprChecker, struct_const, wrap
+from .exprs import BITS_PER_BYTE, ExprChecker, expr_text, struct_const, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
                     ObjT, P4Type, StackT, StringT, StructT, TypeVar, Varbit, Void)
@@ -320,13 +320,21 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         size = self.const_int(d.size, scope)
         if size <= 0:
             raise error(d.size, f"value_set {d.name}: size {size} must be positive")
+        d.match_kinds = {}
         if isinstance(t, StructT):
             for fname, anns in t.field_annotations.items():
-                if ir.find_annotation(anns, "match"):
-                    # p4c-bm2-ss ignores it (BMv2 value sets match exactly) but writes the
-                    # match type into P4Info: the two would disagree
-                    raise unsupported(d, f"@match on value_set member {fname} (BMv2 value "
-                                         "sets match exactly)")
+                a = ir.find_annotation(anns, "match")
+                if a is None:
+                    continue
+                kind = a.args[0].name if len(a.args) == 1 and isinstance(a.args[0], ir.Path) else None
+                if kind not in self.match_kinds:
+                    # p4c: "tarnery: declaration not found"
+                    what = kind or (expr_text(a.args[0]) if a.args else "@match()")
+                    raise error(a, f"{what}: declaration not found (@match on value_set member "
+                                   f"{fname} expects a match kind)")
+                # p4c-bm2-ss writes the match type into P4Info and warns that BMv2 ignores it:
+                # its value sets (and so this target's) match every field exactly
+                d.match_kinds[fname] = kind
         d.resolved, d.members, d.size_value = t, members, size
         scope.declare(Sym("value_set", d.name, t, d, owner=scope.owner, uid=self.uid()), d)
 
