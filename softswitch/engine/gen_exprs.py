@@ -225,7 +225,9 @@ class ExprGen:
     def table_apply(self, e: ir.Call) -> str:
         table = e.func.expr.sym.decl
         tname = self.names[e.func.expr.sym]
-        keys = "(" + "".join(self.key_expr(k) + ", " for k in table.keys) + ")"
+        indirect = "implementation" in table.props
+        keys = "(" + "".join(self.key_expr(k) + ", " for k in table.keys
+                             if indirect or k.match_kind != "selector") + ")"
         if tname not in self.counted_tables:       # only direct counters use the length
             return f"{tname}.apply({keys})"
         return f"{tname}.apply({keys}, C.length)"

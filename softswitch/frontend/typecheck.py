@@ -526,10 +526,12 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                 raise unsupported(expr, f"table property {name}")
             else:
                 self.check_expr(expr, scope)
-        if any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props:
-            # p4c accepts it (and an action_profile's table drops such keys, as here)
-            raise unsupported(d, f"selector keys in table {d.name}, which has no "
+        if (any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props
+                and d.entries is not None):
+            raise unsupported(d, f"entries in table {d.name}, which has selector keys and no "
                                  "implementation")
+        # selector keys without an implementation: p4c-bm2-ss drops them (from BMv2's JSON and
+        # P4Info), as does the code generator (programs/selector_key_no_implementation)
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
