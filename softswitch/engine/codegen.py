@@ -564,7 +564,11 @@ class ProgramGen(CodeGen):
                f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r}"
                + (f", impl={self.names[props['implementation'][0].sym]}, "
                   f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
-                  if "implementation" in props else "") + ")")
+                  if "implementation" in props else "")
+               # BMv2: a table with entries and no size holds as many as the program gives
+               # (p4c-bm2-ss writes that max_size; P4Info keeps 1024)
+               + (f", capacity={len(d.entries)}" if d.entries is not None and "size" not in props
+                  and self.ck.main.type_ref.name == "V1Switch" else "") + ")")
 
     def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
         """The body of the wrapper a table runs for an action whose directional arguments its

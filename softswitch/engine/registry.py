@@ -102,7 +102,7 @@ class Registry:
         return p
 
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
-              has_entries, dcounter, dmeter, annotations, impl=None, selector=None):
+              has_entries, dcounter, dmeter, annotations, impl=None, selector=None, capacity=None):
         profile = impl
         """``impl``: its action profile; ``selector``: (match key positions, selector key
         positions, selector key widths) in the key tuple ``apply`` gets."""
@@ -128,6 +128,8 @@ class Registry:
             direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations),
             implementation=profile.name if profile is not None else None)
         t = Table(info, impls, ActionCall(d_impl.name, tuple(default[1])))
+        if capacity is not None:
+            t.capacity = int(capacity)
         t._all_actions = set(self.action_infos)
         if profile is not None:
             match_pos, sel_pos, sel_widths = selector or (tuple(range(len(fields))), (), ())

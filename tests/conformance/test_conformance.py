@@ -22,6 +22,7 @@ every core at once (``bmv2.compile_p4c`` caches them across sessions too).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -151,3 +152,26 @@ def test_rejected_by_both(program):
         assert p4runtime.group(1) in p4c.stderr, p4c.stderr
     else:
         assert f"{program.name}({line})" in p4c.stderr, p4c.stderr
+
+
+def test_table_capacity_is_bmv2s_max_size(p4c_builds):
+    """A table's capacity on the embedded target is BMv2's ``max_size`` (which an STF file
+    cannot check: its commands have no expected failure): for a table with ``entries`` and no
+    ``size`` p4c-bm2-ss writes the number of entries, while P4Info says 1024."""
+    programs = [p for p in PROGRAMS if re.search(r"\bentries\s*=", p.read_text())]
+    assert programs
+    if not p4c_builds:
+        pytest.skip(bmv2.missing() or "p4c-bm2-ss is missing")
+    compared = 0
+    for program in programs:
+        build = p4c_builds[program]
+        if isinstance(build, Exception):
+            raise build
+        tables = compile_file(str(program)).instantiate().REG.tables
+        for t in json.loads(build.json.read_text())["pipelines"][0]["tables"] + \
+                json.loads(build.json.read_text())["pipelines"][1]["tables"]:
+            if t["name"] in tables:
+                assert (program.name, t["name"], tables[t["name"]].capacity) == \
+                       (program.name, t["name"], t["max_size"])
+                compared += 1
+    assert compared >= len(programs)
