@@ -44,14 +44,23 @@ class CtorChecker:
         self.check_call_args(call, decl.ctor_params, call.args, scope, what)
         values = []
         for a, p in zip(call.args, decl.ctor_params):
+            if isinstance(p.resolved, ExternT) and isinstance(a, ir.CtorCall):
+                # constructed in the argument list: the instance's own, named after the
+                # parameter (p4c: MyIngress.cnt.c); but where the control also takes a struct
+                # p4c names it as a temporary of the enclosing control (MyIngress.tmp, tmp_0..)
+                if any(isinstance(q.resolved, StructT) for q in decl.ctor_params):
+                    raise unsupported(a, f"{what}: an extern constructed in the arguments of a "
+                                         "control or parser that also takes a struct (p4c "
+                                         "names it tmp, tmp_0, ... in the enclosing control)")
+                values.append(a)
+                continue
             if isinstance(p.resolved, ExternT):
                 # an extern instance declared outside (p4c: the inner control uses that very
                 # object, P4Info lists it once, under its own name)
                 sym = getattr(a, "sym", None) if isinstance(a, ir.Path) else None
                 if sym is None or sym.kind != "instance" or not isinstance(sym.type, ExternT):
-                    raise unsupported(a, f"{what}: argument for {p.name} other than the name of "
-                                         "an extern instance (p4c names an instance "
-                                         "constructed in the argument list inconsistently)")
+                    raise error(a, f"{what}: argument for {p.name} must be an extern instance "
+                                   "or a constructor call")
                 values.append(sym)
                 continue
             if isinstance(p.resolved, StructT) and p.resolved.kind == "struct":
@@ -100,6 +109,9 @@ class CtorChecker:
         spec.extern_ctor_args = []      # (the parameter's Sym, the instance's Sym) for codegen
         for p, v in zip(spec.ctor_params, values):
             t = self.resolve_type(p.type_ref)
+            if isinstance(v, ir.CtorCall):
+                spec.locals.insert(0, ir.Instantiation(p.name, v.type_ref, v.args, span=v.span))
+                continue
             if isinstance(v, Sym):
                 psym = Sym("instance", p.name, v.type, p, owner=spec)
                 spec.extern_ctor_args.append((psym, v))

@@ -119,6 +119,10 @@ class ExprChecker:
                     decl = self.specialize(e, decl, e.args, scope)
                 e.decl = decl
                 return ObjT(t.kind[:-5], decl)
+            if isinstance(t, ExternT) and isinstance(expected, ExternT):
+                # an extern constructed in a control's or parser's constructor arguments: the
+                # specialised copy declares it (ctors.CtorChecker.specialize), which checks it
+                return t
             raise unsupported(e, f"constructor call of {t} in an expression")
         if isinstance(e, ir.Unary):
             return self.check_unary(e, scope, expected)

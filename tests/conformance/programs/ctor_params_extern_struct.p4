@@ -1,4 +1,4 @@
-// Control constructor parameters of extern type (a register and a counter declared in the enclosing control, passed by name: both instances use that one object, which P4Info lists once under its own name) and of struct type (a cast initializer, a top-level struct constant; its fields are constants).
+// Control constructor parameters of extern type (a register and a counter declared in the enclosing control, passed by name: both instances use that one object, which P4Info lists once under its own name; a counter and a register constructed in the argument list: each instance's own, named INSTANCE.PARAM as p4c names it) and of struct type (a cast initializer, a top-level struct constant; its fields are constants).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -33,12 +33,23 @@ control Cnt(inout headers_t hdr)(counter c) {
     apply { c.count((bit<32>) hdr.k.a); }
 }
 
+control Seq(inout headers_t hdr)(register<bit<8>> r) {
+    apply {
+        bit<8> v;
+        r.read(v, 1);
+        r.write(1, v + 1);
+        hdr.k.b = v;
+    }
+}
+
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
     register<bit<8>>(4) shared;
     counter(8, CounterType.packets) pk;
     Acc(shared, (cfg_t) { 1, 0xFF }) acc1;
     Acc(shared, CFG2) acc2;
     Cnt(pk) cnt;
+    Cnt(counter(4, CounterType.bytes)) cnt_b;
+    Seq(register<bit<8>>(2)) seq;
     apply {
         std.egress_spec = 1;
         if (hdr.k.a == 1) {
@@ -47,6 +58,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             acc2.apply(hdr);
         }
         cnt.apply(hdr);
+        if (hdr.k.a == 3) {
+            cnt_b.apply(hdr);
+            seq.apply(hdr);
+        }
     }
 }
 
