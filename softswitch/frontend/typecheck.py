@@ -527,9 +527,13 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             else:
                 self.check_expr(expr, scope)
         if (any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props
-                and d.entries is not None):
-            raise unsupported(d, f"entries in table {d.name}, which has selector keys and no "
-                                 "implementation")
+                and d.entries):
+            # p4c: "unknown key match type 'selector' for key 8w2" (it drops such keys)
+            e = d.entries[0]
+            items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]
+            at = next((x for x, k in zip(items, d.keys) if k.match_kind == "selector"), e.keyset)
+            raise error(at, f"unknown key match type 'selector' for key {expr_text(at)} (table "
+                            f"{d.name} has no implementation)")
         # selector keys without an implementation: p4c-bm2-ss drops them (from BMv2's JSON and
         # P4Info), as does the code generator (programs/selector_key_no_implementation)
         if d.entries is not None:
