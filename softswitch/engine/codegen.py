@@ -135,7 +135,7 @@ class ProgramGen(CodeGen):
             decl = getattr(arg, "decl", None)
             if decl is None:
                 raise unsupported(arg, f"{name} as a V1Switch block")
-            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r})")
+            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r}{self._extern_args(decl)})")
             o.line(f"REG.block_types[{role!r}] = {name!r}")
         pdecl = getattr(main.args[0], "decl", None)
         if pdecl is None or len(pdecl.params) != 4:
@@ -172,7 +172,7 @@ class ProgramGen(CodeGen):
             decl = getattr(arg, "decl", None)
             if not isinstance(arg, ir.CtorCall) or decl is None:
                 raise unsupported(arg, "Pipeline argument that is not a constructor call")
-            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r})")
+            o.line(f"blocks[{role!r}] = make_{decl.name}({block_name(arg)!r}{self._extern_args(decl)})")
             o.line(f"REG.block_types[{role!r}] = {arg.type_ref.name!r}")
             decls.append(decl)
         classes = {}
@@ -311,6 +311,19 @@ class ProgramGen(CodeGen):
             self._fix_returns(outs)
         o.dedent()
 
+    def _extern_params(self, d) -> str:
+        """The factory parameters of a control or parser specialised with extern instances as
+        constructor arguments (``frontend.ctors``): the objects themselves."""
+        text = ""
+        for psym, _ in getattr(d, "extern_ctor_args", ()):
+            self.names[psym] = f"x_{psym.name}"
+            text += f", x_{psym.name}"
+        return text
+
+    def _extern_args(self, d) -> str:
+        """The extern instances a factory call passes (see :meth:`_extern_params`)."""
+        return "".join(f", {self.names[isym]}" for _, isym in getattr(d, "extern_ctor_args", ()))
+
     def _find_sym(self, d) -> Sym:
         sym = self.ck_syms.get(id(d))
         if sym is None:
@@ -368,7 +381,7 @@ class ProgramGen(CodeGen):
 
     def gen_control(self, d: ir.ControlDecl) -> None:
         o = self.out
-        o.line(f"def make_{d.name}(prefix):")
+        o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
         saved_cells = self.cells
         cells, var_inits = self._factory_cells(d, instances_allowed=True)
@@ -435,7 +448,8 @@ class ProgramGen(CodeGen):
             else:
                 raise unsupported(d, f"extern {t.name}")
         elif isinstance(t, ObjT) and t.kind in ("control_type", "parser_type"):
-            o.line(f"{vn} = make_{t.decl.name}({prefix_var} + {('.' + d.name)!r})")
+            o.line(f"{vn} = make_{t.decl.name}({prefix_var} + {('.' + d.name)!r}"
+                   f"{self._extern_args(t.decl)})")
         else:
             raise unsupported(d, f"instance of {t}")
 
@@ -493,7 +507,9 @@ class ProgramGen(CodeGen):
             nsym = self.ck.top.lookup("NoAction")
             default = (self.names[nsym], ())
         entries = []
-        if d.entries is not None:
+        # a table with an action profile: BMv2 never gets the program's entries (see
+        # Checker.check_implementation)
+        if d.entries is not None and "implementation" not in props:
             n = len(d.entries)
             for i, e in enumerate(d.entries):
                 items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]
@@ -548,7 +564,11 @@ class ProgramGen(CodeGen):
                f"{self.names[meters[0].sym] if meters else None}, {copied_annotations(d.annotations)!r}"
                + (f", impl={self.names[props['implementation'][0].sym]}, "
                   f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
-                  if "implementation" in props else "") + ")")
+                  if "implementation" in props else "")
+               # BMv2: a table with entries and no size holds as many as the program gives
+               # (p4c-bm2-ss writes that max_size; P4Info keeps 1024)
+               + (f", capacity={len(d.entries)}" if d.entries is not None and "size" not in props
+                  and self.ck.main.type_ref.name == "V1Switch" else "") + ")")
 
     def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
         """The body of the wrapper a table runs for an action whose directional arguments its
@@ -592,7 +612,7 @@ class ProgramGen(CodeGen):
 
     def gen_parser(self, d: ir.ParserDecl) -> None:
         o = self.out
-        o.line(f"def make_{d.name}(prefix):")
+        o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
         cells, var_inits = self._factory_cells(d, instances_allowed=False)
         for loc in d.locals:
@@ -661,7 +681,7 @@ class ProgramGen(CodeGen):
             f"prefix + {('.' + name)!r}"
         used = any(getattr(ks, "sym", None) is sym for st in parser.states
                    if st.transition is not None for ks, _, _ in st.transition.cases)
-        fields = [(n, t.width) for n, t in d.members]
+        fields = [(n, t.width, d.match_kinds.get(n, "exact")) for n, t in d.members]
         self.out.line(f"{vn} = REG.value_set({full}, {fields!r}, {d.size_value}, {used})")
 
     @staticmethod

@@ -29,6 +29,8 @@ class ExprGen:
         sym = e.sym
         if sym in self.names:
             return self.names[sym]
+        if sym.kind == "const" and isinstance(sym.const, dict):
+            return self.struct_literal(sym.const, sym.type)
         if sym.kind == "const":
             return repr(sym.const)
         raise unsupported(e, f"reference to {sym.kind} {e.name} here")
@@ -223,7 +225,9 @@ class ExprGen:
     def table_apply(self, e: ir.Call) -> str:
         table = e.func.expr.sym.decl
         tname = self.names[e.func.expr.sym]
-        keys = "(" + "".join(self.key_expr(k) + ", " for k in table.keys) + ")"
+        indirect = "implementation" in table.props
+        keys = "(" + "".join(self.key_expr(k) + ", " for k in table.keys
+                             if indirect or k.match_kind != "selector") + ")"
         if tname not in self.counted_tables:       # only direct counters use the length
             return f"{tname}.apply({keys})"
         return f"{tname}.apply({keys}, C.length)"
@@ -260,6 +264,12 @@ class ExprGen:
         if isinstance(target, ir.Member) and isinstance(target.expr.type, StackT):
             raise unsupported(target, f"assignment to {target.member} of a header stack")
         o.line(f"{self.g(target)} = {value}")
+
+    def struct_literal(self, value: dict, t) -> str:
+        """A new struct of type ``t`` holding a struct constant (``frontend.exprs.struct_const``)."""
+        vals = [self.struct_literal(value[n], ft) if isinstance(ft, StructT) else repr(value[n])
+                for n, ft in t.fields]
+        return f"{self.class_of(t)}.of({', '.join(vals)})"
 
     def value_for(self, e: ir.Expr, t) -> str:
         """Python expression for ``e`` converted to type ``t`` (list/struct initialisers)."""

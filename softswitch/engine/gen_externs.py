@@ -22,6 +22,8 @@ class ExternGen:
         vals, widths = [], []
         for x in items:
             t = x.type
+            if isinstance(t, Varbit) or isinstance(t, StructT) and t.varbit is not None:
+                raise unsupported(x, "varbit fields in a digest's data")
             if isinstance(t, StructT):
                 for n, ft in t.fields:
                     vals.append(f"{self.g(x)}.{pyfield(n)}")
@@ -71,9 +73,7 @@ class ExternGen:
             if isinstance(x.type, InfInt):
                 raise unsupported(x, "integer of unknown width in a field list")
             t = x.type
-            if isinstance(t, Varbit) or isinstance(t, StructT) and t.varbit is not None:
-                raise unsupported(x, "varbit fields in a field list (hash, checksum, digest)")
-            if isinstance(t, StructT) and t.kind == "header" and t.fields:
+            if isinstance(t, StructT) and t.kind == "header" and t.fields and t.varbit is None:
                 h = self.g(x)
                 parts.append((h, HeaderBits(t), f"{h}._v"))
                 continue
@@ -81,9 +81,19 @@ class ExternGen:
             if isinstance(x, ir.Member) and isinstance(x.expr.type, StructT) and x.expr.type.kind == "header":
                 valid = f"{self.g(x.expr)}._v"
             self._flatten(self.g(x), x.type, valid, parts)
-        if any(isinstance(t, Varbit) for _, t, _ in parts):
-            raise unsupported(e, "varbit fields in a field list (hash, checksum, digest)")
         return parts
+
+    @staticmethod
+    def _varbit_parts(parts: list, value) -> Optional[str]:
+        """A field list with a varbit field (a ``(bits, value)`` pair: its width is known when
+        the packet runs): the ``(valid, value, width)`` parts ``RT.pack_valid`` and
+        ``RT.csum16_parts`` take, ``value(v, t)`` giving a fixed field's; None without one."""
+        if not any(isinstance(t, Varbit) for _, t, _ in parts):
+            return None
+        return "((" + "".join(
+            f"({valid or 'True'}, {v}[1], {v}[0]), " if isinstance(t, Varbit)
+            else f"({valid or 'True'}, {value(v, t)}, {part_width(t)}), "
+            for v, t, valid in parts) + "))"
 
     @staticmethod
     def _field_value(v: str, t) -> str:
@@ -102,6 +112,9 @@ class ExternGen:
         expression; otherwise the fast packing is used when all the headers involved are valid
         and ``RT.pack_valid`` (which drops invalid headers' fields) when some are not."""
         parts = self.field_parts(e)
+        dynamic = self._varbit_parts(parts, self._field_value)
+        if dynamic is not None:
+            return f"RT.pack_valid{dynamic}"
         total = sum(part_width(t) for _, t, _ in parts)
         terms, shift = [], total
         for v, t, _ in parts:
@@ -143,6 +156,9 @@ class ExternGen:
             if isinstance(t, HeaderBits):
                 return f"({v}.csum16_residue() if {v}._v else 0)"
             return self.csum16_residue([(v, t)])
+        dynamic = self._varbit_parts(parts, residue)
+        if dynamic is not None:
+            return f"RT.csum16_parts{dynamic}"
         if not any(valid for _, _, valid in parts):
             pos, terms = -sum(part_width(t) for _, t, _ in parts), []
             for v, t, _ in reversed(parts):

@@ -50,6 +50,7 @@ class ValueSet:
     ``select`` case naming it matches; ``order`` keeps the control plane's order for reads."""
 
     def __init__(self, name: str, fields: tuple, size: int, used: bool):
+        # fields: (name, width, match kind in P4Info); BMv2 matches every field exactly
         self.name, self.fields, self.size, self.used = name, fields, size, used
         self.members: frozenset = frozenset()
         self.order: tuple = ()
@@ -101,7 +102,7 @@ class Registry:
         return p
 
     def table(self, name, fields, refs, default, const_default, size, entries, is_const,
-              has_entries, dcounter, dmeter, annotations, impl=None, selector=None):
+              has_entries, dcounter, dmeter, annotations, impl=None, selector=None, capacity=None):
         profile = impl
         """``impl``: its action profile; ``selector``: (match key positions, selector key
         positions, selector key widths) in the key tuple ``apply`` gets."""
@@ -127,6 +128,8 @@ class Registry:
             direct_meter=dmeter.name if dmeter else None, annotations=tuple(annotations),
             implementation=profile.name if profile is not None else None)
         t = Table(info, impls, ActionCall(d_impl.name, tuple(default[1])))
+        if capacity is not None:
+            t.capacity = int(capacity)
         t._all_actions = set(self.action_infos)
         if profile is not None:
             match_pos, sel_pos, sel_widths = selector or (tuple(range(len(fields))), (), ())
@@ -218,8 +221,8 @@ class Registry:
             controller_headers=controller_headers,
             calls_extern_functions=view.extern_calls,
             serializable_enums=self._serializable_enums(kept, actions),
-            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, "exact")
-                                                        for n, w in v.fields), v.size)
+            value_sets=tuple(ValueSetInfo(v.name, tuple(MatchFieldInfo(n, w, kind)
+                                                        for n, w, kind in v.fields), v.size)
                              for v in self.value_sets.values() if v.used),
             action_profiles=tuple(
                 ActionProfileInfo(p.name, tuple(t.name for t in tables

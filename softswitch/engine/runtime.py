@@ -665,7 +665,7 @@ class V1Dataplane:
             if len(member) != len(v.fields):
                 raise ControlError("INVALID_ARGUMENT", f"value set {name}: a member has "
                                    f"{len(member)} values, the set {len(v.fields)} fields")
-            for value, (fname, width) in zip(member, v.fields):
+            for value, (fname, width, _) in zip(member, v.fields):
                 if not isinstance(value, int) or value < 0 or value >> width:
                     raise ControlError("OUT_OF_RANGE", f"value set {name}: value {value!r} of "
                                        f"{fname or 'the member'} does not fit in {width} bits")

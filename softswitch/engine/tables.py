@@ -55,6 +55,9 @@ class Table:
         self.ordered: list = []                   # other tables, best first
         self.by_id: dict = {}                     # identity -> _Entry
         self.initial_default = default
+        # entries it holds at most: P4Info's size, or BMv2's max_size where p4c-bm2-ss writes
+        # another (a table with entries and no size: the number of entries, see codegen)
+        self.capacity = info.size
         self.default_entry = None
         self._tracer = None                       # trace sink (list.append) or None
         # an action profile / selector (``implementation``): entries name its members/groups;
@@ -329,8 +332,8 @@ class Table:
         ident = self.identity(entry)
         if ident in self.by_id:
             raise ControlError("ALREADY_EXISTS", f"the entry already exists in {self.name}")
-        if len(self.by_id) >= self.info.size and not from_program:
-            raise ControlError("RESOURCE_EXHAUSTED", f"table {self.name} is full ({self.info.size} entries)")
+        if len(self.by_id) >= self.capacity and not from_program:
+            raise ControlError("RESOURCE_EXHAUSTED", f"table {self.name} is full ({self.capacity} entries)")
         e = _Entry(entry, impl, checks, entry.priority, prefix)
         if entry.counter_data is not None:
             e.bytes, e.packets = entry.counter_data

@@ -14,7 +14,8 @@ import copy
 from . import ir
 from .exprs import expr_text
 from .scope import Scope, Sym, error, unsupported
-from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt
+from .exprs import struct_const
+from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, StructT, TypeVar
 
 # Externs whose methods p4c-bm2-ss cannot call in a parser ("not supported in parser on this
 # target").
@@ -30,9 +31,48 @@ class CtorChecker:
         what = f"constructor of {decl.name}"
         call = ir.Call(ir.Path(decl.name, span=node.span), args,
                        arg_names=list(getattr(node, "arg_names", None) or []), span=node.span)
+        for a, p in zip(call.args, decl.ctor_params):
+            sym = getattr(a, "sym", None) if isinstance(a, ir.Path) else None
+            if isinstance(p.resolved, ExternT) and sym is None:
+                sym = scope.lookup(a.name) if isinstance(a, ir.Path) else None
+            if (isinstance(p.resolved, ExternT) and sym is not None
+                    and isinstance(sym.type, ExternT) and str(sym.type) != str(p.resolved)
+                    and not any(isinstance(t, TypeVar) for t in p.resolved.type_args)):
+                # p4c: "Type of argument 'w' (register<...>) does not match type of parameter"
+                raise error(a, f"{what}: type of argument '{a.name}' ({sym.type}) does not match "
+                               f"type of parameter '{p.name}' ({p.resolved})")
         self.check_call_args(call, decl.ctor_params, call.args, scope, what)
         values = []
         for a, p in zip(call.args, decl.ctor_params):
+            if isinstance(p.resolved, ExternT) and isinstance(a, ir.CtorCall):
+                # constructed in the argument list: the instance's own, named after the
+                # parameter (p4c: MyIngress.cnt.c); but where the control also takes a struct
+                # p4c names it as a temporary of the enclosing control (MyIngress.tmp, tmp_0..)
+                if any(isinstance(q.resolved, StructT) for q in decl.ctor_params):
+                    raise unsupported(a, f"{what}: an extern constructed in the arguments of a "
+                                         "control or parser that also takes a struct (p4c "
+                                         "names it tmp, tmp_0, ... in the enclosing control)")
+                values.append(a)
+                continue
+            if isinstance(p.resolved, ExternT):
+                # an extern instance declared outside (p4c: the inner control uses that very
+                # object, P4Info lists it once, under its own name)
+                sym = getattr(a, "sym", None) if isinstance(a, ir.Path) else None
+                if sym is None or sym.kind != "instance" or not isinstance(sym.type, ExternT):
+                    raise error(a, f"{what}: argument for {p.name} must be an extern instance "
+                                   "or a constructor call")
+                values.append(sym)
+                continue
+            if isinstance(p.resolved, StructT) and p.resolved.kind == "struct":
+                if isinstance(a, (ir.ListExpr, ir.StructExpr)):
+                    # p4c types it as a tuple and refuses the fields' uses in the body
+                    raise error(a, f"{what}: argument for {p.name}: an initializer without a "
+                                   f"type (p4c: a tuple); cast it: ({p.resolved.name}) {{...}}")
+                c = struct_const(a, p.resolved)
+                if c is None:
+                    raise error(a, f"{what}: argument for {p.name} is not a compile-time constant")
+                values.append(c)
+                continue
             if not isinstance(p.resolved, (Bits, Bool, InfInt, EnumT, ErrorT)):
                 raise unsupported(p, f"constructor parameter {p.name} of type {p.resolved}")
             if getattr(a, "const", None) is None:
@@ -66,8 +106,17 @@ class CtorChecker:
         spec.base_name = decl.name
         spec.name = f"{decl.name}__{self.n_specialized}"
         consts = Scope(self.top, owner=spec)
+        spec.extern_ctor_args = []      # (the parameter's Sym, the instance's Sym) for codegen
         for p, v in zip(spec.ctor_params, values):
             t = self.resolve_type(p.type_ref)
+            if isinstance(v, ir.CtorCall):
+                spec.locals.insert(0, ir.Instantiation(p.name, v.type_ref, v.args, span=v.span))
+                continue
+            if isinstance(v, Sym):
+                psym = Sym("instance", p.name, v.type, p, owner=spec)
+                spec.extern_ctor_args.append((psym, v))
+                consts.declare(psym, p)
+                continue
             consts.declare(Sym("const", p.name, t, p, const=v, owner=spec, uid=self.uid()), p)
         spec.ctor_params = []
         saved = self.in_parser

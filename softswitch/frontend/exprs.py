@@ -7,7 +7,7 @@ from typing import Optional
 from . import ir
 from .scope import Scope, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, ObjT, P4Type,
-                    StackT, StringT, StructT, TypeVar, Void)
+                    StackT, StringT, StructT, TypeVar, Varbit, Void)
 
 BITS_PER_BYTE = 8
 # Symbols that are values (a member of one is a field, not an enum member).
@@ -119,6 +119,10 @@ class ExprChecker:
                     decl = self.specialize(e, decl, e.args, scope)
                 e.decl = decl
                 return ObjT(t.kind[:-5], decl)
+            if isinstance(t, ExternT) and isinstance(expected, ExternT):
+                # an extern constructed in a control's or parser's constructor arguments: the
+                # specialised copy declares it (ctors.CtorChecker.specialize), which checks it
+                return t
             raise unsupported(e, f"constructor call of {t} in an expression")
         if isinstance(e, ir.Unary):
             return self.check_unary(e, scope, expected)
@@ -218,6 +222,9 @@ class ExprChecker:
                     self.check_size_method(e, bt)
                     return ObjT("method", (bt, e.member))
                 raise error(e, f"{e.member}: no such field in {bt.kind} {bt.name or 'struct'}")
+            c = getattr(e.expr, "const", None)
+            if isinstance(c, dict):                 # a field of a struct constant
+                e.const = c[e.member]
             return ft
         if isinstance(bt, StackT):
             if e.member in ("next", "last"):
@@ -362,6 +369,7 @@ class ExprChecker:
         src = self.check_expr(e.expr, scope, hint)
         if _is_initializer(e.expr) and isinstance(to, StructT):
             self.assignable(e.expr, src, to)       # (S){a, b}, (H){#}: an initializer of S
+            e.const = struct_const(e.expr, to)
             return to
         ok = False
         if isinstance(to, Bits) and isinstance(src, (Bits, InfInt)):
@@ -390,21 +398,7 @@ class ExprChecker:
     # ------------------------------------------------------------------------------ calls
     def check_call_args(self, call: ir.Call, params: list, args: list, scope: Scope, what: str,
                         tvars: Optional[dict] = None, skip_ctl_params: bool = False) -> None:
-        names = getattr(call, "arg_names", None) or []
-        if any(names):
-            if not all(names):
-                raise error(call, f"{what}: cannot mix named and positional arguments")
-            by_name = {p.name: p for p in params}
-            for n in names:
-                if n not in by_name:
-                    raise error(call, f"{what}: no parameter named {n}")
-            order = {n: i for i, n in enumerate(names)}
-            ordered = [args[order[p.name]] for p in params if p.name in order]
-            if len(ordered) != len(params) and any(p.default is None and p.name not in order for p in params):
-                raise error(call, f"{what}: missing arguments")
-            call.args[:] = ordered
-            call.arg_names = [""] * len(ordered)
-            args = call.args
+        args = self.order_named_args_of_call(call, params, args, what)
         required = [p for p in params if p.default is None
                     and ir.find_annotation(p.annotations, "optional") is None]
         if not (len(required) <= len(args) <= len(params)):
@@ -422,6 +416,27 @@ class ExprChecker:
                 self.assignable(a, at, pt)
             if p.direction in ("out", "inout") and not isinstance(a, ir.DontCare):
                 self.check_lvalue(a, scope)
+
+    @staticmethod
+    def order_named_args_of_call(call: ir.Call, params: list, args: list, what: str) -> list:
+        """Named arguments (``f(b = x, a = y)``) put in parameter order, in place; returns the
+        arguments."""
+        names = getattr(call, "arg_names", None) or []
+        if any(names):
+            if not all(names):
+                raise error(call, f"{what}: cannot mix named and positional arguments")
+            by_name = {p.name: p for p in params}
+            for n in names:
+                if n not in by_name:
+                    raise error(call, f"{what}: no parameter named {n}")
+            order = {n: i for i, n in enumerate(names)}
+            ordered = [args[order[p.name]] for p in params if p.name in order]
+            if len(ordered) != len(params) and any(p.default is None and p.name not in order for p in params):
+                raise error(call, f"{what}: missing arguments")
+            call.args[:] = ordered
+            call.arg_names = [""] * len(ordered)
+            args = call.args
+        return args
 
     def check_call(self, e: ir.Call, scope: Scope, expected) -> P4Type:
         f = e.func
@@ -461,6 +476,12 @@ class ExprChecker:
                     if not (isinstance(at, StructT) and at.kind == "header"):
                         raise error(e.args[0], f"{expr_text(e.args[0])}: argument must be a header")
                     self.check_extract_varbit(e, at)
+                if base.name == "packet_in" and name == "lookahead" and e.type_args:
+                    lt = self.resolve_type(e.type_args[0])
+                    if isinstance(lt, Varbit) or isinstance(lt, StructT) and lt.varbit is not None:
+                        # p4c: "vh_t: type argument must be a fixed-width type"
+                        raise error(e, f"{lt}: type argument must be a fixed-width type "
+                                       "(lookahead of a varbit)")
                 e.call_kind = ("extern_method", base.name, name)
                 e.method = m
                 rt = self.resolve_type(m.ret, tv) if m.ret.kind != "void" else Void()
@@ -508,6 +529,41 @@ class ExprChecker:
             e.method = d
             return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
         raise error(e, f"{expr_text(f)} is not callable")
+
+
+def struct_const(e: ir.Expr, t: P4Type) -> Optional[dict]:
+    """The compile-time value of ``e`` as a struct of type ``t`` (``{3, 0x0F}``,
+    ``{add = 3, mask = 0x0F}``, ``(cfg_t){...}``, a constant): a dict field -> value, nested
+    structs as dicts; None when a field is not constant or not of a scalar or struct type."""
+    if not (isinstance(t, StructT) and t.kind == "struct"):
+        return None
+    c = getattr(e, "const", None)
+    if isinstance(c, dict):
+        return c
+    if isinstance(e, ir.Cast):
+        e = e.expr
+    if isinstance(e, ir.ListExpr) and len(e.items) == len(t.fields):
+        pairs = [(n, x) for (n, _), x in zip(t.fields, e.items)]
+    elif isinstance(e, ir.StructExpr) and sorted(e.names) == sorted(n for n, _ in t.fields):
+        by = dict(zip(e.names, e.values))
+        pairs = [(n, by[n]) for n, _ in t.fields]
+    else:
+        return None
+    out = {}
+    for n, x in pairs:
+        ft = t.field_type(n)
+        if isinstance(ft, StructT):
+            v = struct_const(x, ft)
+        elif isinstance(ft, (Bits, Bool, EnumT, ErrorT)):
+            v = getattr(x, "const", None)
+            if isinstance(ft, Bits) and isinstance(v, int) and not isinstance(v, bool):
+                v = wrap(v, ft)
+        else:
+            v = None
+        if v is None:
+            return None
+        out[n] = v
+    return out
 
 
 def _is_initializer(e: ir.Expr) -> bool:

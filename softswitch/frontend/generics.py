@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 from . import ir
-from .scope import Scope, Sym, error, unsupported
+from .scope import Scope, Sym, error
 from .types import InfInt, ObjT, P4Type, StructT, TypeVar
 
 
@@ -49,8 +49,7 @@ class GenericChecker:
 
     def call_generic_function(self, e: ir.Call, d: ir.FunctionDecl, scope: Scope) -> P4Type:
         what = f"function {d.name}"
-        if any(getattr(e, "arg_names", None) or []):
-            raise unsupported(e, f"named arguments in a call of the generic {what}")
+        self.order_named_args_of_call(e, d.params, e.args, what)
         tv: dict = {tp: TypeVar(tp) for tp in d.type_params}
         if e.type_args:
             if len(e.type_args) != len(d.type_params):

@@ -415,6 +415,7 @@ class TableDecl(Decl):
     entries: Optional[list] = None
     entries_const: bool = False
     props: dict = field(default_factory=dict)          # name -> (expr, is_const, span)
+    prop_annotations: dict = field(default_factory=dict)   # name -> the property's annotations
 
 
 @dataclass
@@ -423,6 +424,9 @@ class Instantiation(Decl):
     args: list
     # the methods of an initializer block, ``RegisterAction<..>(r) ra = { void apply(..) {..} };``
     initializer: list = field(default_factory=list)
+    # the table whose ``implementation`` property, a constructor call without ``@name``, made
+    # this instance (parser._hoist_implementations); None for a declared instance
+    anonymous_implementation_of: Any = None
 
 
 @dataclass

@@ -378,7 +378,7 @@ class IRBuilder(Transformer):
         params = c[3]
         ctor = c[4] or []
         body = c[-1]
-        local = [x for x in c[5:-1] if x is not None]
+        local = _hoist_implementations([x for x in c[5:-1] if x is not None])
         return ir.ControlDecl(str(c[1]), params, ctor, local, body, tparams, annotations=c[0],
                               span=self._span(meta))
 
@@ -427,6 +427,7 @@ class IRBuilder(Transformer):
                 t.entries, t.entries_const = prop[1], prop[2]
             else:
                 t.props[prop[1]] = (prop[2], prop[3], prop[4])
+                t.prop_annotations[prop[1]] = prop[5]
         return t
 
     def key_prop(self, c):
@@ -443,7 +444,7 @@ class IRBuilder(Transformer):
 
     @v_args(meta=True)
     def generic_prop(self, meta, c):
-        return ("prop", c[2], c[3], c[1], self._span(meta))
+        return ("prop", c[2], c[3], c[1], self._span(meta), c[0])
 
     @v_args(meta=True)
     def key_elem(self, meta, c):
@@ -714,3 +715,29 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
         raise
     program.span = ir.Span(filename, linemap.last_line(filename), 1)
     return program
+
+
+def _hoist_implementations(local: list) -> list:
+    """A table's ``implementation = action_profile(32w128);`` (a constructor call, as p4c's
+    samples write it) becomes an instance declared just before the table and named by the
+    property: p4c's P4Info calls the profile by the property's ``@name`` exactly as written (a
+    leading dot dropped, never qualified by the control), so the instance gets ``@name(".N")``.
+    Without ``@name`` p4c writes no P4Info ("anonymous table property 'implementation' with no
+    name annotation"): the checker refuses it (``Instantiation.anonymous_implementation_of``)."""
+    out = []
+    for loc in local:
+        expr = loc.props.get("implementation", (None,))[0] if isinstance(loc, ir.TableDecl) else None
+        if isinstance(expr, ir.CtorCall):
+            anns = loc.prop_annotations.get("implementation", [])
+            name = ir.find_annotation(anns, "name")
+            inst = ir.Instantiation(f"__impl_{loc.name}", expr.type_ref, expr.args, span=expr.span)
+            if name and name.args and isinstance(name.args[0], ir.StringLit):
+                inst.annotations = [ir.Annotation("name", [ir.StringLit(
+                    "." + name.args[0].value.lstrip("."), span=name.span)], span=name.span)]
+            else:
+                inst.anonymous_implementation_of = loc
+            out.append(inst)
+            _, is_const, span = loc.props["implementation"]
+            loc.props["implementation"] = (ir.Path(inst.name, span=expr.span), is_const, span)
+        out.append(loc)
+    return out

@@ -16,7 +16,7 @@ from . import ir
 from .ctors import CtorChecker
 from .generics import GenericChecker
 from .varbit import VarbitChecker
-from .exprs import BITS_PER_BYTE, ExprChecker, wrap
+from .exprs import BITS_PER_BYTE, ExprChecker, expr_text, struct_const, wrap
 from .scope import Scope, Sym, error, unsupported
 from .types import (Bits, Bool, DontCareT, EnumT, ErrorT, ExternT, InfInt, ListT, MatchKindT,
                     ObjT, P4Type, StackT, StringT, StructT, TypeVar, Varbit, Void)
@@ -199,6 +199,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         vt = self.check_expr(d.value, scope, t)
         self.assignable(d.value, vt, t)
         c = getattr(d.value, "const", None)
+        if c is None and isinstance(t, StructT):
+            c = struct_const(d.value, t)
         if c is None:
             raise error(d.value, f"{d.name}: initializer is not a compile-time constant")
         if isinstance(t, Bits) and isinstance(c, int) and not isinstance(c, bool):
@@ -318,13 +320,21 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         size = self.const_int(d.size, scope)
         if size <= 0:
             raise error(d.size, f"value_set {d.name}: size {size} must be positive")
+        d.match_kinds = {}
         if isinstance(t, StructT):
             for fname, anns in t.field_annotations.items():
-                if ir.find_annotation(anns, "match"):
-                    # p4c-bm2-ss ignores it (BMv2 value sets match exactly) but writes the
-                    # match type into P4Info: the two would disagree
-                    raise unsupported(d, f"@match on value_set member {fname} (BMv2 value "
-                                         "sets match exactly)")
+                a = ir.find_annotation(anns, "match")
+                if a is None:
+                    continue
+                kind = a.args[0].name if len(a.args) == 1 and isinstance(a.args[0], ir.Path) else None
+                if kind not in self.match_kinds:
+                    # p4c: "tarnery: declaration not found"
+                    what = kind or (expr_text(a.args[0]) if a.args else "@match()")
+                    raise error(a, f"{what}: declaration not found (@match on value_set member "
+                                   f"{fname} expects a match kind)")
+                # p4c-bm2-ss writes the match type into P4Info and warns that BMv2 ignores it:
+                # its value sets (and so this target's) match every field exactly
+                d.match_kinds[fname] = kind
         d.resolved, d.members, d.size_value = t, members, size
         scope.declare(Sym("value_set", d.name, t, d, owner=scope.owner, uid=self.uid()), d)
 
@@ -516,10 +526,16 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
                 raise unsupported(expr, f"table property {name}")
             else:
                 self.check_expr(expr, scope)
-        if any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props:
-            # p4c accepts it (and an action_profile's table drops such keys, as here)
-            raise unsupported(d, f"selector keys in table {d.name}, which has no "
-                                 "implementation")
+        if (any(k.match_kind == "selector" for k in d.keys) and "implementation" not in d.props
+                and d.entries):
+            # p4c: "unknown key match type 'selector' for key 8w2" (it drops such keys)
+            e = d.entries[0]
+            items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]
+            at = next((x for x, k in zip(items, d.keys) if k.match_kind == "selector"), e.keyset)
+            raise error(at, f"unknown key match type 'selector' for key {expr_text(at)} (table "
+                            f"{d.name} has no implementation)")
+        # selector keys without an implementation: p4c-bm2-ss drops them (from BMv2's JSON and
+        # P4Info), as does the code generator (programs/selector_key_no_implementation)
         if d.entries is not None:
             for e in d.entries:
                 if e.priority is not None:
@@ -546,8 +562,15 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         if not (isinstance(t, ExternT) and t.name in ("action_profile", "action_selector")):
             raise error(expr, f"{expr.name}: expected a reference to an instance (of "
                               "action_profile or action_selector)")
-        if d.entries is not None:
-            raise unsupported(d, "entries in a table with an action profile")
+        if getattr(expr.sym.decl, "anonymous_implementation_of", None) is d:
+            # p4c: "Table 'T' has an anonymous table property 'implementation' with no name
+            # annotation, which is not supported by P4Runtime" (it names no line)
+            raise error(expr, f"table {d.name} has an anonymous table property 'implementation' "
+                              "with no name annotation, which is not supported by P4Runtime "
+                              "(write @name(\"...\") before it)")
+        # entries (const or not) in such a table: p4c-bm2-ss accepts them, keeps them in P4Info
+        # (is_const_table, has_initial_entries) and writes none into BMv2's JSON; the code
+        # generator drops them likewise (programs/action_profile_entries)
 
     def check_action_call(self, expr: ir.Expr, scope: Scope, table: ir.TableDecl) -> None:
         if isinstance(expr, ir.Path):

@@ -131,6 +131,8 @@ class ExternT(P4Type):
     type_args: list = field(default_factory=list)
 
     def __str__(self):
+        if self.type_args:
+            return f"{self.name}<{', '.join(str(t) for t in self.type_args)}>"
         return self.name
 
 

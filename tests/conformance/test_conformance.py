@@ -22,10 +22,12 @@ every core at once (``bmv2.compile_p4c`` caches them across sessions too).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -44,6 +46,9 @@ MALFORMED = sorted((HERE / "malformed").glob("*.p4"))
 P4C_TIMEOUT_S = 120
 BMV2_QUIET_S = 0.2
 _EXPECTED_ERROR = re.compile(r"//\s*error:\s*(\d+):\s*(.*)")
+#: A program p4c-bm2-ss compiles to JSON but refuses to describe in P4Info (an error naming no
+#: line): ``// p4c-p4runtime: TEXT``, p4c's message with ``--p4runtime-files``.
+_P4RUNTIME_ERROR = re.compile(r"^// p4c-p4runtime: (.*)$", re.MULTILINE)
 
 #: A program the embedded target does not run as BMv2 does says why in a line of its own:
 #: ``// xfail-embedded: REASON`` (``tests/softswitch/test_p4info_parity.py`` reads it too).
@@ -136,7 +141,37 @@ def test_rejected_by_both(program):
     assert text in str(exc.value)
     if shutil.which(bmv2.P4C_BM2_SS) is None:
         pytest.skip(bmv2.missing() or "p4c-bm2-ss is missing")
-    p4c = subprocess.run([bmv2.P4C_BM2_SS, "--arch", "v1model", "-o", "/dev/null", str(program)],
-                         capture_output=True, text=True, timeout=P4C_TIMEOUT_S)
+    p4runtime = _P4RUNTIME_ERROR.search(program.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = ["--p4runtime-files", str(Path(tmp) / "p4info.txt")] if p4runtime else []
+        p4c = subprocess.run([bmv2.P4C_BM2_SS, "--arch", "v1model", "-o", str(Path(tmp) / "out.json"),
+                              *extra, str(program)],
+                             capture_output=True, text=True, timeout=P4C_TIMEOUT_S)
     assert p4c.returncode != 0, f"p4c accepts {program.name}"
-    assert f"{program.name}({line})" in p4c.stderr, p4c.stderr
+    if p4runtime:           # p4c names no line there
+        assert p4runtime.group(1) in p4c.stderr, p4c.stderr
+    else:
+        assert f"{program.name}({line})" in p4c.stderr, p4c.stderr
+
+
+def test_table_capacity_is_bmv2s_max_size(p4c_builds):
+    """A table's capacity on the embedded target is BMv2's ``max_size`` (which an STF file
+    cannot check: its commands have no expected failure): for a table with ``entries`` and no
+    ``size`` p4c-bm2-ss writes the number of entries, while P4Info says 1024."""
+    programs = [p for p in PROGRAMS if re.search(r"\bentries\s*=", p.read_text())]
+    assert programs
+    if not p4c_builds:
+        pytest.skip(bmv2.missing() or "p4c-bm2-ss is missing")
+    compared = 0
+    for program in programs:
+        build = p4c_builds[program]
+        if isinstance(build, Exception):
+            raise build
+        tables = compile_file(str(program)).instantiate().REG.tables
+        for t in json.loads(build.json.read_text())["pipelines"][0]["tables"] + \
+                json.loads(build.json.read_text())["pipelines"][1]["tables"]:
+            if t["name"] in tables:
+                assert (program.name, t["name"], tables[t["name"]].capacity) == \
+                       (program.name, t["name"], t["max_size"])
+                compared += 1
+    assert compared >= len(programs)

@@ -1,4 +1,5 @@
-// expect: unsupported: selector keys in table t, which has no implementation at
+// error: 12: unknown key match type 'selector'
+// Entries in a table with a selector key and no implementation: p4c drops the key and refuses the entries ("unknown key match type 'selector' for key 8w2"); with an implementation they are accepted (programs/action_profile_entries).
 #include <core.p4>
 #include <v1model.p4>
 header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
@@ -8,7 +9,7 @@ parser P(packet_in pkt, out h_t hdr, inout m_t meta, inout standard_metadata_t s
     state start { pkt.extract(hdr.eth); transition accept; }
 }
 control I(inout h_t hdr, inout m_t meta, inout standard_metadata_t std) {
-    table t { key = { meta.x: selector; } actions = { NoAction; } }
+    table t { key = { meta.y: exact; meta.x: selector; } actions = { NoAction; } const entries = { (1, 2) : NoAction(); } }
     apply {
         t.apply();
     }
