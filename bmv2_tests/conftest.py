@@ -19,6 +19,8 @@ TEST_WORDS = 64
 TEST_DEFINES = {"HINA_WORDS": TEST_WORDS}
 
 
+_NOTICE_TEST = "test_generation.py::test_notice_is_header_only_and_goes_back_out_of_the_ingress_port"
+
 #: What the TNA program (p4/tna/hina_tna.p4) does differently from p4/hina.p4, and the cases
 #: of the dataplane tests that therefore cannot pass on ``embedded-tna`` with the v1model
 #: program's expected bytes: ``{reason: [node id prefixes]}``. A node id prefix is
@@ -53,8 +55,7 @@ TNA_UNSUPPORTED = {
     "switch messages (a pass per counter block; tna_sketch.p4)":
         ["test_sketch.py::test_harvest_outside_the_sketch_is_bad_slot",
          "test_sketch.py::test_job_without_sketch_cannot_touch_counters",
-         "test_generation.py::test_notice_is_header_only_and_goes_back_out_of_the_ingress_port[harvest",
-         "test_generation.py::test_notice_is_header_only_and_goes_back_out_of_the_ingress_port[reset",
+         f"{_NOTICE_TEST}[harvest", f"{_NOTICE_TEST}[reset",
          "test_forgery.py::test_forged_sketch_messages_are_dropped"],
     "a packet carries at most 64 words on TNA (TNA_LANES <= 32, two blocks): "
     "HINA_WORDS = 128 does not exist there":

@@ -604,8 +604,9 @@ def test_embedded_pipeline_cache_entries_are_whole(embedded_pipeline, tmp_path, 
 def test_jobs_on_the_tna_program(embedded_switch):
     """JobManager on the TNA program (p4/tna/hina_tna.p4 behind the embedded target's P4Runtime
     server): the same JobConfig installs in its layout (hina.pipeline.TnaLayout), a round through
-    it is exact (THC's LUT entries, 8,192 of them, are left to bmv2_tests on embedded-tna), a generation change re-keys its admission (a late packet gets a NOTICE)
-    and a delete leaves none of its entries."""
+    it is exact (THC's LUT entries, 8,192 of them, are left to bmv2_tests on embedded-tna), a
+    generation change re-keys its admission (a late packet gets a NOTICE) and a delete leaves
+    none of its entries."""
     from hina.programs import HINA_TNA_P4
     from hina.testing import frames as F
     config = PipelineConfig(target="embedded", p4=str(HINA_TNA_P4),
