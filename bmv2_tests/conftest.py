@@ -74,8 +74,8 @@ def _tna_unsupported(nodeid: str):
 
 #: To keep the suite's time (about 1 s per embedded-tna case, most of it loading the program's
 #: registers), the worker counts of ``test_exact_result_matches_numpy`` that run on
-#: ``embedded-tna``: the smallest, one between and the largest, each with every op.
-TNA_WORKER_COUNTS = (2, 5, 8)
+#: ``embedded-tna``: the smallest and the largest, each with every op.
+TNA_WORKER_COUNTS = (2, 8)
 
 
 def pytest_collection_modifyitems(config, items):
