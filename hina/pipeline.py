@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from hina.softswitch.api import ActionCall, Exact, Range, Replica, TableEntry, Ternary
 
@@ -184,7 +184,7 @@ def replica_id(job: JobSpec, worker: int) -> int:
     return job.job_id * P.RID_WORKERS + worker + 1
 
 
-def job_entries(job: JobSpec, layout: "Layout" = None) -> list[TableEntry]:
+def job_entries(job: JobSpec, layout: Optional[Layout] = None) -> list[TableEntry]:
     """Entries of job_config, worker_admission, worker_by_address and replica_rewrite for ``job``
     (and, on the TNA program, worker_generation and slot_range: :class:`TnaLayout`).
 
@@ -196,7 +196,7 @@ def job_entries(job: JobSpec, layout: "Layout" = None) -> list[TableEntry]:
     return (layout or V1MODEL).job_entries(job)
 
 
-def admission_entries(job: JobSpec, layout: "Layout" = None) -> list[TableEntry]:
+def admission_entries(job: JobSpec, layout: Optional[Layout] = None) -> list[TableEntry]:
     """The job's entries that carry ``job.generation`` (v1model: worker_admission, one per
     worker; a generation change rewrites exactly these with MODIFY). On the TNA program the
     generation is also part of worker_admission's key: use :func:`generation_updates`."""
@@ -204,7 +204,7 @@ def admission_entries(job: JobSpec, layout: "Layout" = None) -> list[TableEntry]
 
 
 def generation_updates(old: JobSpec, new: JobSpec,
-                       layout: "Layout" = None) -> list[tuple[str, TableEntry]]:
+                       layout: Optional[Layout] = None) -> list[tuple[str, TableEntry]]:
     """The P4Runtime updates (``("INSERT"|"MODIFY"|"DELETE", entry)``, in order) that move a
     job from ``old.generation`` to ``new.generation``; no register is touched."""
     return (layout or V1MODEL).generation_updates(old, new)
@@ -229,7 +229,7 @@ def _check_lut(lut_id: int, table: Sequence[int], words: int) -> tuple[int, ...]
 
 
 def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
-                words: int = P.WORDS, layout: "Layout" = None) -> list[TableEntry]:
+                words: int = P.WORDS, layout: Optional[Layout] = None) -> list[TableEntry]:
     """Entries mapping every THC index to its table value, for all 2 * ``words`` coordinates.
 
     Args:
@@ -241,7 +241,7 @@ def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
     return (layout or V1MODEL).lut_entries(lut_id, _check_lut(lut_id, table, words), words)
 
 
-def register_ranges(job: JobSpec, layout: "Layout" = None) -> list[tuple[str, int, int]]:
+def register_ranges(job: JobSpec, layout: Optional[Layout] = None) -> list[tuple[str, int, int]]:
     """``(register, first index, count)`` the controller zeroes when it (re)installs ``job``."""
     return (layout or V1MODEL).register_ranges(job)
 
