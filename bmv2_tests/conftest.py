@@ -72,8 +72,7 @@ def _tna_unsupported(nodeid: str):
     return None
 
 
-#: To keep the suite's time (about 1 s per embedded-tna case, most of it loading the program's
-#: registers), the worker counts of ``test_exact_result_matches_numpy`` that run on
+#: To keep the suite's time (about half a second per embedded-tna case), the worker counts of ``test_exact_result_matches_numpy`` that run on
 #: ``embedded-tna``: the smallest and the largest, each with every op.
 TNA_WORKER_COUNTS = (2, 8)
 

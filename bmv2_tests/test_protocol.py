@@ -323,3 +323,15 @@ def test_tna_layout_lut_entries_and_refusals():
         pipeline.job_entries(unaligned, tna)
     with pytest.raises(ValueError, match="not a HINA program"):
         pipeline.layout_for([])
+
+
+def test_every_tna_unsupported_entry_names_a_test():
+    """Each entry of bmv2_tests/conftest.py's TNA_UNSUPPORTED names a test that exists (a renamed
+    test would otherwise run on TNA again, or its entry skip nothing, unnoticed)."""
+    import importlib
+    from bmv2_tests.conftest import TNA_UNSUPPORTED
+    for reason, prefixes in TNA_UNSUPPORTED.items():
+        for prefix in prefixes:
+            file, _, test = prefix.partition("::")
+            module = importlib.import_module(f"bmv2_tests.{file.removesuffix('.py')}")
+            assert callable(getattr(module, test.partition("[")[0], None)), (prefix, reason)
