@@ -41,7 +41,7 @@ def _values(seed: int):
 
 
 def _assert_slot_untouched(target, job, slot: int = 0) -> None:
-    for reg in (pipeline.SLOT_SEQ, pipeline.SLOT_BITMAP, pipeline.SLOT_COUNT):
+    for reg in target.layout.slot_registers:
         for pool in (0, 1):
             assert target.register_read(reg, 2 * (job.reg_base + slot) + pool) == 0, reg
 

@@ -37,10 +37,9 @@ def test_two_jobs_interleaved_stay_isolated(target):
     assert target.counter_packets(P.JOB_COUNTER, a.job_id) == 3
     assert target.counter_packets(P.JOB_COUNTER, b.job_id) == 2
     # Job b's registers hold b's sum in its range; job a's range holds a's.
-    for word in (0, 1):
-        lane = pipeline.lane_register(word)
+    for word in (0, 1, TEST_WORDS - 1):
         for job, vals in ((a, va), (b, vb)):
-            stored = pipeline.lane_word(target.register_read(lane, 2 * job.reg_base), word)
+            stored = target.lane_read(word, 2 * job.reg_base)
             assert stored == int(reference(P.Op.SUM, vals)[word]) & 0xFFFFFFFF
 
 
@@ -58,7 +57,7 @@ def test_worker_of_one_job_cannot_touch_another(target):
     # Slots beyond a's own count are refused, so a cannot reach b's range through its base.
     assert send(target, a, 0, contribution(a, 0, P.Op.SUM, np.ones(TEST_WORDS), slot=2)) == []
     assert target.counter_packets(P.REASON_COUNTER, int(P.DropReason.BAD_SLOT)) == 1
-    for reg in (pipeline.SLOT_SEQ, pipeline.SLOT_COUNT):
+    for reg in target.layout.slot_registers:
         for i in range(2 * b.reg_base, 2 * (b.reg_base + b.n_slots)):
             assert target.register_read(reg, i) == 0
 

@@ -8,7 +8,7 @@ import pytest
 
 from hina import hashing
 from hina import protocol as P
-from hina.pipeline import JobSpec
+from hina.pipeline import JobSpec, sketch_register
 from bmv2_tests.conftest import TEST_WORDS
 from hina.testing.frames import (contribution, frame, install, make_job, reason_count, send,
                              worker_address)
@@ -91,7 +91,12 @@ def pairs_frame(job: JobSpec, worker: int, seq: int, indices, values) -> bytes:
 
 
 def harvest(target, job: JobSpec, worker: int = 0) -> np.ndarray:
-    """Read every counter of the job's sketch through HARVEST requests."""
+    """Read every counter of the job's sketch through HARVEST requests (the TNA program, whose
+    HARVEST is the control plane's: through register reads)."""
+    if not target.layout.switch_harvest:
+        return np.array([[target.register_read(sketch_register(r), job.sketch_base + c)
+                          for c in range(job.sketch_columns)] for r in range(ROWS)],
+                        dtype=np.uint32).view(np.int32).astype(np.int64)
     blocks = job.sketch_columns // TEST_WORDS
     out = np.zeros((ROWS, job.sketch_columns), dtype=np.int64)
     for r in range(ROWS):
@@ -111,6 +116,11 @@ def harvest(target, job: JobSpec, worker: int = 0) -> np.ndarray:
 
 
 def reset(target, job: JobSpec) -> None:
+    if not target.layout.switch_harvest:          # TNA: the control plane's register writes
+        for r in range(ROWS):
+            for c in range(job.sketch_columns):
+                target.register_write(sketch_register(r), job.sketch_base + c, 0)
+        return
     for r in range(ROWS):
         for b in range(job.sketch_columns // TEST_WORDS):
             payload = bytes([r, 0]) + b.to_bytes(2, "big")

@@ -87,10 +87,11 @@ class Context:
     def require_jobs(self, what: str) -> None:
         """Refuse ``what`` on a target where jobs cannot be installed yet (tofino)."""
         if self.target == "tofino":
-            raise ConfigError(f"{what}: not supported on tofino yet: jobs are installed with the "
-                              "v1model program's tables and registers (hina.pipeline), and the "
-                              "TNA program (p4/tna) lays them out differently; on tofino "
-                              "'pipeline push', 'resync', 'counters' and 'read' work")
+            raise ConfigError(f"{what}: not supported on tofino yet: the TNA program's job "
+                              "entries (hina.pipeline.TnaLayout) have run on the embedded target "
+                              "only, not against a Tofino P4Runtime server (its P4Info's 'pipe.' "
+                              "names); on tofino 'pipeline push', 'resync', 'counters' and "
+                              "'read' work")
 
     def manager(self) -> JobManager:
         """A primary connection's JobManager that knows the jobs of the state file."""

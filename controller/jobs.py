@@ -2,7 +2,9 @@
 and move a job to a new generation when its workers restart.
 
 A job's switch state is built by :mod:`hina.pipeline` (pure functions of a
-:class:`hina.pipeline.JobSpec`); this module writes it over P4Runtime and remembers what it wrote,
+:class:`hina.pipeline.JobSpec`, in the layout of the pushed program: p4/hina.p4 or the TNA
+program p4/tna/hina_tna.p4, told apart by the P4Info's tables); this module writes it over
+P4Runtime and remembers what it wrote,
 so that a delete removes exactly that and a failure part-way through a create removes what the
 create had already written (rollback), leaving the switch as it was.
 
@@ -84,9 +86,46 @@ def entry_update(index: P4InfoIndex, kind: str, entry: TableEntry) -> p4runtime_
 
 
 def _program_words(index: P4InfoIndex) -> int:
-    """``HINA_WORDS`` of the pushed program: one lane register per word (0: unknown)."""
+    """``HINA_WORDS`` of the pushed program: one lane register per word (0: unknown); the TNA
+    program's: two blocks of its lanes."""
+    layout = program_layout(index)
+    if isinstance(layout, pipeline.TnaLayout):
+        return layout.words
     prefix = pipeline.lane_register(0).rsplit("_", 1)[0] + "_"
     return sum(1 for name in index.registers if name.startswith(prefix))
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    match_kind: str
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    match_fields: tuple
+
+
+def program_layout(index: P4InfoIndex) -> pipeline.Layout:
+    """The :class:`hina.pipeline.Layout` of the pushed program, from its P4Info's tables.
+
+    Raises:
+        JobError: the P4Info is neither HINA program's.
+    """
+    kind = p4info_pb2_match_kind()
+    tables = [_Table(t.preamble.name, tuple(_Field(f.name, kind(f.match_type))
+                                            for f in t.match_fields))
+              for t in index.p4info.tables]
+    try:
+        return pipeline.layout_for(tables)
+    except ValueError as exc:
+        raise JobError(f"the pushed program: {exc}") from None
+
+
+def p4info_pb2_match_kind():
+    from p4.config.v1 import p4info_pb2
+    return lambda value: p4info_pb2.MatchField.MatchType.Name(value).lower()
 
 
 @dataclass
@@ -152,9 +191,11 @@ class JobManager:
     def adopt(self, config: JobConfig) -> JobRecord:
         """Take over a job an earlier run installed (nothing is written)."""
         spec = config.to_spec()
-        entries = pipeline.job_entries(spec)
+        index = self.switch.index              # the P4Info already fetched, if any
+        layout = program_layout(index) if index is not None else pipeline.V1MODEL
+        entries = pipeline.job_entries(spec, layout)
         if config.thc_table is not None:
-            entries += pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words)
+            entries += pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words, layout)
         record = JobRecord(spec, config.thc_table, entries, config)
         self.jobs[spec.job_id] = record
         return record
@@ -191,16 +232,22 @@ class JobManager:
         except ValueError as exc:
             raise JobError(f"job {job_id}: {exc}") from None
         spec = dataclasses.replace(record.spec, generation=generation)
-        old, new = pipeline.admission_entries(record.spec), pipeline.admission_entries(spec)
         index = self.switch.require_index()
+        layout = program_layout(index)
+        updates = pipeline.generation_updates(record.spec, spec, layout)
+        before = {(e.table, tuple(e.matches)): e
+                  for e in pipeline.admission_entries(record.spec, layout)}
         try:
-            self.switch.write([entry_update(index, "MODIFY", e) for e in new],
+            self.switch.write([entry_update(index, kind, e) for kind, e in updates],
                               f"job {job_id}: generation {generation}")
         except P4RuntimeClientError as exc:
             failed = {i for i, _, _ in exc.errors}
-            done = [e for i, e in enumerate(old) if i not in failed] if failed else old
+            done = [u for i, u in enumerate(updates) if i not in failed] if failed else updates
+            undo = {"INSERT": "DELETE", "DELETE": "INSERT", "MODIFY": "MODIFY"}
+            back = [(undo[kind], before.get((e.table, tuple(e.matches)), e) if kind == "MODIFY"
+                     else e) for kind, e in reversed(done)]
             try:
-                self.switch.write([entry_update(index, "MODIFY", e) for e in done],
+                self.switch.write([entry_update(index, kind, e) for kind, e in back],
                                   f"job {job_id}: back to generation {record.spec.generation}")
             except P4RuntimeClientError as back:
                 log.error("job %d: rolling back to generation %d failed: %s", job_id,
@@ -209,10 +256,9 @@ class JobManager:
                                f"rolled back ({back}); run it again: {exc}") from None
             raise JobError(f"job {job_id}: generation stays {record.spec.generation} "
                            f"(rolled back): {exc}") from None
-        keys = {tuple(e.matches) for e in old}
         record.entries = [e for e in record.entries
-                          if not (e.table == pipeline.WORKER_ADMISSION
-                                  and tuple(e.matches) in keys)] + new
+                          if (e.table, tuple(e.matches)) not in before] + \
+            pipeline.admission_entries(spec, layout)
         record.spec = spec
         if record.config is not None:
             record.config = record.config.replace(generation=generation)
@@ -240,15 +286,18 @@ class JobManager:
         """Zero the job's slot (and sketch) registers: a fresh start for its workers."""
         record = self.record(job_id)
         try:
-            self.registers.zero(pipeline.register_ranges(record.spec))
+            layout = program_layout(self.switch.require_index())
+            self.registers.zero(pipeline.register_ranges(record.spec, layout))
             self._zero_job_counter(job_id)
         except P4RuntimeClientError as exc:
             raise JobError(f"job {job_id}: reset failed: {exc}") from None
 
     def _zero_job_counter(self, job_id: int) -> None:
         """Zero the job's cell of ``job_counter`` (a program without it has nothing to zero)."""
-        if any(c.preamble.name == P.JOB_COUNTER for c in self.switch.require_index().p4info.counters):
-            self.switch.write([self.switch.counter_update(P.JOB_COUNTER, job_id)],
+        index = self.switch.require_index()
+        name = program_layout(index).counter(P.JOB_COUNTER)
+        if any(c.preamble.name == name for c in index.p4info.counters):
+            self.switch.write([self.switch.counter_update(name, job_id)],
                               f"job {job_id}: zero its packet counter")
 
     def record(self, job_id: int) -> JobRecord:
@@ -293,23 +342,24 @@ class JobManager:
         except ValueError as exc:
             raise JobError(str(exc)) from None
         index = self.switch.require_index()
+        layout = program_layout(index)
         if thc_table is not None:
             if spec.lut_id == 0:
                 spec = dataclasses.replace(spec, lut_id=self._free_lut_id())
             elif any(r.spec.lut_id == spec.lut_id for r in self.jobs.values()):
                 raise JobError(f"job {spec.job_id}: THC table id {spec.lut_id} is in use")
-        entries = pipeline.job_entries(spec)
-        if thc_table is not None:
-            try:
-                entries += pipeline.lut_entries(spec.lut_id, thc_table, spec.words)
-            except ValueError as exc:
-                raise JobError(f"job {spec.job_id}: {exc}") from None
+        try:
+            entries = pipeline.job_entries(spec, layout)
+            if thc_table is not None:
+                entries += pipeline.lut_entries(spec.lut_id, thc_table, spec.words, layout)
+        except ValueError as exc:
+            raise JobError(f"job {spec.job_id}: {exc}") from None
         record = JobRecord(spec, tuple(thc_table) if thc_table is not None else None)
         group, replicas = pipeline.multicast_group(spec)
         group_written = False
         try:
             if self.zero_registers:
-                self.registers.zero(pipeline.register_ranges(spec))
+                self.registers.zero(pipeline.register_ranges(spec, layout))
                 self._zero_job_counter(spec.job_id)
             self.switch.write([self.switch.multicast_update(
                 "INSERT", group, [(r.port, r.rid) for r in replicas])],
@@ -375,5 +425,6 @@ class JobManager:
 
     def reason_counts(self) -> dict[str, int]:
         """Packets per drop/exception reason (``HinaIngress.reason_counter``)."""
-        counts = self.switch.read_counter(P.REASON_COUNTER)
+        counts = self.switch.read_counter(
+            program_layout(self.switch.require_index()).counter(P.REASON_COUNTER))
         return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}

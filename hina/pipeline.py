@@ -1,7 +1,11 @@
 """Table entries, multicast groups and register ranges of HINA jobs: pure functions.
 
 The controller and the dataplane tests both install jobs with what this module builds, so the
-knowledge of the P4 names (``p4/hina.p4``) lives in one place. Nothing here talks to a switch:
+knowledge of the P4 names lives in one place: for the v1model program (``p4/hina.p4``) and for
+the TNA program (``p4/tna/hina_tna.p4``), whose tables differ in name, key and parameters. Each
+program is a :class:`Layout` (:data:`V1MODEL`, :class:`TnaLayout`; :func:`layout_for` picks one
+from a compiled program's tables): every builder takes ``layout=`` and the one job description
+(:class:`JobSpec`) gives either program's entries. Nothing here talks to a switch:
 each function turns a :class:`JobSpec` (or a THC table) into
 :class:`softswitch.api.TableEntry` objects, :class:`softswitch.api.Replica` lists and
 ``(register, first, count)`` ranges, which a target then writes.
@@ -16,10 +20,11 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
-from hina.softswitch.api import ActionCall, Exact, Replica, TableEntry
+from hina.softswitch.api import ActionCall, Exact, Range, Replica, TableEntry, Ternary
 
+from . import hashing
 from . import protocol as P
 
 __all__ = ["WorkerAddress", "JobSpec", "job_entries", "admission_entries", "lut_entries",
@@ -27,7 +32,8 @@ __all__ = ["WorkerAddress", "JobSpec", "job_entries", "admission_entries", "lut_
            "register_ranges", "check_isolated", "replica_id", "THC_DEFAULT_TABLE",
            "JOB_CONFIG", "WORKER_ADMISSION", "WORKER_BY_ADDRESS", "REPLICA_REWRITE",
            "lut_table_names",
-           "lane_register", "lane_word", "sketch_register"]
+           "lane_register", "lane_word", "sketch_register",
+           "Layout", "TnaLayout", "V1MODEL", "layout_for", "generation_updates"]
 
 # -- P4 names (p4c's fully qualified P4Info names) ------------------------------------------
 JOB_CONFIG = f"{P.INGRESS}.admission.job_config"
@@ -178,40 +184,30 @@ def replica_id(job: JobSpec, worker: int) -> int:
     return job.job_id * P.RID_WORKERS + worker + 1
 
 
-def job_entries(job: JobSpec) -> list[TableEntry]:
-    """Entries of job_config, worker_admission, worker_by_address and replica_rewrite for ``job``.
+def job_entries(job: JobSpec, layout: Optional[Layout] = None) -> list[TableEntry]:
+    """Entries of job_config, worker_admission, worker_by_address and replica_rewrite for ``job``
+    (and, on the TNA program, worker_generation and slot_range: :class:`TnaLayout`).
 
     A worker is admitted on its switch port with its MAC, IPv4 address and UDP port
     (``worker_admission``: job, ingress port, MAC, IPv4, UDP port); its IPv4 address and UDP
     port alone (``worker_by_address``) only name the reason when a frame claiming them is
     refused (WRONG_PORT rather than UNKNOWN_WORKER).
     """
-    mask = job.sketch_columns - 1 if job.sketch_columns else 0
-    entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
-                          ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
-                                               job.sketch_seed)))]
-    entries += admission_entries(job)
-    for addr in job.workers:
-        entries.append(TableEntry(WORKER_BY_ADDRESS, (Exact(job.job_id), Exact(addr.ip),
-                                                      Exact(addr.udp_port)),
-                                  ActionCall(FLAG_WRONG_PORT, ())))
-    for w, addr in enumerate(job.workers):
-        entries.append(TableEntry(REPLICA_REWRITE, (Exact(replica_id(job, w)),),
-                                  ActionCall(SET_WORKER_ADDRESS, (addr.mac, addr.ip, addr.udp_port))))
-    return entries
+    return (layout or V1MODEL).job_entries(job)
 
 
-def admission_entries(job: JobSpec) -> list[TableEntry]:
-    """The job's worker_admission entries, one per worker, carrying ``job.generation``.
+def admission_entries(job: JobSpec, layout: Optional[Layout] = None) -> list[TableEntry]:
+    """The job's entries that carry ``job.generation`` (v1model: worker_admission, one per
+    worker; a generation change rewrites exactly these with MODIFY). On the TNA program the
+    generation is also part of worker_admission's key: use :func:`generation_updates`."""
+    return (layout or V1MODEL).admission_entries(job)
 
-    A generation change rewrites exactly these (MODIFY: same keys, new arguments).
-    """
-    n = len(job.workers)
-    return [TableEntry(WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.port), Exact(addr.mac),
-                                          Exact(addr.ip), Exact(addr.udp_port)),
-                       ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
-                                                 job.pair_stream_base + w, job.generation)))
-            for w, addr in enumerate(job.workers)]
+
+def generation_updates(old: JobSpec, new: JobSpec,
+                       layout: Optional[Layout] = None) -> list[tuple[str, TableEntry]]:
+    """The P4Runtime updates (``("INSERT"|"MODIFY"|"DELETE", entry)``, in order) that move a
+    job from ``old.generation`` to ``new.generation``; no register is touched."""
+    return (layout or V1MODEL).generation_updates(old, new)
 
 
 def multicast_group(job: JobSpec) -> tuple[int, list[Replica]]:
@@ -220,15 +216,7 @@ def multicast_group(job: JobSpec) -> tuple[int, list[Replica]]:
                            for w, a in enumerate(job.workers)]
 
 
-def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
-                words: int = P.WORDS) -> list[TableEntry]:
-    """Entries mapping every THC index to its table value, for all 2 * ``words`` coordinates.
-
-    Args:
-        lut_id: the table id jobs refer to (1..255; 0 is "no table").
-        table: the 2**b integer table values (non-decreasing, in [0, 2**16)).
-        words: HINA_WORDS of the program.
-    """
+def _check_lut(lut_id: int, table: Sequence[int], words: int) -> tuple[int, ...]:
     _check_range("lut_id", lut_id, 1, 255, "8-bit table id; 0 means none")
     table = tuple(table)
     if len(table) != P.THC_TABLE_SIZE:
@@ -237,28 +225,25 @@ def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
         _check_range(f"table[{i}]", v, 0, _U16, "16-bit lane values")
     if words not in P.SUPPORTED_WORDS:
         raise ValueError(f"words={words}: must be one of {P.SUPPORTED_WORDS}")
-    entries = []
-    for word in range(words):
-        for tname, aname in lut_table_names(word):
-            for index, value in enumerate(table):
-                entries.append(TableEntry(tname, (Exact(lut_id), Exact(index)),
-                                          ActionCall(aname, (value,))))
-    return entries
+    return table
 
 
-def register_ranges(job: JobSpec) -> list[tuple[str, int, int]]:
+def lut_entries(lut_id: int, table: Sequence[int] = THC_DEFAULT_TABLE,
+                words: int = P.WORDS, layout: Optional[Layout] = None) -> list[TableEntry]:
+    """Entries mapping every THC index to its table value, for all 2 * ``words`` coordinates.
+
+    Args:
+        lut_id: the table id jobs refer to (1..255; 0 is "no table").
+        table: the 2**b integer table values (non-decreasing, in [0, 2**16)).
+        words: HINA_WORDS of the program.
+        layout: the program (default: the v1model program).
+    """
+    return (layout or V1MODEL).lut_entries(lut_id, _check_lut(lut_id, table, words), words)
+
+
+def register_ranges(job: JobSpec, layout: Optional[Layout] = None) -> list[tuple[str, int, int]]:
     """``(register, first index, count)`` the controller zeroes when it (re)installs ``job``."""
-    per_copy = (2 * job.reg_base, 2 * job.n_slots)
-    streams = (job.pair_stream_base, len(job.workers))
-    ranges = [(SLOT_GENERATION, *per_copy), (SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy),
-              (SLOT_FLAGS, *per_copy), (SLOT_BITMAP, *per_copy),
-              (BLOCK_INDEX, *per_copy), (BLOCK_NEXT, *per_copy),
-              (PAIR_GENERATION, *streams), (PAIR_NEXT_SEQ, *streams)]
-    ranges += [(lane_register(w), *per_copy) for w in range(job.words)]
-    if job.sketch_columns:
-        ranges += [(sketch_register(r), job.sketch_base, job.sketch_columns)
-                   for r in range(P.SKETCH_ROWS)]
-    return ranges
+    return (layout or V1MODEL).register_ranges(job)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -284,3 +269,279 @@ def check_isolated(jobs: Iterable[JobSpec]) -> None:
                 what = "multicast group"
             if what:
                 raise ValueError(f"jobs {a.job_id} and {b.job_id} share {what}: jobs must be isolated")
+
+
+# -- Programs: what each HINA program calls things ---------------------------------------------
+class Layout:
+    """One HINA program's control-plane view: table, action, register and counter names and the
+    shape of its entries. Subclasses: the v1model program (:data:`V1MODEL`) and the TNA program
+    (:class:`TnaLayout`). Names given to :meth:`register` and :meth:`counter` are the v1model
+    program's (the constants above, :func:`lane_register`, :func:`sketch_register`,
+    ``hina.protocol.REASON_COUNTER``); each layout says what they are in its program, or
+    ``None`` where its program has no such object."""
+
+    name = "v1model"
+    #: message kinds the program's dataplane answers (the TNA program leaves HARVEST and RESET
+    #: to the control plane: register reads and writes)
+    switch_harvest = True
+
+    def job_entries(self, job: JobSpec) -> list[TableEntry]:
+        mask = job.sketch_columns - 1 if job.sketch_columns else 0
+        entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
+                              ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
+                                                   job.sketch_seed)))]
+        entries += self.admission_entries(job)
+        for addr in job.workers:
+            entries.append(TableEntry(WORKER_BY_ADDRESS, (Exact(job.job_id), Exact(addr.ip),
+                                                          Exact(addr.udp_port)),
+                                      ActionCall(FLAG_WRONG_PORT, ())))
+        for w, addr in enumerate(job.workers):
+            entries.append(TableEntry(REPLICA_REWRITE, (Exact(replica_id(job, w)),),
+                                      ActionCall(SET_WORKER_ADDRESS,
+                                                 (addr.mac, addr.ip, addr.udp_port))))
+        return entries
+
+    def admission_entries(self, job: JobSpec) -> list[TableEntry]:
+        n = len(job.workers)
+        return [TableEntry(WORKER_ADMISSION, (Exact(job.job_id), Exact(addr.port),
+                                              Exact(addr.mac), Exact(addr.ip),
+                                              Exact(addr.udp_port)),
+                           ActionCall(ADMIT_WORKER, (w, 1 << w, n, job.mcast_grp, job.reg_base,
+                                                     job.pair_stream_base + w, job.generation)))
+                for w, addr in enumerate(job.workers)]
+
+    def generation_updates(self, old: JobSpec, new: JobSpec) -> list[tuple[str, TableEntry]]:
+        return [("MODIFY", e) for e in self.admission_entries(new)]
+
+    def lut_entries(self, lut_id: int, table: tuple[int, ...], words: int) -> list[TableEntry]:
+        entries = []
+        for word in range(words):
+            for tname, aname in lut_table_names(word):
+                for index, value in enumerate(table):
+                    entries.append(TableEntry(tname, (Exact(lut_id), Exact(index)),
+                                              ActionCall(aname, (value,))))
+        return entries
+
+    def register_ranges(self, job: JobSpec) -> list[tuple[str, int, int]]:
+        per_copy = (2 * job.reg_base, 2 * job.n_slots)
+        streams = (job.pair_stream_base, len(job.workers))
+        ranges = [(SLOT_GENERATION, *per_copy), (SLOT_SEQ, *per_copy), (SLOT_COUNT, *per_copy),
+                  (SLOT_FLAGS, *per_copy), (SLOT_BITMAP, *per_copy),
+                  (BLOCK_INDEX, *per_copy), (BLOCK_NEXT, *per_copy),
+                  (PAIR_GENERATION, *streams), (PAIR_NEXT_SEQ, *streams)]
+        ranges += [(lane_register(w), *per_copy) for w in range(job.words)]
+        if job.sketch_columns:
+            ranges += [(sketch_register(r), job.sketch_base, job.sketch_columns)
+                       for r in range(P.SKETCH_ROWS)]
+        return ranges
+
+    def lane_cell(self, word: int, copy: int) -> tuple[str, int]:
+        """(register, index) holding payload word ``word`` of slot copy ``copy``
+        (``2 * (reg_base + slot) + pool``)."""
+        return lane_register(word), copy
+
+    #: the per-copy slot state registers (indexed by slot copy), v1model names
+    slot_registers = (SLOT_GENERATION, SLOT_SEQ, SLOT_BITMAP, SLOT_COUNT)
+
+    def register(self, name: str):
+        return name
+
+    def counter(self, name: str):
+        return name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+#: The v1model program, p4/hina.p4 (BMv2 and the embedded target).
+V1MODEL = Layout()
+
+#: The TNA program's top-level controls (p4/tna/hina_tna.p4).
+TNA_INGRESS = "HinaTnaIngress"
+TNA_EGRESS = "HinaTnaEgress"
+
+
+def _tna(name: str) -> str:
+    return f"{TNA_INGRESS}.{name}"
+
+
+class TnaLayout(Layout):
+    """The TNA program (p4/tna/hina_tna.p4): its tables take the same job description as the
+    v1model program's, shaped as tna_admission.p4 and tna_lanes.p4 say:
+
+    * ``job_config.set_job`` also carries each sketch row's seed ``S + r`` and row offset
+      ``(S + r) * 0x9E3779B1`` (a Tofino stage cannot multiply two run-time values);
+    * ``worker_admission`` has the generation in its key, and its ``admit_worker`` carries
+      ``all_workers`` and the job's first slot three ways (``reg_base``, ``2 * reg_base``,
+      ``4 * reg_base``: register indices are formed by XOR, so ``reg_base`` must be aligned to
+      a power of two no smaller than ``n_slots``); ``worker_generation`` (the key without the
+      generation) names a stale sender; a generation change is INSERT + DELETE + MODIFY;
+    * ``slot_range`` (job, range 0..n_slots-1) checks the slot;
+    * THC: one table per byte of a block, ``lut_<i>``: (1, lut_id, byte) -> the word
+      ``(T[hi] << 16) | T[lo]``; a ternary ``lut_<i>`` takes the byte with a full mask;
+    * lanes: ``lanes`` registers, word ``w`` of slot copy ``c`` in ``lane_<w % lanes>`` at
+      ``2 * c + w // lanes`` (two blocks per packet, a pass each).
+
+    Args:
+        lanes: TNA_LANES of the compiled program (words per pass; a packet has two blocks).
+        lut_kinds: match kind of each ``lut_<i>``'s byte field (``exact`` or ``ternary``).
+        rows: sketch rows (HINA_SKETCH_ROWS).
+    """
+
+    name = "tna"
+    switch_harvest = False
+    slot_registers = (SLOT_GENERATION, SLOT_SEQ)
+
+    _NAMES = {SLOT_GENERATION: _tna("slot_state.slot_generation"),
+              SLOT_SEQ: _tna("slot_state.slot_seq"),
+              PAIR_GENERATION: _tna("pair_stream.pair_generation"),
+              PAIR_NEXT_SEQ: _tna("pair_stream.pair_next_seq"),
+              P.REASON_COUNTER: _tna("reason_counter"),
+              P.JOB_COUNTER: _tna("job_counter")}
+
+    def __init__(self, lanes: int, lut_kinds: Sequence[str], rows: int = P.SKETCH_ROWS):
+        if len(lut_kinds) != lanes:
+            raise ValueError(f"TNA program: {len(lut_kinds)} LUT tables for {lanes} lanes")
+        self.lanes, self.lut_kinds, self.rows = lanes, tuple(lut_kinds), rows
+        self._names = dict(self._NAMES)
+        self._names.update({sketch_register(r): f"{TNA_EGRESS}.sketch_rows.sketch_row_{r}"
+                            for r in range(rows)})
+
+    @property
+    def words(self) -> int:
+        return 2 * self.lanes
+
+    def _check(self, job: JobSpec) -> None:
+        if job.words != self.words:
+            raise ValueError(f"job {job.job_id}: words={job.words}, but the TNA program carries "
+                             f"{self.words} words per packet (TNA_LANES={self.lanes})")
+        align = 1 << (job.n_slots - 1).bit_length()
+        if job.reg_base % align:
+            raise ValueError(f"job {job.job_id}: reg_base={job.reg_base} must be a multiple of "
+                             f"{align} on the TNA program (n_slots={job.n_slots} rounded up to a "
+                             "power of two: its register indices are base XOR slot)")
+
+    def job_entries(self, job: JobSpec) -> list[TableEntry]:
+        self._check(job)
+        mask = job.sketch_columns - 1 if job.sketch_columns else 0
+        seeds = []
+        for r in range(self.rows):
+            seed = (job.sketch_seed + r) & _U32
+            seeds += [seed, (seed * hashing.ROW_OFFSET_MULTIPLIER) & _U32]
+        entries = [TableEntry(_tna("admission.job_config"), (Exact(job.job_id),),
+                              ActionCall(_tna("admission.set_job"),
+                                         (job.n_slots, job.lut_id, job.sketch_base, mask,
+                                          *seeds)))]
+        entries += self._admit(job)
+        entries += self._generation(job)
+        entries.append(TableEntry(_tna("admission.slot_range"),
+                                  (Exact(job.job_id), Range(0, job.n_slots - 1)),
+                                  ActionCall("NoAction", ()), priority=1))
+        for addr in job.workers:
+            entries.append(TableEntry(_tna("reason.worker_by_address"),
+                                      (Exact(job.job_id), Exact(addr.ip), Exact(addr.udp_port)),
+                                      ActionCall(_tna("reason.flag_wrong_port"), ())))
+        for w, addr in enumerate(job.workers):
+            entries.append(TableEntry(f"{TNA_EGRESS}.replica_rewrite",
+                                      (Exact(replica_id(job, w)),),
+                                      ActionCall(f"{TNA_EGRESS}.set_worker_address",
+                                                 (addr.mac, addr.ip, addr.udp_port))))
+        return entries
+
+    @staticmethod
+    def _addresses(job: JobSpec, addr: WorkerAddress) -> tuple:
+        return (Exact(job.job_id), Exact(addr.port), Exact(addr.mac), Exact(addr.ip),
+                Exact(addr.udp_port))
+
+    def _admit(self, job: JobSpec) -> list[TableEntry]:
+        n = len(job.workers)
+        everyone = (1 << n) - 1
+        b = job.reg_base
+        return [TableEntry(_tna("admission.worker_admission"),
+                           self._addresses(job, addr) + (Exact(job.generation),),
+                           ActionCall(_tna("admission.admit_worker"),
+                                      (w, 1 << w, everyone, n, job.mcast_grp, b, 2 * b, 4 * b,
+                                       job.pair_stream_base + w, job.generation)))
+                for w, addr in enumerate(job.workers)]
+
+    def _generation(self, job: JobSpec) -> list[TableEntry]:
+        return [TableEntry(_tna("reason.worker_generation"), self._addresses(job, addr),
+                           ActionCall(_tna("reason.stale_generation"), (job.generation,)))
+                for addr in job.workers]
+
+    def admission_entries(self, job: JobSpec) -> list[TableEntry]:
+        return self._admit(job) + self._generation(job)
+
+    def generation_updates(self, old: JobSpec, new: JobSpec) -> list[tuple[str, TableEntry]]:
+        # The new generation's admission goes in before the old one's goes out: no window in
+        # which the job's workers are strangers.
+        if old.generation == new.generation:
+            return [("MODIFY", e) for e in self.admission_entries(new)]
+        return ([("INSERT", e) for e in self._admit(new)]
+                + [("DELETE", e) for e in self._admit(old)]
+                + [("MODIFY", e) for e in self._generation(new)])
+
+    def lut_entries(self, lut_id: int, table: tuple[int, ...], words: int) -> list[TableEntry]:
+        if words != self.words:
+            raise ValueError(f"words={words}: the TNA program carries {self.words} words per "
+                             f"packet (TNA_LANES={self.lanes})")
+        entries = []
+        for i, kind in enumerate(self.lut_kinds):
+            tname, aname = _tna(f"thc_lut.lut_{i}"), _tna(f"thc_lut.set_word_{i}")
+            for byte in range(256):
+                value = (table[byte >> 4] << 16) | table[byte & 0xF]
+                key = Ternary(byte, 0xFF) if kind == "ternary" else Exact(byte)
+                entries.append(TableEntry(tname, (Exact(1), Exact(lut_id), key),
+                                          ActionCall(aname, (value,)),
+                                          priority=1 if kind == "ternary" else 0))
+        return entries
+
+    def register_ranges(self, job: JobSpec) -> list[tuple[str, int, int]]:
+        # slot_bitmap (a Register of a pair) is not a P4Runtime register: it needs no zeroing,
+        # a copy's next use (seq newer, or another generation) overwrites its bits.
+        per_copy = (2 * job.reg_base, 2 * job.n_slots)
+        streams = (job.pair_stream_base, len(job.workers))
+        ranges = [(self._names[SLOT_GENERATION], *per_copy), (self._names[SLOT_SEQ], *per_copy),
+                  (self._names[PAIR_GENERATION], *streams), (self._names[PAIR_NEXT_SEQ], *streams)]
+        ranges += [(_tna(f"lanes.lane_{i}"), 4 * job.reg_base, 4 * job.n_slots)
+                   for i in range(self.lanes)]
+        if job.sketch_columns:
+            ranges += [(self._names[sketch_register(r)], job.sketch_base, job.sketch_columns)
+                       for r in range(self.rows)]
+        return ranges
+
+    def lane_cell(self, word: int, copy: int) -> tuple[str, int]:
+        return _tna(f"lanes.lane_{word % self.lanes}"), 2 * copy + word // self.lanes
+
+    def register(self, name: str):
+        if name.startswith((TNA_INGRESS + ".", TNA_EGRESS + ".")):
+            return name                 # the TNA program's own name
+        return self._names.get(name)
+
+    counter = register
+
+
+def layout_for(tables) -> Layout:
+    """The :class:`Layout` of a compiled HINA program, from its tables (``ProgramInfo.tables``
+    or any objects with ``name`` and ``match_fields`` whose items have ``name`` and
+    ``match_kind``). A P4Info's names may carry the Tofino compiler's pipe prefix (``pipe.``).
+
+    Raises:
+        ValueError: the tables are neither HINA program's (the message says what was looked for).
+    """
+    by_name = {}
+    for t in tables:
+        name = t.name
+        if name.startswith("pipe.") and not name.startswith("pipe." + P.INGRESS):
+            name = name[len("pipe."):]
+        by_name[name] = t
+    if JOB_CONFIG in by_name:
+        return V1MODEL
+    if _tna("admission.job_config") in by_name:
+        kinds = []
+        while _tna(f"thc_lut.lut_{len(kinds)}") in by_name:
+            fields = by_name[_tna(f"thc_lut.lut_{len(kinds)}")].match_fields
+            kinds.append(fields[-1].match_kind)
+        return TnaLayout(len(kinds), kinds)
+    raise ValueError(f"not a HINA program: neither {JOB_CONFIG} nor "
+                     f"{_tna('admission.job_config')} among its {len(by_name)} tables")

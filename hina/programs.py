@@ -28,3 +28,5 @@ HINA_P4 = P4_DIR / "hina.p4"
 P4_INCLUDE = P4_DIR / "include"
 #: the STF tests of the program
 P4_STF_DIR = P4_DIR / "tests"
+#: the aggregation program for Tofino (TNA; bf-p4c, and the embedded target's TNA dataplane)
+HINA_TNA_P4 = P4_DIR / "tna" / "hina_tna.p4"

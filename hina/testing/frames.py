@@ -1,7 +1,8 @@
 """Test helpers: install HINA jobs on a target, build worker frames, read results back.
 
 The entry-building knowledge lives in :mod:`hina.pipeline`; this module only applies it to a
-:class:`hina.testing.targets.Target` and adds the frame plumbing the tests share.
+:class:`hina.testing.targets.Target` (in the layout of the program the target runs,
+``target.layout``: the v1model or the TNA program) and adds the frame plumbing the tests share.
 """
 from __future__ import annotations
 
@@ -41,21 +42,26 @@ def make_job(job_id: int, n_workers: int, *, first_worker: int = 0, n_slots: int
 
 def install(target, job: JobSpec) -> None:
     """Write a job's entries and multicast group (its registers start at zero on a new load)."""
-    target.insert(pipeline.job_entries(job))
+    target.insert(pipeline.job_entries(job, _layout(target)))
     group, replicas = pipeline.multicast_group(job)
     target.set_mcast_group(group, replicas)
 
 
 def set_generation(target, job: JobSpec, generation: int) -> JobSpec:
     """What the controller does when a job's workers restart: rewrite the job's admission
-    entries with ``generation`` (MODIFY, no register wipe). Returns the job as it now is."""
-    job = dataclasses.replace(job, generation=generation)
-    target.modify(pipeline.admission_entries(job))
-    return job
+    entries with ``generation`` (no register wipe; :func:`hina.pipeline.generation_updates`).
+    Returns the job as it now is."""
+    new = dataclasses.replace(job, generation=generation)
+    target.update(pipeline.generation_updates(job, new, _layout(target)))
+    return new
 
 
 def install_lut(target, lut_id: int, table=pipeline.THC_DEFAULT_TABLE, words: int = 64) -> None:
-    target.insert(pipeline.lut_entries(lut_id, table, words))
+    target.insert(pipeline.lut_entries(lut_id, table, words, _layout(target)))
+
+
+def _layout(target) -> pipeline.Layout:
+    return getattr(target, "layout", pipeline.V1MODEL)
 
 
 def _ip(n: int) -> str:

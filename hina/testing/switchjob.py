@@ -1,4 +1,6 @@
-"""An in-process embedded switch running p4/hina.p4 with one job installed, for worker tests.
+"""An in-process embedded switch running p4/hina.p4 (or the TNA program, p4/tna/hina_tna.p4)
+with one job installed, for worker tests. The job's entries are built in the program's layout
+(:func:`hina.pipeline.layout_for`).
 
 The switch (softswitch ``Switch`` + compiled hina.p4) has one loopback UDP port per worker; every
 worker is a thread with its own ``FrameLink``, exactly as separate processes would be.
@@ -34,7 +36,9 @@ class LocalJob:
         dp = self.switch.dataplane
         self.spec = pipeline.JobSpec(job_id=3, workers=tuple(_worker(w) for w in range(n_workers)),
                                      n_slots=n_slots, reg_base=0, lut_id=lut_id, words=WORDS)
-        for entry in pipeline.job_entries(self.spec) + pipeline.lut_entries(lut_id, table, words=WORDS):
+        self.layout = pipeline.layout_for(program.info.tables)
+        for entry in (pipeline.job_entries(self.spec, self.layout)
+                      + pipeline.lut_entries(lut_id, table, words=WORDS, layout=self.layout)):
             dp.table_insert(entry)
         group, replicas = pipeline.multicast_group(self.spec)
         dp.mcast_group_set(group, replicas)
@@ -54,9 +58,12 @@ class LocalJob:
     def set_generation(self, generation: int) -> None:
         """What the controller does when the job's workers restart: rewrite the admission
         entries with the new generation (no register wipe); later :meth:`transports` use it."""
-        self.spec = dataclasses.replace(self.spec, generation=generation)
-        for entry in pipeline.admission_entries(self.spec):
-            self.switch.dataplane.table_modify(entry)
+        new = dataclasses.replace(self.spec, generation=generation)
+        dp = self.switch.dataplane
+        write = {"INSERT": dp.table_insert, "MODIFY": dp.table_modify, "DELETE": dp.table_delete}
+        for kind, entry in pipeline.generation_updates(self.spec, new, self.layout):
+            write[kind](entry)
+        self.spec = new
         self.params = self.params_of(generation)
 
     def params_of(self, generation: int) -> JobParams:

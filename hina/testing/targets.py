@@ -6,6 +6,9 @@ registers. Two implementations:
 
 * :class:`EmbeddedTarget` -- the embedded software target (``softswitch``), in process: a
   :class:`softswitch.switch.Switch` hosting the compiled program; always available.
+* :class:`EmbeddedTnaTarget` -- the same, running the TNA program (``p4/tna/hina_tna.p4``) on
+  the embedded target's TNA dataplane in place of ``p4/hina.p4``: the same test bodies, the
+  same expected bytes (what it lacks: ``bmv2_tests/conftest.py``, ``TNA_UNSUPPORTED``).
 * :class:`Bmv2Target` -- real BMv2: the program compiled by ``p4c-bm2-ss``, run by
   ``simple_switch_grpc`` with one veth pair per port, entries and groups over P4Runtime
   (p4runtime-shell), registers and counters through ``simple_switch_CLI`` (BMv2's P4Runtime does
@@ -22,9 +25,11 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
 from hina.softswitch.api import CompiledProgram, ProgramInfo, Replica, TableEntry
-from hina import programs
+from hina import pipeline, programs
+from hina import protocol as P
 
 HINA_P4 = programs.HINA_P4
+HINA_TNA_P4 = programs.HINA_TNA_P4
 
 def bmv2_missing() -> Optional[str]:
     """Why real BMv2 cannot run here (one line), or ``None`` when it can."""
@@ -36,6 +41,8 @@ class Target(abc.ABC):
     """A switch running one P4 program."""
 
     name: str
+    #: the loaded program's names and entry shapes (:class:`hina.pipeline.Layout`)
+    layout: pipeline.Layout = pipeline.V1MODEL
 
     @abc.abstractmethod
     def load(self, p4_path: Path = HINA_P4, defines: Optional[Mapping[str, int]] = None) -> None:
@@ -48,6 +55,17 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def modify(self, entries: Iterable[TableEntry]) -> None:
         """Modify existing entries (same keys, new action arguments)."""
+
+    def delete(self, entries: Iterable[TableEntry]) -> None:
+        """Delete existing entries (by key)."""
+        raise NotImplementedError(f"{self.name}: deleting entries")
+
+    def update(self, updates: Iterable[tuple[str, TableEntry]]) -> None:
+        """Apply ``(INSERT|MODIFY|DELETE, entry)`` updates in order
+        (:func:`hina.pipeline.generation_updates`)."""
+        do = {"INSERT": self.insert, "MODIFY": self.modify, "DELETE": self.delete}
+        for kind, entry in updates:
+            do[kind]([entry])
 
     @abc.abstractmethod
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None: ...
@@ -64,6 +82,11 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def register_read(self, name: str, index: int) -> int: ...
+
+    def lane_read(self, word: int, copy: int) -> int:
+        """Payload word ``word`` (unsigned) as stored for slot copy ``copy``
+        (``2 * (reg_base + slot) + pool``), wherever the program keeps it."""
+        return self.register_read(*self.layout.lane_cell(word, copy)) & 0xFFFFFFFF
 
     def close(self) -> None:
         """Release processes and interfaces."""
@@ -93,6 +116,7 @@ class EmbeddedTarget(Target):
         program = compile_embedded(str(p4_path), tuple(sorted((defines or {}).items())))
         self.switch.load(program)
         self.info = program.info
+        self.layout = pipeline.layout_for(program.info.tables)
 
     @property
     def dataplane(self):
@@ -107,6 +131,11 @@ class EmbeddedTarget(Target):
         dp = self.dataplane
         for entry in entries:
             dp.table_modify(entry)
+
+    def delete(self, entries: Iterable[TableEntry]) -> None:
+        dp = self.dataplane
+        for entry in entries:
+            dp.table_delete(entry)
 
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None:
         self.dataplane.mcast_group_set(group, list(replicas))
@@ -123,6 +152,45 @@ class EmbeddedTarget(Target):
 
     def register_write(self, name: str, index: int, value: int) -> None:
         self.dataplane.register_write(name, index, value)
+
+
+class EmbeddedTnaTarget(EmbeddedTarget):
+    """The embedded target running the TNA program (``p4/tna/hina_tna.p4``) on its TNA
+    dataplane (``softswitch/engine/runtime_tna.py``). ``load()`` of the v1model program
+    (the default) loads the TNA program instead, at the same packet size: ``HINA_WORDS`` words
+    are ``TNA_LANES = HINA_WORDS / 2`` lanes (two blocks per packet, a pass each; 32 lanes is
+    the Tofino 2 build's, Tofino 1 fits 16), and ``HINA_PAIRS`` pairs per PAIRS packet.
+
+    Registers and counters are read by the v1model program's names (``hina.pipeline``), which
+    :class:`hina.pipeline.TnaLayout` translates; a register the TNA program has not is an error
+    naming it. Lane registers: :meth:`lane_read`."""
+
+    name = "embedded-tna"
+
+    def load(self, p4_path: Path = HINA_P4, defines: Optional[Mapping[str, int]] = None) -> None:
+        defines = dict(defines or {})
+        if Path(p4_path) == HINA_P4:
+            p4_path = HINA_TNA_P4
+            words = defines.pop("HINA_WORDS", P.WORDS)
+            defines.setdefault("TNA_LANES", words // 2)
+            defines.setdefault("HINA_PAIRS", P.PAIRS_PER_PACKET)
+        super().load(p4_path, defines)
+
+    def _name(self, kind: str, name: str) -> str:
+        found = getattr(self.layout, kind)(name)
+        if found is None:
+            raise LookupError(f"the TNA program has no {kind} standing for {name!r} "
+                              "(hina.pipeline.TnaLayout)")
+        return found
+
+    def counter_packets(self, name: str, index: int) -> int:
+        return super().counter_packets(self._name("counter", name), index)
+
+    def register_read(self, name: str, index: int) -> int:
+        return super().register_read(self._name("register", name), index)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        super().register_write(self._name("register", name), index, value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,6 +246,10 @@ class Bmv2Target(Target):
     def modify(self, entries: Iterable[TableEntry]) -> None:
         for entry in entries:
             self.dp.table_modify(entry)
+
+    def delete(self, entries: Iterable[TableEntry]) -> None:
+        for entry in entries:
+            self.dp.table_delete(entry)
 
     def set_mcast_group(self, group: int, replicas: Sequence[Replica]) -> None:
         self.dp.mcast_group_set(group, list(replicas))

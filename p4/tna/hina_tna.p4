@@ -180,17 +180,22 @@ control HinaTnaIngress(inout tna_headers_t hdr,
         hdr.udp.src_port = hdr.udp.dst_port;
         ig_tm_md.mcast_grp_a = hdr.pass.mcast_grp;
     }
+    // Swaps through a local (P4's statements are sequential: `d = s; s = d;` would leave both
+    // at s); bf-p4c makes each one parallel move, as Tofino's VLIW reads before it writes.
     action swap_mac() {
-        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        mac_addr_t sender = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = sender;
     }
     action swap_addr() {
-        hdr.ipv4.dst_addr = hdr.ipv4.src_addr;
+        ipv4_addr_t sender = hdr.ipv4.src_addr;
         hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = sender;
     }
     action swap_port() {
-        hdr.udp.dst_port = hdr.udp.src_port;
+        bit<16> sender = hdr.udp.src_port;
         hdr.udp.src_port = hdr.udp.dst_port;
+        hdr.udp.dst_port = sender;
     }
     action to_sender() { ig_tm_md.ucast_egress_port = hdr.pass.port; }
     action notice_type() { hdr.hina.version = HINA_VERSION; hdr.hina.msg_type = MSG_NOTICE; }
@@ -293,8 +298,10 @@ control HinaTnaIngress(inout tna_headers_t hdr,
             if (meta.reason != REASON_NONE) {
                 reason_counter.count(meta.reason);
             }
-        } else if (hdr.udp.isValid()) {
-            // To a HINA port without a whole HINA header.
+        } else if (hdr.udp.isValid()
+                   && (hdr.udp.dst_port & HINA_UDP_PORT_MASK) == HINA_UDP_PORT_BASE) {
+            // To a HINA port without a whole HINA header (other UDP traffic is dropped
+            // uncounted, as p4/hina.p4 does).
             reason_counter.count(REASON_MALFORMED);
         }
 

@@ -224,7 +224,7 @@ class TnaChecksum:
     """TNA ``Checksum`` (16-bit ones' complement): ``add``/``subtract`` accumulate (per packet:
     the TNA dataplane clears every instance before each parser), ``verify`` is true when the
     accumulated sum is 0xFFFF, ``get`` gives the checksum of what was accumulated, ``update``
-    the checksum of its argument alone (the deparser's use)."""
+    the checksum of its argument alone (the deparser's use; ``zeros_as_ones``: 0 as 0xFFFF)."""
 
     __slots__ = ("acc",)
 
@@ -248,8 +248,9 @@ class TnaChecksum:
         return csum16_int(self.acc)
 
     @staticmethod
-    def update(packed: int, nbits: int) -> int:
-        return csum16_packed(packed, nbits)
+    def update(packed: int, nbits: int, zeros_as_ones: bool = False) -> int:
+        value = csum16_packed(packed, nbits)
+        return 0xFFFF if zeros_as_ones and value == 0 else value
 
 
 class StructRegister:

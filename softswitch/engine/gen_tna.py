@@ -119,7 +119,10 @@ class TnaExternGen:
         if ext == "Checksum":
             if method in ("verify", "get"):
                 return f"{inst}.{method}()"
-            return f"{inst}.{method}(*{self.packed_field_list(e.args[0])})"
+            zeros_as_ones = ""          # update's @optional second argument
+            if method == "update" and len(e.args) > 1:
+                zeros_as_ones = f", {self.g(e.args[1])}"
+            return f"{inst}.{method}(*{self.packed_field_list(e.args[0])}{zeros_as_ones})"
         if ext == "Register" and method == "read" and isinstance(e.type, Bits):
             return f"{inst}.read({self.g(e.args[0])})"
         raise unsupported(e, f"{ext}.{method}")

@@ -235,7 +235,7 @@ class TypesGen:
     def gen_values_and_set_valid(self, t: StructT, fields: list, clear_dict: bool = False) -> None:
         """A header class's ``values()`` (its fields, in order) and ``set_valid()`` (an invalid
         header made valid gets every field's default; ``clear_dict``: by dropping the instance's
-        fields, so the class defaults show through)."""
+        fields, so the class defaults show through; TNA: the fields are kept)."""
         o = self.out
         o.line("def values(self):")
         o.indent()
@@ -245,7 +245,12 @@ class TypesGen:
         o.indent()
         o.line("if not self._v:")
         o.indent()
-        if clear_dict:
+        if self.ck.main is not None and self.ck.main.type_ref.name == "Switch":
+            # TNA: validity is a bit of its own (Tofino's POV bit); setValid() sets it and
+            # leaves the header's fields (PHV containers) as they are, written or not
+            # (docs/dataplane.md, "TNA on the embedded target").
+            o.line("self._v = True")
+        elif clear_dict:
             o.line("self.__dict__.clear()         # every field back to its class default")
             o.line("self._v = True")
         else:

@@ -25,6 +25,10 @@ UCAST_UNSET = 1 << 9             # ucast_egress_port not written (a 9-bit port c
 # there comes back to ingress with that ingress_port.
 RECIRC_PORTS = frozenset({68, 196, 324, 452})
 # tofino1_base.p4's ig_prsr_md.parser_err flags, by P4 error name
+# Ingress passes per frame before the engine gives up on it (a guard against a program that
+# recirculates forever; Tofino itself has no bound). Above v1model's runtime.MAX_PASSES: HINA's
+# TNA program takes HINA_PAIRS + 1 passes per PAIRS packet (17 at 16 pairs).
+MAX_PASSES = 64
 PARSER_ERR_FLAGS = {"NoMatch": 0x0001, "PacketTooShort": 0x0002, "CounterRange": 0x0004,
                     "Timeout": 0x0008, "PhvOwner": 0x0080, "MultiWrite": 0x0100}
 
@@ -60,9 +64,9 @@ class TnaDataplane(V1Dataplane):
         try:
             while work:
                 passes += 1
-                if passes > runtime.MAX_PASSES:
+                if passes > MAX_PASSES:
                     if trace:
-                        result.trace.append(f"dropped: more than {runtime.MAX_PASSES} passes")
+                        result.trace.append(f"dropped: more than {MAX_PASSES} passes")
                     break
                 port, data = work.pop(0)
                 self._ingress(port, data, result, work)

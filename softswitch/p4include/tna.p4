@@ -5,7 +5,8 @@
  * written for bf-p4c parses unchanged. Differences from the reference (docs/dataplane.md,
  * "TNA on the embedded target"):
  *   - @optional parameters are left out (their calls pass every argument), but for
- *     RegisterAction.apply's rv, which an initializer may leave out;
+ *     RegisterAction.apply's rv, which an initializer may leave out, and
+ *     Checksum.update's zeros_as_ones;
  *   - Switch takes one pipeline (the reference takes up to four, @optional);
  *   - externs HINA does not use (Meter, Lpf, Wred, MathUnit, Mirror, Resubmit, Digest, ...)
  *     are not declared: a program using them fails to compile with "not declared".
@@ -163,7 +164,7 @@ extern Checksum {
     void subtract<T>(in T data);
     bool verify();
     bit<16> get();
-    bit<16> update<T>(in T data);
+    bit<16> update<T>(in T data, @optional in bool zeros_as_ones);
 }
 
 extern Hash<W> {

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scapy.packet import raw
 
@@ -597,3 +598,56 @@ def test_embedded_pipeline_cache_entries_are_whole(embedded_pipeline, tmp_path, 
     (entries[0] / "p4info.txt").unlink()
     assert embedded_pipeline.build() == first
     assert sorted(f.name for f in entries[0].iterdir()) == ["device_config.json", "p4info.txt"]
+
+
+# -- the TNA program ------------------------------------------------------------------------------
+def test_jobs_on_the_tna_program(embedded_switch):
+    """JobManager on the TNA program (p4/tna/hina_tna.p4 behind the embedded target's P4Runtime
+    server): the same JobConfig installs in its layout (hina.pipeline.TnaLayout), a round through
+    it is exact (THC's LUT entries, 8,192 of them, are left to bmv2_tests on embedded-tna), a
+    generation change re-keys its admission (a late packet gets a NOTICE) and a delete leaves
+    none of its entries."""
+    from hina.programs import HINA_TNA_P4
+    from hina.testing import frames as F
+    config = PipelineConfig(target="embedded", p4=str(HINA_TNA_P4),
+                            defines={"TNA_LANES": str(TEST_WORDS // 2),
+                                     "HINA_PAIRS": str(P.PAIRS_PER_PACKET)})
+    conn = SwitchConnection(embedded_switch.address)
+    try:
+        conn.set_pipeline(*config.build())
+        jobs = JobManager(conn)
+        jobs.create_job(embedded_switch.job(job_id=3, n_workers=3))
+        spec = jobs.record(3).spec
+        tables = {name: f"HinaTnaIngress.{name}" for name in (
+            "admission.job_config", "admission.worker_admission", "admission.slot_range",
+            "reason.worker_generation", "reason.worker_by_address")}
+        counts = {name: len(_entries(conn, t)) for name, t in tables.items()}
+        assert counts == {"admission.job_config": 1, "admission.worker_admission": 3,
+                          "admission.slot_range": 1, "reason.worker_generation": 3,
+                          "reason.worker_by_address": 3}
+        dp = embedded_switch.switch.require_dataplane()
+
+        def send(s, w, **kw):
+            rng = np.random.default_rng(w)
+            values = rng.integers(-1000, 1000, TEST_WORDS)
+            out = dp.process(s.workers[w].port, F.contribution(s, w, P.Op.SUM, values, **kw))
+            return values, [F.parse(p, f) for p, f in out.outputs]
+
+        sent = [send(spec, w) for w in range(3)]
+        assert [len(r) for _, r in sent] == [0, 0, 3]
+        expected = F.reference(P.Op.SUM, [v for v, _ in sent])
+        for reply in sent[-1][1]:
+            assert reply.checksum_ok and reply.count == 3
+            np.testing.assert_array_equal(reply.words(), expected)
+        jobs.set_generation(3, 2)
+        new = jobs.record(3).spec
+        assert sorted(int.from_bytes(e["match"]["generation"].exact.value, "big") for e in
+                      _entries(conn, tables["admission.worker_admission"])) == [2, 2, 2]
+        _, (notice,) = send(spec, 0, seq=1, slot=1)                 # generation 1: stale
+        assert notice.msg_type == P.MsgType.NOTICE and notice.generation == 2
+        assert [len(send(new, w, seq=1, slot=1)[1]) for w in range(3)] == [0, 0, 3]
+        assert jobs.reason_counts()["STALE_GENERATION"] == 1
+        jobs.delete(3)
+        assert all(not _entries(conn, t) for t in tables.values())
+    finally:
+        conn.close()

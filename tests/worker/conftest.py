@@ -22,3 +22,15 @@ def program():
     from hina.softswitch.compiler import compile_file
     from hina.testing.switchjob import WORDS
     return compile_file(str(programs.HINA_P4), defines={"HINA_WORDS": str(WORDS)})
+
+
+@pytest.fixture(scope="session")
+def tna_program():
+    """The TNA program (p4/tna/hina_tna.p4) for the embedded target's TNA dataplane at the same
+    packet size: TNA_LANES = WORDS / 2 (two blocks per packet), 16 pairs per PAIRS packet."""
+    from hina.softswitch.compiler import compile_file
+    from hina.testing.switchjob import WORDS
+    from hina import protocol as P
+    return compile_file(str(programs.HINA_TNA_P4),
+                        defines={"TNA_LANES": str(WORDS // 2),
+                                 "HINA_PAIRS": str(P.PAIRS_PER_PACKET)})

@@ -136,6 +136,21 @@ def test_loss_changes_nothing_but_retransmissions(program, name, loss):
     assert retransmissions > 0, "loss on every port must cost retransmissions"
 
 
+def test_allreduce_through_the_tna_program(tna_program):
+    """THC allreduces through the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
+    dataplane: the LUT in the switch, two passes per packet), with 2% loss on every port: bit
+    for bit the reference, as through p4/hina.p4. One codec, for the suite's time (the
+    dataplane cases of every op run in bmv2_tests on embedded-tna)."""
+    name, n = "thc", 4
+    grads = _grads(CODECS[name][1], n)
+    results, retransmissions = _through_switch(tna_program, name, n, grads, loss=0.02)
+    reference = _reference(name, n, grads)
+    for w in range(n):
+        for step in range(2):
+            assert torch.equal(results[w][step], reference[step][w]), (w, step)
+    assert retransmissions > 0
+
+
 # ----------------------------------------------------------------------- a forger
 FORGER_PORT = 9          # a switch port of the forger's own: a host wired to the switch
 FORGED_SEQS = 256        # every chunk of the run below (two steps of fixed point at 64 words)

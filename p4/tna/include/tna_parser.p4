@@ -234,7 +234,7 @@ control HinaTnaEgressDeparser(packet_out pkt,
                 hdr.hina.version, hdr.hina.msg_type, hdr.hina.op, hdr.hina.flags, hdr.hina.count,
                 hdr.hina.job_id, hdr.hina.pool, hdr.hina.slot, hdr.hina.seq,
                 hdr.hina.generation, hdr.hina.reserved,
-                meta.payload_sum});
+                meta.payload_sum}, true);   // zeros_as_ones: a computed 0 goes out as 0xFFFF
         }
         pkt.emit(hdr);
     }

@@ -7,9 +7,14 @@
 //     job's range [base, base + 2^k)); admit_worker carries reg_base, 2 * reg_base, 4 * reg_base.
 //   * check_round returns the stateful ALU's predicate (which of its two comparisons held)
 //     instead of the stored seq, so that no subtraction stage follows it.
-//   * slot_bitmap is one Register<pair> per slot (lo: copy 0, hi: copy 1), as in SwitchML: one
-//     RegisterAction sets this copy's bit and clears it in the other copy. Four RegisterActions
-//     (new use / contribution, for each pool): Tofino 1's limit per register.
+//   * slot_bitmap is one Register<pair> per slot (lo: copy 0, hi: copy 1), as in SwitchML. Four
+//     RegisterActions (new use / contribution, for each pool): Tofino 1's limit per register.
+//     Unlike SwitchML's, a contribution does not clear the worker's bit in the other copy: with
+//     no count register, the bitmap is what says a copy is complete, and a worker that lost a
+//     result must find its copy complete after the others have moved on to the other copy
+//     (cleared bits made its retransmission a DUPLICATE for ever: a deadlock). A copy's bits
+//     are reset by its next use (new_use_*). So a late packet of a copy everybody has left is
+//     answered with the stored result, not dropped as STALE_POOL (p4/hina.p4 drops it).
 //   * No slot_count: a copy is complete when its bitmap equals the job's all_workers (from
 //     admission), so a RESULT's count is the job's n_workers.
 //   * No other-copy seq check (slot_state.p4's other_current/other_newer: the "moved on" guard
@@ -68,23 +73,20 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
     RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_0 = {
         void apply(inout bitmap_pair_t value) {
             value.lo = meta.worker_bit;
-            value.hi = value.hi & ~meta.worker_bit;
         }
     };
     RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_1 = {
         void apply(inout bitmap_pair_t value) {
             value.hi = meta.worker_bit;
-            value.lo = value.lo & ~meta.worker_bit;
         }
     };
-    // Returns the copy's bitmap before the packet. A drained copy (0: every worker has moved on)
-    // is left alone: the packet is stale.
+    // Returns the copy's bitmap before the packet. A copy with no bits (no use yet) is left
+    // alone: the packet is stale.
     RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_0 = {
         void apply(inout bitmap_pair_t value, out bit<32> before) {
             before = value.lo;
             if (value.lo != 0) {
                 value.lo = value.lo | meta.worker_bit;
-                value.hi = value.hi & ~meta.worker_bit;
             }
         }
     };
@@ -93,7 +95,6 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
             before = value.hi;
             if (value.hi != 0) {
                 value.hi = value.hi | meta.worker_bit;
-                value.lo = value.lo & ~meta.worker_bit;
             }
         }
     };
@@ -235,7 +236,7 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
             // A new use: complete at once in a one-worker job.
             (0, 1, 0, 1, 0, _, _, _, _) : complete();
             (0, 1, 0, 1, _, _, _, _, _) : contribute();
-            // Drained: every worker has moved on.
+            // No bits: a copy with no use yet (bits are no longer cleared when workers move on).
             (0, 1, 0, 0, _, 0, _, _, _) : stale_pool();
             // The worker's first contribution to this use: it completes the copy, or not yet.
             (0, 1, 0, 0, _, _, 0, 0, _) : complete();
