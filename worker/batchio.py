@@ -115,6 +115,9 @@ class BatchSocket:
         self._send_msgs["iov"] = (self._send_iov.ctypes.data
                                   + np.arange(max_batch, dtype=np.uint64) * _IOVEC.itemsize)
         self._send_msgs["iovlen"] = 1
+        self._send_base, self._send_len = self._send_iov["base"], self._send_iov["len"]
+        self._send_msgs_at = self._send_msgs.ctypes.data        # fixed arrays: fixed addresses
+        self._counts = np.arange(max_batch, dtype=np.uint64)
         # receive side: fixed slots of max_datagram bytes
         self.recv_buffer = np.zeros((max_batch, max_datagram), dtype=np.uint8)
         self._recv_iov = np.zeros(max_batch, dtype=_IOVEC)
@@ -125,6 +128,8 @@ class BatchSocket:
         self._recv_msgs["iov"] = (self._recv_iov.ctypes.data
                                   + np.arange(max_batch, dtype=np.uint64) * _IOVEC.itemsize)
         self._recv_msgs["iovlen"] = 1
+        self._recv_msgs_at = self._recv_msgs.ctypes.data
+        self._recv_len = self._recv_msgs["len"]
 
     @property
     def peer(self) -> tuple[str, int]:
@@ -136,22 +141,32 @@ class BatchSocket:
         self._peer[:] = _sockaddr_in(address)
         self._peer_address = address
 
-    def send(self, frames: np.ndarray, lengths: np.ndarray) -> int:
+    def send(self, frames: np.ndarray, lengths, rows: Optional[np.ndarray] = None) -> int:
         """Send row ``i`` of ``frames`` (a C-contiguous 2-D uint8 array), its first
-        ``lengths[i]`` bytes, as one datagram each. Returns the datagrams sent: all of them,
-        unless the socket's buffer is full (the rest are then lost, as a network would lose
-        them) or the peer refused (ECONNREFUSED, e.g. its port closed: lost too)."""
+        ``lengths[i]`` bytes (or ``lengths`` bytes, one int for all), as one datagram each; with
+        ``rows`` (row numbers), only those rows, in that order, straight from ``frames`` (no
+        copy). Returns the datagrams sent: all of them, unless the socket's buffer is full (the
+        rest are then lost, as a network would lose them) or the peer refused (ECONNREFUSED,
+        e.g. its port closed: lost too)."""
         send = _CALLS[0]
-        n_total, done = len(frames), 0
         if not frames.flags.c_contiguous or frames.dtype != np.uint8 or frames.ndim != 2:
             raise ValueError("frames: a C-contiguous 2-D uint8 array")
+        n_total, done = (len(frames) if rows is None else len(rows)), 0
         stride = frames.strides[0]
         base = frames.ctypes.data
+        one_length = isinstance(lengths, (int, np.integer))
+        if one_length and not 0 <= lengths <= frames.shape[1]:
+            raise ValueError(f"lengths={lengths}: frames are {frames.shape[1]} bytes wide")
+        if rows is not None and len(rows) and (rows.min() < 0 or rows.max() >= len(frames)):
+            raise IndexError(f"rows: {rows.min()}..{rows.max()} outside the {len(frames)} frames")
         while done < n_total:
             n = min(self.max_batch, n_total - done)
-            self._send_iov["base"][:n] = base + (done + np.arange(n, dtype=np.uint64)) * stride
-            self._send_iov["len"][:n] = lengths[done:done + n]
-            sent = send(self.fd, self._send_msgs.ctypes.data, n, 0)
+            if rows is None:
+                self._send_base[:n] = base + (self._counts[:n] + done) * stride
+            else:
+                self._send_base[:n] = base + rows[done:done + n].astype(np.uint64) * stride
+            self._send_len[:n] = lengths if one_length else lengths[done:done + n]
+            sent = send(self.fd, self._send_msgs_at, n, 0)
             self.syscalls += 1
             if sent < 0:
                 err = ctypes.get_errno()
@@ -181,12 +196,12 @@ class BatchSocket:
             got += self._take(got)
         if got == 0:
             return self.recv_buffer[:0], np.zeros(0, dtype=np.int64)
-        lengths = self._recv_msgs["len"][:got].astype(np.int64)
+        lengths = self._recv_len[:got].astype(np.int64)
         return self.recv_buffer[:got], lengths
 
     def _take(self, start: int) -> int:
         """recvmmsg into slots ``start`` onwards, without waiting; how many arrived."""
-        got = _CALLS[1](self.fd, self._recv_msgs.ctypes.data + start * _MMSGHDR.itemsize,
+        got = _CALLS[1](self.fd, self._recv_msgs_at + start * _MMSGHDR.itemsize,
                         self.max_batch - start, _MSG_DONTWAIT, None)
         self.syscalls += 1
         if got < 0:

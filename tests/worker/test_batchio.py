@@ -7,6 +7,8 @@ import socket
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hina import framing as F
 from hina import protocol as P
@@ -140,3 +142,89 @@ def test_transport_gives_the_same_sums_batched_and_per_message(program, loss):
         assert errors == [None] * 3
         for r in results:
             np.testing.assert_array_equal(r, want)
+
+
+# --------------------------------------------------------------------------------------------
+# The fast paths of a batch (FrameLink's check of frames whose headers it has seen intact, the
+# transport's matching of results whose header is the call's) answer as the general paths do
+# --------------------------------------------------------------------------------------------
+# faults that keep a frame's length and its headers up to the UDP checksum, and the others
+_SAME_HEAD_FAULTS = ["good", "payload_bit", "checksum_bit", "no_checksum", "zero_for_ffff"]
+_FRAME_FAULTS = _SAME_HEAD_FAULTS + ["other_port", "other_ip", "ip_header", "shorter",
+                                     "longer_frame", "udp_length"]
+
+
+def _faulty_frame(link: FrameLink, message: bytes, fault: str, rng) -> bytes:
+    me, switch = link.me, link.switch
+    if fault == "other_port":
+        return F.build_frame(switch, F.Endpoint(me.mac, me.ip, me.udp_port + 1), message)
+    if fault == "other_ip":
+        return F.build_frame(switch, F.Endpoint(me.mac, me.ip + 1, me.udp_port), message)
+    if fault == "no_checksum":
+        return F.build_frame(switch, me, message, checksum=P.UDP_NO_CHECKSUM)
+    if fault == "zero_for_ffff":       # a checksum of 0xFFFF sent as 0: the sum alone passes
+        residue = (F.udp_header_residue(switch, me, P.UDP_BYTES + len(message))
+                   + F.ones_sum(message)) % 0xFFFF
+        last = (int.from_bytes(message[-2:], "big") - residue) % 0xFFFF
+        message = message[:-2] + last.to_bytes(2, "big")
+        assert F.build_frame(switch, me, message)[F.FRAME_HEADER_BYTES - 2:][:2] == b"\xff\xff"
+        return F.build_frame(switch, me, message, checksum=P.UDP_NO_CHECKSUM)
+    if fault == "shorter":
+        return F.build_frame(switch, me, message[:-4])
+    if fault == "udp_length":
+        return F.build_frame(switch, me, message, udp_len=P.UDP_BYTES + len(message) - 2)
+    frame = bytearray(F.build_frame(switch, me, message))
+    if fault == "payload_bit":
+        frame[int(rng.integers(F.FRAME_HEADER_BYTES, len(frame)))] ^= 1 << int(rng.integers(8))
+    elif fault == "checksum_bit":
+        frame[F.FRAME_HEADER_BYTES - 1 - int(rng.integers(2))] ^= 1 << int(rng.integers(8))
+    elif fault == "ip_header":
+        frame[int(rng.integers(14, 34))] ^= 1 << int(rng.integers(8))
+    elif fault == "longer_frame":                     # trailing bytes past the UDP datagram
+        frame += bytes(4)
+    return bytes(frame)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_SAME_HEAD_FAULTS), min_size=1, max_size=40)
+                | st.lists(st.sampled_from(_FRAME_FAULTS), min_size=1, max_size=40),
+                min_size=1, max_size=2), st.integers(0, 2**32 - 1))
+def test_frame_link_fast_check_says_what_the_per_frame_check_says(batches, seed):
+    """After intact frames teach the link its results' headers, every batch (of any mix of
+    intact and damaged frames: some that keep the headers, which the one-sum check takes,
+    and others, which send the batch the general way) gives the messages, and counts the
+    drops, that FrameLink.unwrap gives frame by frame."""
+    rng = np.random.default_rng(seed)
+    a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    a.bind(("127.0.0.1", 0))
+    link = _frame_link(True, a)
+    reference = _frame_link(False, a)
+    try:
+        messages = [rng.integers(0, 256, 16 + 4 * 32, dtype=np.uint8).tobytes()
+                    for _ in range(max(map(len, batches)))]
+        peer = link.sock.getsockname()
+
+        def drain() -> list[bytes]:
+            got = []
+            while True:                               # loopback queues a datagram at once
+                rows, lengths = link.recv_batch(0.0)
+                if not len(lengths):
+                    return got
+                got += [bytes(rows[i, :lengths[i]]) for i in range(len(lengths))]
+
+        for m in messages[:F.SMALL_BATCH]:           # intact frames: their headers are learnt
+            a.sendto(F.build_frame(link.switch, link.me, m), peer)
+        assert drain() == messages[:F.SMALL_BATCH]
+        assert link._known, "intact frames must teach the link their headers"
+        for faults in batches:
+            frames = [_faulty_frame(link, m, f, rng) for m, f in zip(messages, faults)]
+            want = [m for m in map(reference.unwrap, frames) if m is not None]
+            for f in frames:
+                a.sendto(f, peer)
+            assert drain() == want
+            assert (link.dropped_foreign, link.dropped_corrupt) == (reference.dropped_foreign,
+                                                                    reference.dropped_corrupt)
+    finally:
+        link.close()
+        reference.close()
+        a.close()
