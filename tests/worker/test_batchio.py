@@ -7,7 +7,7 @@ import socket
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hina import framing as F
@@ -15,6 +15,7 @@ from hina import protocol as P
 from hina.testing.switchjob import LocalJob, run_workers
 from hina.worker import batchio
 from hina.worker.link import FrameLink, UdpLink
+from hina.worker.transport import CallStats, JobParams, Transport, _ResultMatcher
 
 pytestmark = pytest.mark.skipif(batchio.available() is not None,
                                 reason=f"batched I/O unavailable: {batchio.available()}")
@@ -228,3 +229,77 @@ def test_frame_link_fast_check_says_what_the_per_frame_check_says(batches, seed)
         link.close()
         reference.close()
         a.close()
+
+
+WORDS_UP = 32          # 32-bit words per SUM message in the matching test
+_RESULT_FAULTS = ["good", "good", "version", "type", "op", "count", "job", "generation",
+                  "seq_outside", "seq_other_lane", "length", "notice", "overflow", "reserved"]
+
+
+# a batch: results of the call with one kind of fault among them, or any mix
+_RESULT_BATCHES = (st.sampled_from(_RESULT_FAULTS).flatmap(lambda fault: st.lists(
+    st.sampled_from(["good", "overflow", "reserved", fault]), min_size=1, max_size=40))
+    | st.lists(st.sampled_from(_RESULT_FAULTS), min_size=1, max_size=40))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_RESULT_BATCHES, st.booleans(), st.integers(0, 2**32 - 1))
+@example(["good", "length"], False, 0)
+@example(["good"] * 5, False, 2**32 - 2)              # sequence numbers wrap
+@example(["good", "generation", "count"], False, 2**32 - 3)
+@example(["overflow", "seq_outside"], False, 5)
+@example(["good", "seq_other_lane", "reserved"], True, 2**32 - 1)
+def test_transport_fast_match_says_what_the_general_match_says(faults, lane, first):
+    """The transport's matching of a batch of results by one masked header compare
+    (_ResultMatcher) gives the chunks, rows and counts of the general matching
+    (Transport._match_batch) for any mix of results of the call and messages that are not."""
+    job = JobParams(job_id=5, n_workers=3, n_slots=8, generation=7)
+    link = UdpLink(("127.0.0.1", 0), ("127.0.0.1", 9))
+    try:
+        t = Transport(link, job, first_seq=first)
+        if lane:
+            t = t.lanes(2)[1]                         # slots 4..7: chunk numbers of a lane
+        n, op = 20, P.Op.SUM
+        expected_len = P.HEADER_BYTES + 4 * WORDS_UP
+        rows = np.zeros((len(faults), expected_len), dtype=np.uint8)
+        lengths = np.full(len(faults), expected_len)
+        for i, fault in enumerate(faults):
+            k = (i * 7) % n
+            seq = t.wire_seq(t.next_seq + k)
+            fields = dict(op=op, count=job.n_workers, job_id=job.job_id, seq=seq,
+                          generation=job.generation, flags=0, reserved=0)
+            msg_type, version = P.MsgType.RESULT, P.VERSION
+            if fault == "version":
+                version = (P.VERSION + 1) % 16
+            elif fault == "type":
+                msg_type = P.MsgType.AGGREGATE
+            elif fault in ("op", "count", "job", "generation"):
+                key = {"op": "op", "count": "count", "job": "job_id",
+                       "generation": "generation"}[fault]
+                fields[key] = (fields[key] + 1) % (1 << 8)
+            elif fault == "seq_outside":
+                fields["seq"] = t.wire_seq(t.next_seq + n + k)
+            elif fault == "seq_other_lane":
+                fields["seq"] = (seq - 4) % (1 << 32)     # slots 0..3: another lane's
+            elif fault == "overflow":
+                fields["flags"] = int(P.Flag.OVERFLOW)
+            elif fault == "reserved":
+                fields["reserved"] = 0xBEEF
+            elif fault == "length":
+                lengths[i] = expected_len - 4
+            if fault == "notice":
+                msg_type, lengths[i] = P.MsgType.NOTICE, P.HEADER_BYTES
+                fields.update(op=int(P.DropReason.STALE_GENERATION), count=0)
+            header = P.pack_header(msg_type, version=version, **fields)
+            rows[i, :P.HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
+            rows[i, P.HEADER_BYTES:] = i
+        first_chunk = t.next_seq
+        fast, general = CallStats(), CallStats()
+        ks, got = _ResultMatcher(t, first_chunk, n, op, expected_len).match(rows, lengths, fast)
+        ks_ref, got_ref = t._match_batch(rows, lengths, first_chunk, n, op, expected_len,
+                                         general)
+        np.testing.assert_array_equal(ks, ks_ref)
+        np.testing.assert_array_equal(got, got_ref)
+        assert fast == general
+    finally:
+        link.close()
