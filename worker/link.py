@@ -107,8 +107,9 @@ class UdpLink(_PerMessageBatches):
             return None
         return np.ascontiguousarray(messages, dtype=np.uint8)
 
-    def send_prepared(self, prepared: np.ndarray, rows: np.ndarray) -> None:
-        """Send the messages ``rows`` (row numbers) of :meth:`prepare`'s array, in one call."""
+    def send_prepared(self, prepared: np.ndarray, rows) -> None:
+        """Send the messages ``rows`` (a range, or an array of row numbers) of
+        :meth:`prepare`'s array, in one call."""
         self.batch.send(prepared, prepared.shape[1], rows)
 
     def recv_batch(self, timeout: float, linger: float = 0.0,
@@ -197,9 +198,10 @@ class FrameLink(_PerMessageBatches):
             return None
         return build_frames(self.me, self.switch, messages)
 
-    def send_prepared(self, prepared: np.ndarray, rows: np.ndarray) -> None:
-        """Send the frames ``rows`` (row numbers) of :meth:`prepare`'s array, in one call,
-        straight from that array."""
+    def send_prepared(self, prepared: np.ndarray, rows) -> None:
+        """Send the frames ``rows`` (a range, or an array of row numbers) of :meth:`prepare`'s
+        array straight from that array: consecutive rows in one UDP GSO call per 64 frames,
+        others in one ``sendmmsg`` (:class:`~worker.batchio.BatchSocket`)."""
         self.batch.send(prepared, prepared.shape[1], rows)
 
     def recv_batch(self, timeout: float, linger: float = 0.0,

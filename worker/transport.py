@@ -305,7 +305,7 @@ class Transport:
         def send_new(a: int, b: int) -> None:
             """First transmission of chunks a .. b - 1."""
             if prepared is not None:
-                send_prepared(prepared, np.arange(a, b))
+                send_prepared(prepared, range(a, b))
             else:
                 send_batch(messages[a:b])
             stats.packets_sent += b - a

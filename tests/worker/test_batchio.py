@@ -54,6 +54,32 @@ def test_many_datagrams_per_system_call(pair):
     assert rows.shape[0] == 0 and n.size == 0
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_runs_of_equal_datagrams_go_segmented_or_by_sendmmsg(pair, refused):
+    """Whole rows of one width go out with UDP GSO (a call per 64), arriving as the same
+    datagrams; where the kernel refuses GSO (here: a socket without UDP checksums,
+    SO_NO_CHECK) the socket falls back to sendmmsg for good, losing nothing."""
+    a, b = pair
+    if refused:
+        a.setsockopt(socket.SOL_SOCKET, 11, 1)              # SO_NO_CHECK
+    sa, sb = batchio.BatchSocket(a, b.getsockname()), batchio.BatchSocket(b, a.getsockname())
+    frames = np.random.default_rng(4).integers(0, 256, size=(200, 570), dtype=np.uint8)
+    assert sa.send(frames, 570, range(10, 150)) == 140
+    assert sa.send(frames, 570) == 200
+    got = []
+    while len(got) < 340:
+        rows, n = sb.recv(1.0)
+        assert len(n), "datagrams lost on loopback"
+        got += [bytes(rows[i, :n[i]]) for i in range(len(n))]
+    assert got == [f.tobytes() for f in frames[10:150]] + [f.tobytes() for f in frames]
+    if refused:
+        assert not sa.gso
+    elif sa.gso:                                         # (a Linux before 4.18 has no GSO)
+        assert sa.syscalls == 3 + 4                      # 64 + 64 + 12, 64 + 64 + 64 + 8
+    with pytest.raises(IndexError):
+        sa.send(frames, 570, range(150, 201))
+
+
 def test_a_refused_peer_loses_datagrams_but_never_raises(pair):
     a, b = pair
     gone = b.getsockname()
