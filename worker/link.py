@@ -11,9 +11,20 @@ and the batched ``send_batch(messages)``, ``recv_batch(timeout) -> (messages, le
   the tests. The worker still has a MAC, IPv4 address and UDP port: the switch admits and
   addresses it by them exactly as on a real network.
 
-The batched calls move a whole window in one system call each way (``sendmmsg``/``recvmmsg``,
-:mod:`worker.batchio`), with frames built and checked as numpy columns (:mod:`hina.framing`);
-where the C library lacks them, or with ``batched=False``, they loop over the per-message calls.
+The batched calls move a whole window in one system call each way (UDP GSO or ``sendmmsg``,
+``recvmmsg``: :mod:`worker.batchio`), with frames built and checked as numpy columns
+(:mod:`hina.framing`); where the C library lacks them, or with ``batched=False``, they loop over
+the per-message calls. On the batched hot path nothing is done per packet in Python:
+
+* ``prepare(messages)`` builds a whole call's frames once, into one array, and
+  ``send_prepared(prepared, rows)`` sends rows of it with no copy (a window's new chunks are
+  consecutive rows: one GSO call);
+* :class:`FrameLink` remembers, per frame length, the 40 header bytes (up to the UDP checksum)
+  of a frame it found intact; a received batch of that length whose frames all carry those
+  bytes needs only its UDP checksums checked, one sum for the batch, since those bytes and the
+  length settle every other check of :func:`~hina.framing.parse_frame`. Any other batch is
+  checked the general way (:func:`~hina.framing.intact_for`, or frame by frame when small), so
+  what is dropped and counted never depends on the path.
 """
 from __future__ import annotations
 
