@@ -49,7 +49,8 @@ def reflector(address_out, stop) -> None:
     ``recvmmsg``; a batch of one length (the usual case) is answered with a few column
     operations into a preallocated buffer (the headers for the worker copied from a template,
     the message copied with its type and count set, the UDP checksum summed for the whole
-    batch at once) and one ``sendmmsg``. Sends back (frames answered, CPU seconds) at the end.
+    batch at once) and one send (UDP GSO, or ``sendmmsg``). Sends back (frames answered,
+    batches, CPU seconds) at the end.
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
@@ -62,13 +63,14 @@ def reflector(address_out, stop) -> None:
     # frame length -> (headers before the UDP checksum, as bytes and as an array; the ones' sum
     # of the pseudo-header and UDP header)
     heads: dict[int, tuple[bytes, np.ndarray, int]] = {}
-    answered, cpu0 = 0, time.process_time()
+    answered, batches, cpu0 = 0, 0, time.process_time()
     at = F.FRAME_HEADER_BYTES
     while not stop.is_set():
         rows, lengths = batch.recv(0.1)
         n = len(lengths)
         if not n:
             continue
+        batches += 1
         length = int(lengths[0])
         if length % 2 or (n > 1 and not (lengths == length).all()):   # one group per length
             for size in np.unique(lengths):
@@ -105,7 +107,7 @@ def reflector(address_out, stop) -> None:
             residue)) % np.uint32(0xFFFF)
         batch.send(frames, length)
         answered += n
-    address_out.send((answered, time.process_time() - cpu0))
+    address_out.send((answered, batches, time.process_time() - cpu0))
     sock.close()
 
 
@@ -120,10 +122,11 @@ class Reflector:
         mine.send(link.sock.getsockname())
         self.pipe = mine
 
-    def close(self) -> tuple[int, float]:
-        """Stop it; (frames it answered, its CPU seconds), or (0, nan) if it did not say."""
+    def close(self) -> tuple[int, int, float]:
+        """Stop it; (frames it answered, batches, its CPU seconds), or (0, 0, nan) if it did not
+        say."""
         self.stop.set()
-        said = self.pipe.recv() if self.pipe.poll(5) else (0, float("nan"))
+        said = self.pipe.recv() if self.pipe.poll(5) else (0, 0, float("nan"))
         self.proc.join(5)
         if self.proc.is_alive():
             self.proc.kill()
@@ -141,6 +144,7 @@ class Run:
     worker_us: float
     reflector_us: float
     worker_sys_us: float         # of worker_us, in the kernel
+    reflector_batch: float       # datagrams per batch the reflector received
 
 
 def _cpu() -> np.ndarray:
@@ -184,10 +188,10 @@ def link_rate(batched: bool, packets: int, window: int, words: int) -> Run:
             calls = sent + got
         seconds, cpu = time.perf_counter() - start, _cpu() - cpu
     finally:
-        _, ref_cpu = ref.close()
+        answered, batches, ref_cpu = ref.close()
         link.close()
     return Run(packets / seconds, calls / (2 * packets), 1e6 * cpu[0] / packets,
-               1e6 * ref_cpu / packets, 1e6 * cpu[1] / packets)
+               1e6 * ref_cpu / packets, 1e6 * cpu[1] / packets, answered / max(1, batches))
 
 
 def transport_rate(batched: bool, chunks: int, words: int, slots: int) -> Run:
@@ -206,10 +210,10 @@ def transport_rate(batched: bool, chunks: int, words: int, slots: int) -> Run:
         # per message: one call per datagram sent or received (a receive waits in its own call)
         calls = (link.batch.syscalls - calls0) if batched else datagrams
     finally:
-        _, ref_cpu = ref.close()
+        answered, batches, ref_cpu = ref.close()
         link.close()
     return Run(chunks / seconds, calls / datagrams, 1e6 * cpu[0] / chunks,
-               1e6 * ref_cpu / chunks, 1e6 * cpu[1] / chunks)
+               1e6 * ref_cpu / chunks, 1e6 * cpu[1] / chunks, answered / max(1, batches))
 
 
 def switch_rate(words: int, packets: int, n_workers: int = 4) -> float:
@@ -274,15 +278,15 @@ def main() -> None:
           f"{chunks:,} transport chunks per run):")
     print("  (the reflector: another process, recvmmsg/sendmmsg, a batch answered with a few "
           "numpy column operations;\n   CPU us/pkt: user + system time per round trip of the "
-          "worker (of which system) | of the reflector)")
+          "worker (of which system) | of the reflector, and datagrams per batch it received)")
     for level in ("link", "transport"):
         per, bat = best[(level, False)], best[(level, True)]
         print(f"  {level:<9} per-message {per.rate:>9,.0f} pkt/s  {per.syscalls:5.3f} calls/dgram  "
               f"CPU {per.worker_us:5.1f} (sys {per.worker_sys_us:4.1f}) | {per.reflector_us:4.1f}"
-              " us/pkt")
+              f" us/pkt, {per.reflector_batch:4.1f}/batch")
         print(f"  {'':<9} batched     {bat.rate:>9,.0f} pkt/s  {bat.syscalls:5.3f} calls/dgram  "
               f"CPU {bat.worker_us:5.1f} (sys {bat.worker_sys_us:4.1f}) | {bat.reflector_us:4.1f}"
-              f" us/pkt   "
+              f" us/pkt, {bat.reflector_batch:4.1f}/batch   "
               f"batched / per-message {bat.rate / per.rate:5.2f}x")
     print(f"  embedded switch, SUM, 4 workers: {switch:,.0f} pkt/s in; batched transport / switch "
           f"{best[('transport', True)].rate / switch:.1f}x")

@@ -365,39 +365,43 @@ class Transport:
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
             stats.bytes_received += int(lengths.sum())
-            ks, payload_rows = matcher.match(rows, lengths, stats)
+            ks, payload_rows, run = matcher.match(rows, lengths, stats)
             if not len(ks):
                 continue
-            # one result per chunk: duplicates within the batch and chunks already complete
-            if len(ks) > 1 and not (ks[1:] > ks[:-1]).all():
-                ks, first_of = np.unique(ks, return_index=True)
-                payload_rows = payload_rows[first_of]
-            stale = done[ks]
-            if stale.any():
-                fresh = ~stale
-                stats.duplicates += len(ks) - int(np.count_nonzero(fresh))
-                ks, payload_rows = ks[fresh], payload_rows[fresh]
-                if not len(ks):
-                    continue
-            overflowed = payload_rows[:, 2] & int(P.Flag.OVERFLOW)
-            if overflowed.any():
-                k = int(ks[np.flatnonzero(overflowed)[0]])
-                raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
-                                      f"in chunk seq={self.wire_seq(first + k)}; lower the "
-                                      "fixed-point scale or the worker count")
-            out_bytes[ks] = payload_rows[:, P.HEADER_BYTES:expected_down]
-            done[ks] = True
+            if run is not None and not done[run].any():
+                sel = run                     # fresh results of consecutive chunks: a slice
+            else:
+                # one result per chunk: duplicates within the batch and chunks already complete
+                if len(ks) > 1 and not (ks[1:] > ks[:-1]).all():
+                    ks, first_of = np.unique(ks, return_index=True)
+                    payload_rows = payload_rows[first_of]
+                stale = done[ks]
+                if stale.any():
+                    fresh = ~stale
+                    stats.duplicates += len(ks) - int(np.count_nonzero(fresh))
+                    ks, payload_rows = ks[fresh], payload_rows[fresh]
+                    if not len(ks):
+                        continue
+                overflowed = payload_rows[:, 2] & int(P.Flag.OVERFLOW)
+                if overflowed.any():
+                    k = int(ks[np.flatnonzero(overflowed)[0]])
+                    raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit "
+                                          f"overflow in chunk seq={self.wire_seq(first + k)}; "
+                                          "lower the fixed-point scale or the worker count")
+                sel = ks
+            out_bytes[sel] = payload_rows[:, P.HEADER_BYTES:expected_down]
+            done[sel] = True
             n_done += len(ks)
             stats.results += len(ks)
             now = time.monotonic()
-            tries = attempts[ks]
+            tries = attempts[sel]
             if (tries == 1).all():            # Karn: no RTT samples from retransmitted chunks
-                self.timers.sample(float(now - sent_at[ks].mean()))   # one: the batch's mean
+                self.timers.sample(float(now - sent_at[sel].mean()))   # one: the batch's mean
             else:
                 clean = ks[tries == 1]
                 if len(clean):
                     self.timers.sample(float(now - sent_at[clean].mean()))
-            deadline[ks] = np.inf
+            deadline[sel] = np.inf
             progress = now
             # Fast retransmit (as TCP's duplicate ACKs): every worker sends in chunk order, so
             # results come back in order unless something was lost; a chunk passed over by
@@ -683,10 +687,15 @@ class Transport:
 class _ResultMatcher:
     """:meth:`Transport._match_batch` for one call, with a fast path: a batch whose messages
     are all RESULTs of the call's length whose header bytes (version and type, op, count, job,
-    generation) are the ones every result of this call carries, and whose chunks are all of the
-    call, is matched with a handful of column operations on the rows as they lie in the
-    receive buffer; any other batch goes through :meth:`Transport._match_batch` (which counts
-    what it drops, and raises on a NOTICE of another generation), so both give the same answer.
+    generation, and no OVERFLOW flag) are the ones every clean result of this call carries,
+    and whose chunks are all of the call, is matched with a handful of column operations on the
+    rows as they lie in the receive buffer; any other batch goes through
+    :meth:`Transport._match_batch` (which counts what it drops, and raises on a NOTICE of
+    another generation), so both give the same chunks and rows.
+
+    :meth:`match` returns (chunks, rows, run): ``run`` is the slice of chunks when the batch
+    took the fast path and its chunks are consecutive, in order (results come back in order
+    unless something was lost), else None.
     """
 
     def __init__(self, transport: Transport, first: int, n: int, op: P.Op, expected_len: int):
@@ -700,11 +709,13 @@ class _ResultMatcher:
         mask = np.zeros(1, dtype=P.HEADER_DTYPE)
         for field in ("ver_type", "op", "count", "job_id", "generation"):
             mask[field] = np.iinfo(mask.dtype[field]).max          # every bit of the field
+        mask["flags"] = int(P.Flag.OVERFLOW)      # an overflow takes the general path (raises)
         self.want, self.mask = want.view("<u8"), mask.view("<u8")
         self.full = transport.window == job.n_slots
+        self.iota = np.arange(n)
 
     def match(self, rows: np.ndarray, lengths: np.ndarray,
-              stats: CallStats) -> tuple[np.ndarray, np.ndarray]:
+              stats: CallStats) -> tuple[np.ndarray, np.ndarray, Optional[slice]]:
         n = len(lengths)
         if (lengths[0] == self.expected_len and (n == 1 or (lengths == self.expected_len).all())
                 and ((rows[:n, :P.HEADER_BYTES].view("<u8") & self.mask) == self.want).all()):
@@ -713,10 +724,14 @@ class _ResultMatcher:
                 ks = (seqs - self.first) % _U32
             else:
                 ks = self.transport._chunk_index(seqs, self.first)
+            k0 = int(ks[0])
+            if k0 + n <= self.n and (ks == self.iota[k0:k0 + n]).all():
+                return ks, rows[:n], slice(k0, k0 + n)
             if ks.max() < self.n:
-                return ks, rows[:n]
-        return self.transport._match_batch(rows, lengths, self.first, self.n, self.op,
-                                           self.expected_len, stats)
+                return ks, rows[:n], None
+        ks, rows = self.transport._match_batch(rows, lengths, self.first, self.n, self.op,
+                                               self.expected_len, stats)
+        return ks, rows, None
 
 
 # ------------------------------------------------------------------------------------------

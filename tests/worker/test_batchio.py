@@ -269,16 +269,19 @@ _RESULT_BATCHES = (st.sampled_from(_RESULT_FAULTS).flatmap(lambda fault: st.list
 
 
 @settings(max_examples=60, deadline=None)
-@given(_RESULT_BATCHES, st.booleans(), st.integers(0, 2**32 - 1))
-@example(["good", "length"], False, 0)
-@example(["good"] * 5, False, 2**32 - 2)              # sequence numbers wrap
-@example(["good", "generation", "count"], False, 2**32 - 3)
-@example(["overflow", "seq_outside"], False, 5)
-@example(["good", "seq_other_lane", "reserved"], True, 2**32 - 1)
-def test_transport_fast_match_says_what_the_general_match_says(faults, lane, first):
+@given(_RESULT_BATCHES, st.booleans(), st.integers(0, 2**32 - 1), st.sampled_from([1, 7]))
+@example(["good", "length"], False, 0, 7)
+@example(["good"] * 5, False, 2**32 - 2, 1)           # sequence numbers wrap
+@example(["good"] * 5, True, 2**32 - 2, 1)
+@example(["good", "generation", "count"], False, 2**32 - 3, 1)
+@example(["overflow", "seq_outside"], False, 5, 1)
+@example(["good", "overflow", "good"], False, 5, 1)
+@example(["good", "seq_other_lane", "reserved"], True, 2**32 - 1, 7)
+def test_transport_fast_match_says_what_the_general_match_says(faults, lane, first, stride):
     """The transport's matching of a batch of results by one masked header compare
     (_ResultMatcher) gives the chunks, rows and counts of the general matching
-    (Transport._match_batch) for any mix of results of the call and messages that are not."""
+    (Transport._match_batch) for any mix of results of the call and messages that are not,
+    and says when the chunks are consecutive."""
     job = JobParams(job_id=5, n_workers=3, n_slots=8, generation=7)
     link = UdpLink(("127.0.0.1", 0), ("127.0.0.1", 9))
     try:
@@ -290,7 +293,7 @@ def test_transport_fast_match_says_what_the_general_match_says(faults, lane, fir
         rows = np.zeros((len(faults), expected_len), dtype=np.uint8)
         lengths = np.full(len(faults), expected_len)
         for i, fault in enumerate(faults):
-            k = (i * 7) % n
+            k = (3 + i * stride) % n                  # stride 1: consecutive chunks
             seq = t.wire_seq(t.next_seq + k)
             fields = dict(op=op, count=job.n_workers, job_id=job.job_id, seq=seq,
                           generation=job.generation, flags=0, reserved=0)
@@ -321,7 +324,10 @@ def test_transport_fast_match_says_what_the_general_match_says(faults, lane, fir
             rows[i, P.HEADER_BYTES:] = i
         first_chunk = t.next_seq
         fast, general = CallStats(), CallStats()
-        ks, got = _ResultMatcher(t, first_chunk, n, op, expected_len).match(rows, lengths, fast)
+        ks, got, run = _ResultMatcher(t, first_chunk, n, op, expected_len).match(rows, lengths,
+                                                                                fast)
+        if run is not None:                               # consecutive chunks, in order
+            np.testing.assert_array_equal(ks, np.arange(n)[run])
         ks_ref, got_ref = t._match_batch(rows, lengths, first_chunk, n, op, expected_len,
                                          general)
         np.testing.assert_array_equal(ks, ks_ref)
