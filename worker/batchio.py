@@ -38,6 +38,7 @@ import select
 import socket
 import struct
 import sys
+import time
 from typing import Optional
 
 import numpy as np
@@ -49,6 +50,7 @@ MAX_BATCH = 256
 #: Bytes per received datagram slot: an Ethernet frame (1514) rounded up; larger ones are cut.
 MAX_DATAGRAM = 2048
 _MSG_DONTWAIT = 0x40
+_NO_WAIT_S = 20e-6             # a poll that returned sooner found data already there
 _UDP_SEGMENT = 103            # linux/udp.h: setsockopt/cmsg level IPPROTO_UDP
 #: Datagrams per UDP GSO send, at most (the kernel's UDP_MAX_SEGMENTS was 64 before 6.x),
 #: and bytes (the buffer is one IPv4 datagram's payload before it is cut).
@@ -116,6 +118,7 @@ class BatchSocket:
         self.sock, self.fd = sock, sock.fileno()
         self.max_batch = max_batch
         self.syscalls = 0
+        self._wait_first = False      # the last receive had to wait: wait before trying
         #: UDP GSO in use for runs of equal datagrams (False once the kernel refused it)
         self.gso = sys.platform.startswith("linux")
         self._gso_cmsg: dict[int, list] = {}     # datagram size -> the UDP_SEGMENT cmsg
@@ -235,11 +238,22 @@ class BatchSocket:
         waits up to ``linger`` seconds more for the rest, once (interrupt coalescing: one batch
         of several costs less than several of one). Returns (buffer rows, lengths): row ``i``
         of the receive buffer holds datagram ``i``'s first ``lengths[i]`` bytes; both are views
-        that the next call overwrites. No datagram: two empty arrays."""
-        got = self._take(0)
+        that the next call overwrites. No datagram: two empty arrays.
+
+        When the last call found nothing queued and had to wait, this one waits first (``poll``
+        then one ``recvmmsg``: two calls) instead of trying first (a ``recvmmsg`` that finds
+        nothing, ``poll``, ``recvmmsg``: three); a wait that was not one (data already there)
+        turns trying first back on."""
+        got = 0
+        if not (self._wait_first and timeout > 0):
+            got = self._take(0)
+            self._wait_first = got == 0 and timeout > 0
         if got == 0 and timeout > 0:
+            started = time.monotonic()
             self._poll.poll(max(1, int(timeout * 1000)))
             self.syscalls += 1
+            if time.monotonic() - started < _NO_WAIT_S:
+                self._wait_first = False
             got = self._take(0)
         if 0 < got < min(enough, self.max_batch) and linger > 0:
             select.select((self.fd,), (), (), linger)
