@@ -59,7 +59,9 @@ def reflector(address_out, stop) -> None:
     address_out.send(sock.getsockname())
     peer = address_out.recv()
     batch = batchio.BatchSocket(sock, peer)
-    out = np.zeros((batchio.MAX_BATCH, batchio.MAX_DATAGRAM), dtype=np.uint8)
+    # the answers, rows of exactly the frame's length (whole rows of one width go out in one
+    # UDP GSO call: worker.batchio)
+    out = np.zeros(batchio.MAX_BATCH * batchio.MAX_DATAGRAM, dtype=np.uint8)
     # frame length -> (headers before the UDP checksum, as bytes and as an array; the ones' sum
     # of the pseudo-header and UDP header)
     heads: dict[int, tuple[bytes, np.ndarray, int]] = {}
@@ -95,7 +97,7 @@ def reflector(address_out, stop) -> None:
                 sock.sendto(head_bytes + checksum.to_bytes(2, "big") + message, peer)
             answered += n
             continue
-        frames = out[:n]
+        frames = out[:n * length].reshape(n, length)
         frames[:, :at - 2] = head
         frames[:, at:length] = rows[:, at:length]
         frames[:, at] = RESULT_TYPE
@@ -276,7 +278,7 @@ def main() -> None:
     print(f"worker I/O through loopback to a reflector, {args.words} words per packet, "
           f"window {args.window}, best of {args.repeat} ({args.packets:,} link round trips, "
           f"{chunks:,} transport chunks per run):")
-    print("  (the reflector: another process, recvmmsg/sendmmsg, a batch answered with a few "
+    print("  (the reflector: another process, recvmmsg/UDP GSO, a batch answered with a few "
           "numpy column operations;\n   CPU us/pkt: user + system time per round trip of the "
           "worker (of which system) | of the reflector, and datagrams per batch it received)")
     for level in ("link", "transport"):
