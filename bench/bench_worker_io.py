@@ -3,18 +3,23 @@ against the switch it is paired with.
 
     python bench/bench_worker_io.py [--packets 200000] [--window 64] [--words 128]
 
-A reflector process (its own core) answers every frame the worker tunnels to it with a RESULT
-frame for the worker (``hina.framing``, checksums right), as a switch with one worker would, but
-with no P4 behind it: what is measured is the worker side alone. Rows:
+A reflector process answers every frame the worker tunnels to it with a RESULT frame for the
+worker (``hina.framing``, checksums right), as a switch with one worker would, but with no P4
+behind it, and cheaply (batched, a few numpy column operations per batch, UDP GSO; see
+:func:`reflector`), so that what is measured is the worker side: its own CPU per packet is
+printed next to the worker's, to show which of the two sets the rate. Rows:
 
 * ``link``: messages through ``FrameLink`` with at most ``--window`` in flight, per message
-  (``send``/``recv``, one system call each) and batched (``send_batch``/``recv_batch``,
-  ``sendmmsg``/``recvmmsg``); system calls per packet counted on the worker's socket.
+  (``send``/``recv``, one system call each) and batched (``prepare``/``send_prepared``,
+  ``recv_batch``: UDP GSO or ``sendmmsg``, ``recvmmsg``).
 * ``transport``: whole ``Transport.reduce`` calls of SUM chunks (``--words`` 32-bit words per
   packet) with each link kind: window, matching, result copy and retransmission timers included.
 * the embedded switch's own rate for the same SUM packets, in process (4 workers), for the
   ratio the issue asks for.
 
+Columns: round trips per second; the worker's system calls per datagram sent or received
+(counted on its socket; one per datagram per message); CPU microseconds per round trip of the
+worker (of which in the kernel) and of the reflector, and the reflector's datagrams per batch.
 Each figure is the best of ``--repeat`` runs (the machine is shared).
 """
 from __future__ import annotations
