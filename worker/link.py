@@ -35,8 +35,9 @@ from typing import Optional, Union
 import numpy as np
 
 from hina import protocol as P
-from hina.framing import (FRAME_HEADER_BYTES, IP_PROTO_UDP, SMALL_BATCH, Endpoint, build_frame, build_frames,
-                          checksum_of, intact_for, ones_sum, parse_frame, udp_header_residue)
+from hina.framing import (FRAME_HEADER_BYTES, IP_PROTO_UDP, SMALL_BATCH, Endpoint, build_frame,
+                          build_frames, checksum_of, intact_for, ones_sum, parse_frame,
+                          udp_header_residue)
 
 from . import batchio
 
