@@ -61,6 +61,15 @@ class SharedLink:
                 for row in rows:
                     self.link.send(row.tobytes())
 
+    def prepare(self, messages: np.ndarray) -> Optional[np.ndarray]:
+        """The link's ``prepare`` (its frames of ``messages`` for ``send_prepared``), or None."""
+        prepare = getattr(self.link, "prepare", None)
+        return prepare(messages) if prepare is not None else None
+
+    def send_prepared(self, prepared: np.ndarray, rows) -> None:
+        with self._send_lock:
+            self.link.send_prepared(prepared, rows)
+
     def recv_batch(self, lane: int, timeout: float, linger: float = 0.0,
                    enough: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Lane ``lane``'s messages that have arrived, waiting up to ``timeout`` for the first."""
@@ -143,6 +152,12 @@ class _LaneLink:
 
     def send_batch(self, rows: np.ndarray) -> None:
         self.shared.send_batch(rows)
+
+    def prepare(self, messages: np.ndarray) -> Optional[np.ndarray]:
+        return self.shared.prepare(messages)
+
+    def send_prepared(self, prepared: np.ndarray, rows) -> None:
+        self.shared.send_prepared(prepared, rows)
 
     def recv_batch(self, timeout: float, linger: float = 0.0,
                    enough: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -47,6 +47,7 @@ __all__ = ["JobParams", "Transport", "SharedLink", "TransportError", "TransportT
 log = logging.getLogger("hina.worker")
 
 _U32 = 1 << 32
+_SEQ_AT = P.HEADER_DTYPE.fields["seq"][1]     # offset of the header's seq
 #: Chunks retransmitted per expiry of the retransmission timer.
 _RETRANSMIT_BURST = 8
 #: Results of later chunks after which a missing chunk is presumed lost and resent.
@@ -265,10 +266,12 @@ class Transport:
     def _run(self, layout: ChunkLayout, data: np.ndarray) -> np.ndarray:
         """Stream the chunks of ``data`` through the switch; their results, in chunk order.
 
-        Works on whole batches: every send is one call for all the chunks it concerns
-        (``link.send_batch``), every receive takes all the messages that have arrived
-        (``link.recv_batch``), and the results of a batch are matched, stored and acknowledged
-        with numpy column operations, so no Python object is made per packet."""
+        Works on whole batches: every send is one call for all the chunks it concerns (the
+        call's frames are built once, into one array, where the link can send rows of it:
+        ``link.prepare``/``send_prepared``; else ``link.send_batch``), every receive takes all
+        the messages that have arrived (``link.recv_batch``), and the results of a batch are
+        matched, stored and acknowledged with numpy column operations on the chunks' state
+        arrays, so no Python object is made per packet."""
         stats = CallStats(chunks=layout.chunks)
         started = time.monotonic()
         n, job = layout.chunks, self.job
@@ -288,36 +291,55 @@ class Transport:
         progress = started                    # last time a new result arrived
         low, next_new, n_done = 0, 0, 0       # chunks in flight are all in [low, next_new)
         expected_down = P.HEADER_BYTES + layout.down_bytes
+        matcher = _ResultMatcher(self, first, n, layout.op, expected_down)
+        window, message_bytes = self.window, messages.shape[1]
         send_batch = getattr(self.link, "send_batch", None) or self._send_each
+        prepare = getattr(self.link, "prepare", None)
+        prepared = prepare(messages) if prepare is not None else None
+        send_prepared = self.link.send_prepared if prepared is not None else None
         recv_batch = getattr(self.link, "recv_batch", None)
         if recv_batch is None:
             def recv_batch(wait, linger=0.0, enough=1):
                 return self._recv_one(wait)
 
-        def send(ks: np.ndarray, retransmit: bool) -> None:
+        def send_new(a: int, b: int) -> None:
+            """First transmission of chunks a .. b - 1."""
+            if prepared is not None:
+                send_prepared(prepared, range(a, b))
+            else:
+                send_batch(messages[a:b])
+            stats.packets_sent += b - a
+            stats.bytes_sent += (b - a) * message_bytes
+            now = time.monotonic()
+            sent_at[a:b] = now
+            deadline[a:b] = now + min(self.timers.rto, self.timers.max_rto)
+            attempts[a:b] = 1
+
+        def resend(ks: np.ndarray) -> None:
             if not len(ks):
                 return
             rows = messages[ks]
-            if retransmit:
-                rows[:, 2] |= int(P.Flag.RETRANSMIT)
-                stats.retransmissions += len(ks)
+            rows[:, 2] |= int(P.Flag.RETRANSMIT)
+            stats.retransmissions += len(ks)
             send_batch(rows)
             stats.packets_sent += len(ks)
             stats.bytes_sent += rows.size
             now = time.monotonic()
-            if not retransmit:
-                sent_at[ks] = now
             backoff = self.timers.rto * (2.0 ** np.minimum(attempts[ks], 6))
             deadline[ks] = now + np.minimum(backoff, self.timers.max_rto)
             attempts[ks] += 1
 
         while n_done < n:
-            # Open the window: chunk k needs the result of chunk k - window (same slot).
-            stop = next_new
-            while stop < n and (stop < self.window or done[stop - self.window]):
-                stop += 1
+            # Open the window: chunk k needs the result of chunk k - window (same slot). Chunks
+            # from next_new on are unsent, so only results below next_new can open any.
+            stop = max(next_new, min(n, window))
+            if stop < n:
+                opened = done[stop - window:min(n, next_new + window) - window]
+                if len(opened):
+                    i = int(opened.argmin())
+                    stop += i if not opened[i] else len(opened)
             if stop > next_new:
-                send(np.arange(next_new, stop), retransmit=False)
+                send_new(next_new, stop)
                 next_new = stop
             now = time.monotonic()
             if now - progress > self.give_up_s:
@@ -326,8 +348,8 @@ class Transport:
                     f"job {job.job_id}: no result for chunk seq={seq} (slot {seq % job.n_slots}) "
                     f"after {attempts[low]} transmissions in {now - progress:.1f}s: the switch is "
                     f"unreachable or another worker of the {job.n_workers} stopped contributing")
-            window = slice(low, next_new)
-            wait = max(0.0, min(float(deadline[window].min()), progress + self.give_up_s) - now)
+            wait = max(0.0, min(float(deadline[low:next_new].min()), progress + self.give_up_s)
+                       - now)
             # with several chunks in flight, a lone result waits a moment for the next ones:
             # a batch costs about as much to process as one result does
             in_flight = next_new - low - int(np.count_nonzero(done[low:next_new]))
@@ -338,38 +360,48 @@ class Transport:
                 # A whole window expiring at once usually means a queue, not loss, and
                 # retransmitting all of it would only lengthen the queue.
                 now = time.monotonic()
-                expired = low + np.flatnonzero(deadline[window] <= now)
-                send(expired[:_RETRANSMIT_BURST], retransmit=True)
+                expired = low + np.flatnonzero(deadline[low:next_new] <= now)
+                resend(expired[:_RETRANSMIT_BURST])
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
             stats.bytes_received += int(lengths.sum())
-            ks, payload_rows = self._match_batch(rows, lengths, first, n, layout.op,
-                                                 expected_down, stats)
+            ks, payload_rows, run = matcher.match(rows, lengths, stats)
             if not len(ks):
                 continue
-            # one result per chunk: duplicates within the batch and chunks already complete
-            if len(ks) > 1:
-                ks, first_of = np.unique(ks, return_index=True)
-                payload_rows = payload_rows[first_of]
-            fresh = ~done[ks]
-            stats.duplicates += len(payload_rows) - int(np.count_nonzero(fresh))
-            ks, payload_rows = ks[fresh], payload_rows[fresh]
-            if not len(ks):
-                continue
-            if np.any(payload_rows[:, 2] & int(P.Flag.OVERFLOW)):
-                k = int(ks[np.flatnonzero(payload_rows[:, 2] & int(P.Flag.OVERFLOW))[0]])
-                raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit overflow "
-                                      f"in chunk seq={self.wire_seq(first + k)}; lower the "
-                                      "fixed-point scale or the worker count")
-            out_bytes[ks] = payload_rows[:, P.HEADER_BYTES:expected_down]
-            done[ks] = True
+            if run is not None and not done[run].any():
+                sel = run                     # fresh results of consecutive chunks: a slice
+            else:
+                # one result per chunk: duplicates within the batch and chunks already complete
+                if len(ks) > 1 and not (ks[1:] > ks[:-1]).all():
+                    ks, first_of = np.unique(ks, return_index=True)
+                    payload_rows = payload_rows[first_of]
+                stale = done[ks]
+                if stale.any():
+                    fresh = ~stale
+                    stats.duplicates += len(ks) - int(np.count_nonzero(fresh))
+                    ks, payload_rows = ks[fresh], payload_rows[fresh]
+                    if not len(ks):
+                        continue
+                overflowed = payload_rows[:, 2] & int(P.Flag.OVERFLOW)
+                if overflowed.any():
+                    k = int(ks[np.flatnonzero(overflowed)[0]])
+                    raise OverflowFlagged(f"job {job.job_id}: the switch flagged a 32-bit "
+                                          f"overflow in chunk seq={self.wire_seq(first + k)}; "
+                                          "lower the fixed-point scale or the worker count")
+                sel = ks
+            out_bytes[sel] = payload_rows[:, P.HEADER_BYTES:expected_down]
+            done[sel] = True
             n_done += len(ks)
             stats.results += len(ks)
             now = time.monotonic()
-            clean = ks[attempts[ks] == 1]     # Karn: no RTT samples from retransmitted chunks
-            if len(clean):                    # one sample per batch: its mean round trip
-                self.timers.sample(float(now - sent_at[clean].mean()))
-            deadline[ks] = np.inf
+            tries = attempts[sel]
+            if (tries == 1).all():            # Karn: no RTT samples from retransmitted chunks
+                self.timers.sample(float(now - sent_at[sel].mean()))   # one: the batch's mean
+            else:
+                clean = ks[tries == 1]
+                if len(clean):
+                    self.timers.sample(float(now - sent_at[clean].mean()))
+            deadline[sel] = np.inf
             progress = now
             # Fast retransmit (as TCP's duplicate ACKs): every worker sends in chunk order, so
             # results come back in order unless something was lost; a chunk passed over by
@@ -379,16 +411,17 @@ class Transport:
             # then this worker's copy of the result may be lost too; waiting for the backed-off
             # timeout would stall every worker of the job, whose windows wait on this one.
             top = int(ks[-1])                 # ks is sorted
-            missing = low + np.flatnonzero(~done[low:top])
-            if len(missing):
+            if not done[low:top].all():
+                missing = low + np.flatnonzero(~done[low:top])
                 later[missing] += len(ks) - np.searchsorted(ks, missing, side="right")
                 lost = missing[later[missing] >= fast_at[missing]]
-                send(lost, retransmit=True)
+                resend(lost)
                 stats.fast_retransmissions += len(lost)
                 fast_at[lost] *= 2
-            if low < n and done[low]:
-                pending = np.flatnonzero(~done[low:])
-                low = low + int(pending[0]) if len(pending) else n
+            if done[low]:                     # the oldest chunk in flight: the first not done
+                pending = done[low:next_new]
+                i = int(pending.argmin())
+                low = low + i if not pending[i] else next_new
         stats.seconds = time.monotonic() - started
         self.last = stats
         self._add_total(stats)
@@ -649,6 +682,56 @@ class Transport:
 
     def close(self) -> None:
         self.link.close()
+
+
+class _ResultMatcher:
+    """:meth:`Transport._match_batch` for one call, with a fast path: a batch whose messages
+    are all RESULTs of the call's length whose header bytes (version and type, op, count, job,
+    generation, and no OVERFLOW flag) are the ones every clean result of this call carries,
+    and whose chunks are all of the call, is matched with a handful of column operations on the
+    rows as they lie in the receive buffer; any other batch goes through
+    :meth:`Transport._match_batch` (which counts what it drops, and raises on a NOTICE of
+    another generation), so both give the same chunks and rows.
+
+    :meth:`match` returns (chunks, rows, run): ``run`` is the slice of chunks when the batch
+    took the fast path and its chunks are consecutive, in order (results come back in order
+    unless something was lost), else None.
+    """
+
+    def __init__(self, transport: Transport, first: int, n: int, op: P.Op, expected_len: int):
+        self.transport, self.first, self.n = transport, first, n
+        self.op, self.expected_len = op, expected_len
+        job = transport.job
+        want = np.zeros(1, dtype=P.HEADER_DTYPE)
+        want["ver_type"] = P.VERSION << 4 | P.MsgType.RESULT
+        want["op"], want["count"] = int(op), job.n_workers
+        want["job_id"], want["generation"] = job.job_id, job.generation
+        mask = np.zeros(1, dtype=P.HEADER_DTYPE)
+        for field in ("ver_type", "op", "count", "job_id", "generation"):
+            mask[field] = np.iinfo(mask.dtype[field]).max          # every bit of the field
+        mask["flags"] = int(P.Flag.OVERFLOW)      # an overflow takes the general path (raises)
+        self.want, self.mask = want.view("<u8"), mask.view("<u8")
+        self.full = transport.window == job.n_slots
+        self.iota = np.arange(n)
+
+    def match(self, rows: np.ndarray, lengths: np.ndarray,
+              stats: CallStats) -> tuple[np.ndarray, np.ndarray, Optional[slice]]:
+        n = len(lengths)
+        if (lengths[0] == self.expected_len and (n == 1 or (lengths == self.expected_len).all())
+                and ((rows[:n, :P.HEADER_BYTES].view("<u8") & self.mask) == self.want).all()):
+            seqs = rows[:n, _SEQ_AT:_SEQ_AT + 4].view(">u4")[:, 0].astype(np.int64)
+            if self.full:
+                ks = (seqs - self.first) % _U32
+            else:
+                ks = self.transport._chunk_index(seqs, self.first)
+            k0 = int(ks[0])
+            if k0 + n <= self.n and (ks == self.iota[k0:k0 + n]).all():
+                return ks, rows[:n], slice(k0, k0 + n)
+            if ks.max() < self.n:
+                return ks, rows[:n], None
+        ks, rows = self.transport._match_batch(rows, lengths, self.first, self.n, self.op,
+                                               self.expected_len, stats)
+        return ks, rows, None
 
 
 # ------------------------------------------------------------------------------------------

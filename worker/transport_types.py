@@ -12,9 +12,9 @@ __all__ = ["Link", "TransportError", "TransportTimeout", "OverflowFlagged", "Cal
 
 
 class Link(Protocol):
-    """What the transport needs of a link; ``send_batch(rows)`` and ``recv_batch(timeout) ->
-    (rows, lengths)`` (``worker.link``) are used where the link has them, one message per call
-    otherwise."""
+    """What the transport needs of a link; ``send_batch(rows)``, ``recv_batch(timeout) ->
+    (rows, lengths)`` and ``prepare(messages)``/``send_prepared(prepared, rows)``
+    (``worker.link``) are used where the link has them, one message per call otherwise."""
     def send(self, message: bytes) -> None: ...
     def recv(self, timeout: float) -> Optional[bytes]: ...
     def close(self) -> None: ...

@@ -14,7 +14,7 @@ import torch
 from hina import pipeline
 from hina import protocol as P
 from hina.testing.switchjob import WORDS, LocalJob, run_workers
-from hina.worker.transport import TransportTimeout, allreduce
+from hina.worker.transport import OverflowFlagged, TransportTimeout, allreduce
 
 
 @pytest.mark.parametrize("n_workers", [2, 4, 8])
@@ -87,6 +87,26 @@ def test_missing_worker_fails_fast_with_clear_error(program):
     assert all(isinstance(e, TransportTimeout) for e in errors)
     assert "stopped contributing" in str(errors[0])
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_an_overflowed_sum_raises_on_every_worker(program, batched):
+    """A SUM whose lane overflows int32 in the switch comes back flagged, and the call fails
+    with OverflowFlagged naming the chunk, on the batched path (whose in-order results take the
+    fast matching) as on the per-message one; chunks before it come back fine."""
+    n = 2
+    job = LocalJob(program, n)
+    if not batched:
+        for link in job.links:
+            link.batch = None
+    data = np.zeros(40 * WORDS, dtype=np.int32)
+    data[30 * WORDS + 5] = 2**31 - 1                   # chunk 30 overflows: (2**31 - 1) * 2
+    try:
+        _, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, data), job.transports())
+    finally:
+        job.close()
+    assert all(isinstance(e, OverflowFlagged) for e in errors), errors
+    assert "seq=30" in str(errors[0])
 
 
 def test_allreduce_thc_mean_within_bound(program):
