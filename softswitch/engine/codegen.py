@@ -20,7 +20,7 @@ from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
-from .gen_base import Emitter, Names, may_exit, pyfield
+from .gen_base import Emitter, Names, has_return, may_exit, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
@@ -46,6 +46,9 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen, TnaExternGen):
         # (id of a table, action name) -> the wrapper a table runs for an action whose
         # arguments its actions list binds (switch on action_run compares with it)
         self.bound_fns: dict = {}
+        # id of a table -> (name of its ``fast.get``, the (function, decl) of the action its
+        # apply statements inline, or None): see :meth:`StmtGen.table_apply_fast`
+        self.fast_tables: dict = {}
         self._lazy = 0                  # > 0 while generating an operand that may not run
         self.prefix = ""
 
@@ -549,6 +552,27 @@ class ProgramGen(CodeGen):
                + (f", impl={self.names[props['implementation'][0].sym]}, "
                   f"selector=({tuple(match_pos)!r}, {tuple(sel_pos)!r}, {tuple(sel_widths)!r})"
                   if "implementation" in props else "") + ")")
+        if not (counters or meters) and "implementation" not in props \
+                and all(k.match_kind == "exact" for k in d.keys):
+            # apply statements look hits up in the table's ``fast`` dict themselves
+            getter = f"tf_{d.name}"
+            o.line(f"{getter} = {vn}.fast.get")
+            self.fast_tables[id(d)] = (getter, self._inline_action(d))
+
+    def _inline_action(self, d: ir.TableDecl):
+        """The one action entries of table ``d`` can run, as (function name, declaration),
+        when its body can be inlined where the table is applied: a plain action (no return,
+        no directional parameters, none bound in the actions list). None otherwise."""
+        found = []
+        for ref, s in zip(d.actions, d.action_decls):
+            if ir.find_annotation(ref.annotations, "defaultonly"):
+                continue
+            decl = getattr(s, "decl", None)
+            if ref.args or not isinstance(decl, ir.ActionDecl) or has_return(decl.body) \
+                    or any(p.direction for p in decl.params):
+                return None
+            found.append((self.names[s], decl))
+        return found[0] if len(found) == 1 else None
 
     def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
         """The body of the wrapper a table runs for an action whose directional arguments its
