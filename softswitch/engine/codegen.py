@@ -2,7 +2,7 @@
 
 The generated code uses plain ints (``int<N>`` values kept in two's complement range, ``bit<N>``
 values in 0 .. 2**N - 1, an invariant the code relies on to skip redundant masks), one class per
-header/struct type (``__slots__``, or an instance dict over class defaults for wide types),
+header/struct type (``__slots__``),
 and closures per control instance: control parameters and control-level variables are closure
 cells, actions are nested functions that tables call with their control-plane arguments.
 Nothing walks the IR per packet.
@@ -38,7 +38,6 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen, TnaExternGen):
         self.names = Names()          # declaration -> python expression text
         self.tmp = 0
         self.struct_classes: dict = {}  # type name -> class name
-        self.wide_types: dict = {}      # type name -> fields kept in the instance dict
         self.cells: list = []           # closure cell names of the control being generated
         self.reg_sizes: dict = {}       # register instance name -> size literal (inlined access)
         self.hoisted: dict = {}         # field read text -> local holding it (body_with_hoisting)
