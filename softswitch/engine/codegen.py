@@ -9,9 +9,11 @@ Nothing walks the IR per packet.
 
 Per-packet fast paths: headers are extracted and emitted with one precompiled ``struct``
 format; register reads/writes index the register's list directly; parameterless actions
-called directly are inlined; scalar fields an action or control body reads more than once and
-cannot change (see :meth:`CodeGen.body_with_hoisting`) are loaded once; hashes and checksums
-with a constant algorithm call the algorithm directly.
+called directly are inlined; ``t.apply();`` of a plain exact table runs a hit's action itself
+(inlined when it is the table's one entry action; see ``StmtGen.table_apply_fast``); scalar
+fields an action or control body reads more than once and cannot change (see
+:meth:`CodeGen.body_with_hoisting`) are loaded once; hashes and checksums with a constant
+algorithm call the algorithm directly.
 """
 from __future__ import annotations
 
