@@ -1,7 +1,7 @@
 """The softswitch engine: checked IR -> Python, and the v1model runtime.
 
 * :mod:`.codegen` generates one Python module per program (header/struct classes with
-  ``__slots__`` or, for wide ones, an instance dict over class defaults; one closure factory
+  ``__slots__``; one closure factory
   per control and parser, tables and externs created through a registry); it is ``exec``'d
   once per program, never walked per packet. Its parts: :mod:`.gen_types` (type classes),
   :mod:`.gen_exprs` (expressions), :mod:`.gen_stmts` (statements, calls), :mod:`.gen_externs`

@@ -2,16 +2,18 @@
 
 The generated code uses plain ints (``int<N>`` values kept in two's complement range, ``bit<N>``
 values in 0 .. 2**N - 1, an invariant the code relies on to skip redundant masks), one class per
-header/struct type (``__slots__``, or an instance dict over class defaults for wide types),
+header/struct type (``__slots__``),
 and closures per control instance: control parameters and control-level variables are closure
 cells, actions are nested functions that tables call with their control-plane arguments.
 Nothing walks the IR per packet.
 
 Per-packet fast paths: headers are extracted and emitted with one precompiled ``struct``
 format; register reads/writes index the register's list directly; parameterless actions
-called directly are inlined; scalar fields an action or control body reads more than once and
-cannot change (see :meth:`CodeGen.body_with_hoisting`) are loaded once; hashes and checksums
-with a constant algorithm call the algorithm directly.
+called directly are inlined; ``t.apply();`` of a plain exact table runs a hit's action itself
+(inlined when it is the table's one entry action; see ``StmtGen.table_apply_fast``); scalar
+fields an action or control body reads more than once and cannot change (see
+:meth:`CodeGen.body_with_hoisting`) are loaded once; hashes and checksums with a constant
+algorithm call the algorithm directly.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
-from .gen_base import Emitter, Names, may_exit, pyfield
+from .gen_base import Emitter, Names, has_return, may_exit, pyfield
 from .gen_exprs import ExprGen
 from .gen_externs import ExternGen
 from .gen_stmts import StmtGen
@@ -38,7 +40,6 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen, TnaExternGen):
         self.names = Names()          # declaration -> python expression text
         self.tmp = 0
         self.struct_classes: dict = {}  # type name -> class name
-        self.wide_types: dict = {}      # type name -> fields kept in the instance dict
         self.cells: list = []           # closure cell names of the control being generated
         self.reg_sizes: dict = {}       # register instance name -> size literal (inlined access)
         self.hoisted: dict = {}         # field read text -> local holding it (body_with_hoisting)
@@ -46,6 +47,9 @@ class CodeGen(TypesGen, ExprGen, StmtGen, ExternGen, VarbitGen, TnaExternGen):
         # (id of a table, action name) -> the wrapper a table runs for an action whose
         # arguments its actions list binds (switch on action_run compares with it)
         self.bound_fns: dict = {}
+        # id of a table -> (name of its ``fast.get``, the (function, decl) of the action its
+        # apply statements inline, or None): see :meth:`StmtGen.table_apply_fast`
+        self.fast_tables: dict = {}
         self._lazy = 0                  # > 0 while generating an operand that may not run
         self.prefix = ""
 
@@ -569,6 +573,27 @@ class ProgramGen(CodeGen):
                # (p4c-bm2-ss writes that max_size; P4Info keeps 1024)
                + (f", capacity={len(d.entries)}" if d.entries is not None and "size" not in props
                   and self.ck.main.type_ref.name == "V1Switch" else "") + ")")
+        if not (counters or meters) and "implementation" not in props \
+                and all(k.match_kind == "exact" for k in d.keys):
+            # apply statements look hits up in the table's ``fast`` dict themselves
+            getter = f"tf_{d.name}"
+            o.line(f"{getter} = {vn}.fast.get")
+            self.fast_tables[id(d)] = (getter, self._inline_action(d))
+
+    def _inline_action(self, d: ir.TableDecl):
+        """The one action entries of table ``d`` can run, as (function name, declaration),
+        when its body can be inlined where the table is applied: a plain action (no return,
+        no directional parameters, none bound in the actions list). None otherwise."""
+        found = []
+        for ref, s in zip(d.actions, d.action_decls):
+            if ir.find_annotation(ref.annotations, "defaultonly"):
+                continue
+            decl = getattr(s, "decl", None)
+            if ref.args or not isinstance(decl, ir.ActionDecl) or has_return(decl.body) \
+                    or any(p.direction for p in decl.params):
+                return None
+            found.append((self.names[s], decl))
+        return found[0] if len(found) == 1 else None
 
     def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
         """The body of the wrapper a table runs for an action whose directional arguments its

@@ -14,8 +14,7 @@ CSUM16 = HASH_ALGOS.index("csum16")     # v1model HashAlgorithm.csum16
 
 DROP_PORT = 511
 INDENT = "    "
-WIDE_FIELDS = 32        # header/struct types with at least this many scalar fields use a dict
-# Names a generated struct class defines itself (a field of a wide type may not shadow them).
+# Names a generated struct class defines itself (a field may not shadow them: renamed).
 CLASS_MEMBERS = {"TYPE_NAME", "FIELDS", "NBYTES", "WIDTH", "MAXBITS", "copy", "of", "emit",
                  "extract", "extract_from", "bits", "packed_int", "csum16_residue", "values",
                  "set_valid", "_ST", "_unpack", "_pack", "_v"}

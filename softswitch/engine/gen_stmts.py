@@ -369,7 +369,11 @@ class StmtGen:
             o.line(f"{self.g(e.func.expr)}.{kind[1]}({self.g(e.args[0])})")
             return
         if k0 == "table_apply":
-            o.line(self.table_apply(e))
+            fast = self.fast_tables.get(id(e.func.expr.sym.decl))
+            if fast is None:
+                o.line(self.table_apply(e))
+            else:
+                self.table_apply_fast(e, *fast)
             return
         if k0 == "action" and isinstance(e.func.sym.decl, ir.ActionDecl) \
                 and not e.func.sym.decl.params and not has_return(e.func.sym.decl.body):
@@ -395,6 +399,50 @@ class StmtGen:
             self.extern_func(e, kind[1])
             return
         raise unsupported(e, f"call {expr_text(e.func)}")
+
+
+    def table_apply_fast(self, e: ir.Call, getter: str, inline) -> None:
+        """``t.apply();`` of an exact table without direct counter, meter or profile: a hit
+        found in the table's ``fast`` dict (filled only while a hit does nothing but run the
+        entry's action, see ``tables.Table.fast``) runs the entry's action here, its body
+        inlined when it is the table's one entry action (``inline``: (function name,
+        declaration)), its parameters bound to the entry's arguments; anything else (a miss,
+        a table being traced) goes through ``apply`` as before. Saves the calls of ``apply``
+        and of the action per hit."""
+        o = self.out
+        table = e.func.expr.sym.decl
+        tname = self.names[e.func.expr.sym]
+        k, en = self.fresh("k"), self.fresh("e")
+        o.line(f"{k} = (" + "".join(self.key_expr(x) + ", " for x in table.keys) + ")")
+        o.line(f"{en} = {getter}({k})")
+        o.line(f"if {en} is None:")
+        o.indent()
+        o.line(f"{tname}.apply({k})")
+        o.dedent()
+        if inline is not None:
+            fn, decl = inline
+            o.line(f"elif {en}.fn is {fn}:")
+            o.indent()
+            syms = [self._param_sym(p) for p in decl.params]
+            saved = [self.names.get(s) for s in syms]
+            pns = [self.fresh("p") for _ in syms]
+            if pns:
+                o.line(f"{', '.join(pns)}, = {en}.args")
+            for s, pn in zip(syms, pns):
+                self.names[s] = pn
+            n = len(o.lines)
+            try:
+                self.body_with_hoisting(decl.body)
+            finally:
+                for s, old in zip(syms, saved):
+                    self.names[s] = old
+            if len(o.lines) == n:
+                o.line("pass")
+            o.dedent()
+        o.line("else:")
+        o.indent()
+        o.line(f"{en}.fn(*{en}.args)")
+        o.dedent()
 
 
 def _callee_may_exit(callee) -> bool:

@@ -8,7 +8,7 @@ from ..frontend import ir
 from ..frontend.scope import unsupported
 from ..frontend.types import (Bits, Bool, EnumT, ErrorT, InfInt, StackT, StringT, StructT, Varbit,
                               width_of)
-from .gen_base import CLASS_MEMBERS, WIDE_FIELDS, pyfield
+from .gen_base import pyfield
 
 
 class TypesGen:
@@ -48,57 +48,32 @@ class TypesGen:
             fields = [pyfield(n) for n, _ in t.fields]
             is_hdr = t.kind == "header"
             slots = (["_v"] if is_hdr else []) + fields
-            # Wide types of scalar fields (HINA's 128-word payload, 256 THC indices) keep their
-            # fields in the instance dict over class-level defaults: construction sets nothing,
-            # copy() and setValid() are one C-level dict operation instead of one statement
-            # per field (they are built and copied for every packet and replica).
-            wide = (len(fields) >= WIDE_FIELDS
-                    and all(isinstance(ft, (Bits, Bool, EnumT, ErrorT)) for _, ft in t.fields)
-                    and not set(fields) & CLASS_MEMBERS)
-            self.wide_types[name] = wide
             o.line(f"class {cls}:")
             o.indent()
-            if not wide:
-                o.line(f"__slots__ = {tuple(slots)!r}")
+            o.line(f"__slots__ = {tuple(slots)!r}")
             o.line(f"TYPE_NAME = {name!r}")
             o.line(f"FIELDS = {tuple(n for n, _ in t.fields)!r}")
-            if wide:
-                if is_hdr:
-                    o.line("_v = False")
-                for (n, ft), pf in zip(t.fields, fields):
-                    o.line(f"{pf} = {self.default_value(ft)}")
-                o.line("def __init__(self):")
-                o.indent()
+            o.line("def __init__(self):")
+            o.indent()
+            if is_hdr:
+                o.line("self._v = False")
+            for (n, ft), pf in zip(t.fields, fields):
+                o.line(f"self.{pf} = {self.default_value(ft)}")
+            if not slots:
                 o.line("pass")
-                o.dedent()
-                o.line("def copy(self):")
-                o.indent()
-                o.line(f"n = {cls}.__new__({cls})")
-                o.line("n.__dict__.update(self.__dict__)")
-                o.line("return n")
-                o.dedent()
-            else:
-                o.line("def __init__(self):")
-                o.indent()
-                if is_hdr:
-                    o.line("self._v = False")
-                for (n, ft), pf in zip(t.fields, fields):
-                    o.line(f"self.{pf} = {self.default_value(ft)}")
-                if not slots:
-                    o.line("pass")
-                o.dedent()
-                o.line("def copy(self):")
-                o.indent()
-                o.line(f"n = {cls}.__new__({cls})")
-                if is_hdr:
-                    o.line("n._v = self._v")
-                for (n, ft), pf in zip(t.fields, fields):
-                    if isinstance(ft, (StructT, StackT)):
-                        o.line(f"n.{pf} = self.{pf}.copy()")
-                    else:
-                        o.line(f"n.{pf} = self.{pf}")
-                o.line("return n")
-                o.dedent()
+            o.dedent()
+            o.line("def copy(self):")
+            o.indent()
+            o.line(f"n = {cls}.__new__({cls})")
+            if is_hdr:
+                o.line("n._v = self._v")
+            for (n, ft), pf in zip(t.fields, fields):
+                if isinstance(ft, (StructT, StackT)):
+                    o.line(f"n.{pf} = self.{pf}.copy()")
+                else:
+                    o.line(f"n.{pf} = self.{pf}")
+            o.line("return n")
+            o.dedent()
             o.line("@staticmethod")
             o.line("def of(*vals):")
             o.indent()
@@ -230,12 +205,11 @@ class TypesGen:
         o.indent()
         o.line(f"return {self.csum16_residue([(f'self.{pf}', ft) for (_, ft), pf in zip(t.fields, fields)])}")
         o.dedent()
-        self.gen_values_and_set_valid(t, fields, clear_dict=bool(self.wide_types.get(t.name)))
+        self.gen_values_and_set_valid(t, fields)
 
-    def gen_values_and_set_valid(self, t: StructT, fields: list, clear_dict: bool = False) -> None:
+    def gen_values_and_set_valid(self, t: StructT, fields: list) -> None:
         """A header class's ``values()`` (its fields, in order) and ``set_valid()`` (an invalid
-        header made valid gets every field's default; ``clear_dict``: by dropping the instance's
-        fields, so the class defaults show through; TNA: the fields are kept)."""
+        header made valid gets every field's default; TNA: the fields are kept)."""
         o = self.out
         o.line("def values(self):")
         o.indent()
@@ -245,16 +219,11 @@ class TypesGen:
         o.indent()
         o.line("if not self._v:")
         o.indent()
-        if self.ck.main is not None and self.ck.main.type_ref.name == "Switch":
-            # TNA: validity is a bit of its own (Tofino's POV bit); setValid() sets it and
-            # leaves the header's fields (PHV containers) as they are, written or not
-            # (docs/dataplane.md, "TNA on the embedded target").
-            o.line("self._v = True")
-        elif clear_dict:
-            o.line("self.__dict__.clear()         # every field back to its class default")
-            o.line("self._v = True")
-        else:
-            o.line("self._v = True")
+        o.line("self._v = True")
+        # TNA: validity is a bit of its own (Tofino's POV bit); setValid() sets it and leaves
+        # the header's fields (PHV containers) as they are, written or not (docs/dataplane.md,
+        # "TNA on the embedded target")
+        if not (self.ck.main is not None and self.ck.main.type_ref.name == "Switch"):
             for (n, ft), pf in zip(t.fields, fields):
                 o.line(f"self.{pf} = {self.default_value(ft)}")
         o.dedent()

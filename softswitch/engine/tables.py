@@ -52,6 +52,11 @@ class Table:
         # A single lpm key: one dict per prefix length, longest first.
         self.lpm_levels: Optional[list] = [] if self.kinds == ("lpm",) else None
         self.exact: dict = {}                     # key tuple -> _Entry (exact-only tables)
+        # What generated code may run itself on a hit, without calling ``apply``: the entries
+        # of ``exact`` while the table is plain (exact-only, no direct counter or meter, no
+        # action profile, no tracer), else nothing. The same dict object for the table's life
+        # (generated code binds its ``get`` once); a miss always goes through ``apply``.
+        self.fast: dict = {}
         self.ordered: list = []                   # other tables, best first
         self.by_id: dict = {}                     # identity -> _Entry
         self.initial_default = default
@@ -128,13 +133,21 @@ class Table:
         self._tracer = sink
         self._specialise()
 
+    def _fast_ok(self) -> bool:
+        """Whether a hit may run its entry's action and nothing else (see :attr:`fast`)."""
+        return (self.exact_only and self.profile is None and self.direct_meter is None
+                and self._tracer is None and self.info.direct_counter is None)
+
     def _specialise(self) -> None:
         """Bind ``self.apply`` to the fastest lookup for this table's current shape: exact-only
         and single-lpm tables get a closure (no per-packet kind dispatch, no hit counting
         unless the table has a direct counter, preallocated results); tracing and other match
         kinds use :meth:`_apply`. Called whenever the default action or the tracer changes
-        (entries are looked up through the live dicts)."""
+        (entries are looked up through the live dicts). Also refills :attr:`fast`."""
         d = self.default_entry
+        self.fast.clear()
+        if self._fast_ok():
+            self.fast.update(self.exact)
         if getattr(self, "profile", None) is not None:
             self.apply = self._apply_indirect
             return
@@ -342,7 +355,10 @@ class Table:
     def _add(self, ident, e: _Entry) -> None:
         self.by_id[ident] = e
         if self.exact_only:
-            self.exact[tuple(c[1] for c in e.checks)] = e
+            key = tuple(c[1] for c in e.checks)
+            self.exact[key] = e
+            if self._fast_ok():
+                self.fast[key] = e
         else:
             self.ordered.append(e)
             if self.info.needs_priority:
@@ -382,7 +398,9 @@ class Table:
     def _remove(self, ident, e: _Entry) -> None:
         del self.by_id[ident]
         if self.exact_only:
-            self.exact.pop(tuple(c[1] for c in e.checks), None)
+            key = tuple(c[1] for c in e.checks)
+            self.exact.pop(key, None)
+            self.fast.pop(key, None)
         else:
             self.ordered.remove(e)
             self._index_lpm()
