@@ -226,8 +226,11 @@ class ProgramGen(CodeGen):
             pnames.append(pn)
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
-        if self.cells:
-            o.line(f"nonlocal {', '.join(self.cells)}")
+        # a parameter named like one of the control's (P4 lets it shadow that one: p4c warns)
+        # is the action's own, not the control's cell
+        cells = [c for c in self.cells if c not in params]
+        if cells:
+            o.line(f"nonlocal {', '.join(cells)}")
         self._body_copying_outs_back(d)
         o.dedent()
         widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
