@@ -24,7 +24,6 @@ from typing import Iterable, Optional, Sequence
 
 from hina.softswitch.api import ActionCall, Exact, Range, Replica, TableEntry, Ternary
 
-from . import hashing
 from . import protocol as P
 
 __all__ = ["WorkerAddress", "JobSpec", "job_entries", "admission_entries", "lut_entries",
@@ -423,11 +422,14 @@ class TnaLayout(Layout):
 
     def job_entries(self, job: JobSpec) -> list[TableEntry]:
         self._check(job)
+        # imported here: hina.hashing needs torch, which hina-ctl (every call a process) and the
+        # controller do without (tests/hina/test_packaging.py)
+        from .hashing import row_offset
         mask = job.sketch_columns - 1 if job.sketch_columns else 0
         seeds = []
         for r in range(self.rows):
             seed = (job.sketch_seed + r) & _U32
-            seeds += [seed, (seed * hashing.ROW_OFFSET_MULTIPLIER) & _U32]
+            seeds += [seed, row_offset(seed)]
         entries = [TableEntry(_tna("admission.job_config"), (Exact(job.job_id),),
                               ActionCall(_tna("admission.set_job"),
                                          (job.n_slots, job.lut_id, job.sketch_base, mask,

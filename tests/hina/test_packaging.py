@@ -89,6 +89,17 @@ def _sys_path_edits(path: Path) -> list[int]:
     return lines
 
 
+def test_the_controller_does_not_import_torch():
+    """hina-ctl runs as one process per command and the controller needs no tensors: importing
+    them must not import torch (about 2 s a process). A torch import that crept in through
+    hina.pipeline made the CLI's tests 4x slower."""
+    code = ("import sys, hina.controller.cli, hina.controller.jobs, hina.controller.jobservice, "
+            "hina.pipeline, hina.codecs; print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False", "the controller imports torch"
+
+
 def test_no_sys_path_edits_anywhere(tmp_path):
     """Code imports the project through its installed name, never by editing ``sys.path``."""
     out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True)
