@@ -24,15 +24,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from hina import codecs as codec_names
 from hina import pipeline
 from hina import protocol as P
 from hina.pipeline import JobSpec
-from hina.softswitch.api import Exact, Lpm, Optional_, Range, TableEntry, Ternary
+from hina.softswitch.api import Exact, Lpm, MatchFieldInfo, Optional_, Range, TableEntry, Ternary
 
 from .config import ConfigError, JobConfig, allocate
 from .p4runtime_client import P4InfoIndex, P4RuntimeClientError, SwitchConnection
@@ -95,16 +96,10 @@ def _program_words(index: P4InfoIndex) -> int:
     return sum(1 for name in index.registers if name.startswith(prefix))
 
 
-@dataclass(frozen=True)
-class _Field:
+class _Table(NamedTuple):
+    """What :func:`hina.pipeline.layout_for` reads of a P4Info table."""
     name: str
-    match_kind: str
-
-
-@dataclass(frozen=True)
-class _Table:
-    name: str
-    match_fields: tuple
+    match_fields: tuple[MatchFieldInfo, ...]
 
 
 def program_layout(index: P4InfoIndex) -> pipeline.Layout:
@@ -113,19 +108,14 @@ def program_layout(index: P4InfoIndex) -> pipeline.Layout:
     Raises:
         JobError: the P4Info is neither HINA program's.
     """
-    kind = p4info_pb2_match_kind()
-    tables = [_Table(t.preamble.name, tuple(_Field(f.name, kind(f.match_type))
+    kind = p4info_pb2.MatchField.MatchType.Name
+    tables = [_Table(t.preamble.name, tuple(MatchFieldInfo(f.name, f.bitwidth, kind(f.match_type).lower())
                                             for f in t.match_fields))
               for t in index.p4info.tables]
     try:
         return pipeline.layout_for(tables)
     except ValueError as exc:
         raise JobError(f"the pushed program: {exc}") from None
-
-
-def p4info_pb2_match_kind():
-    from p4.config.v1 import p4info_pb2
-    return lambda value: p4info_pb2.MatchField.MatchType.Name(value).lower()
 
 
 @dataclass

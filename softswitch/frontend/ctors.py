@@ -12,9 +12,8 @@ from __future__ import annotations
 import copy
 
 from . import ir
-from .exprs import expr_text
+from .exprs import expr_text, struct_const
 from .scope import Scope, Sym, error, unsupported
-from .exprs import struct_const
 from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, StructT, TypeVar
 
 # Externs whose methods p4c-bm2-ss cannot call in a parser ("not supported in parser on this
