@@ -44,7 +44,7 @@ from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
 
 ROOT = Path(__file__).resolve().parents[1]
 #: HINA's modes: codec registry names (hina.codecs) the workloads configure
-HINA_MODES = ("thc", "sketched_sgd", "lossless", "fixed", "block_sparse", "adaptive")
+HINA_MODES = ("thc", "sparse_thc", "sketched_sgd", "lossless", "fixed", "block_sparse", "adaptive")
 TORCH_HOOK_MODES = ("fp16", "powersgd")
 ALL_MODES = ("fp32", "sparse") + TORCH_HOOK_MODES + HINA_MODES
 #: Ethernet + IPv4 + UDP bytes around every HINA message on the wire.
@@ -198,6 +198,7 @@ def hina_codec(mode: str, n_workers: int, rank: int, seed: int, lossless_columns
     from hina.worker.codecs import registry
     params = {
         "thc": dict(seed=seed),
+        "sparse_thc": dict(seed=seed),      # rows of 16 values: a DLRM row, an expert's unit
         "sketched_sgd": dict(rows=3, columns=sketch_columns, k=sketch_k, sketch_bits=10,
                              value_bits=6, value_blocks=120, rotate=8, seed=seed),
         "lossless": dict(columns=lossless_columns, seed=seed),

@@ -30,7 +30,7 @@ from .common import (ALL_MODES, HINA_MODES, L2_L4_BYTES, RunResult, RunSpec, Wor
 
 #: the default modes (on this dense MLP adaptive is thc, and block_sparse is fixed with a block
 #: header per packet)
-MODES = ("fp32",) + tuple(m for m in HINA_MODES if m not in ("adaptive", "block_sparse"))
+MODES = ("fp32",) + tuple(m for m in HINA_MODES if m not in ("adaptive", "block_sparse", "sparse_thc"))
 #: The digits MLP has no embedding tables: every mode but ``sparse``.
 DIGITS_MODES = tuple(m for m in ALL_MODES if m != "sparse")
 HIDDEN = 128
@@ -64,6 +64,7 @@ def make_codec(mode: str, n_workers: int, rank: int, seed: int = SEED):
     from hina.worker.codecs import registry
     params = {
         "thc": dict(seed=seed),
+        "sparse_thc": dict(seed=seed),
         # Sketched SGD, two rounds (docs/codecs.md says why not FetchSGD here). Per step: 1
         # packet of MAX (3 row + 120 value-block exponents), 1 packet of the 3 x 128 sketch
         # (10-bit cells, 3 per int32 lane), 4 packets of the exact sums of the 2560 candidates

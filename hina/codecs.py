@@ -14,6 +14,7 @@ name       lane op   what it is
 ========== ========= ==============================================================
 fp32       (none)    plain DDP all-reduce, not through the switch (the baseline)
 thc        LUT_SUM   THC: randomized Hadamard + 4-bit table indices, summed by lookup
+sparse_thc LUT_SUM   THC of the union of the workers' nonzero rows (an OR round first)
 fixed      SUM       per-block fixed point in int32 lanes
 block_sparse BLOCK_SUM fixed point, only nonzero blocks sent (OmniReduce-style rounds)
 fetchsgd   SUM       count sketch with momentum and error feedback (FetchSGD)
@@ -123,6 +124,9 @@ register(CodecInfo("fp32", "", "plain fp32 all-reduce (gloo/NCCL), not through t
                    kind="baseline"))
 register(CodecInfo("thc", "LUT_SUM", "THC: randomized Hadamard, 4-bit table indices summed by "
                                      "the switch's lookup table", lut=True))
+register(CodecInfo("sparse_thc", "LUT_SUM", "THC of the rows some worker touched: an OR round "
+                                            "of the nonzero-row bitmap, then THC of those rows; "
+                                            "the rest stays exactly zero", lut=True))
 register(CodecInfo("fixed", "SUM", "per-block fixed point in int32 lanes (exact to its step)"))
 register(CodecInfo("block_sparse", "BLOCK_SUM", "fixed point, block-sparse: only nonzero "
                                                 "blocks are sent, the switch sums by block index"))

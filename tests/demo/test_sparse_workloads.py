@@ -124,6 +124,7 @@ def test_bucket_caps_by_mode():
     assert wl.bucket_cap_mb_of("fp32") is None and wl.bucket_cap_mb_of("powersgd") is None
     assert wl.bucket_cap_mb_of("block_sparse") == wl.bucket_cap_mb_of("sketched_sgd") == 0.01
     assert wl.bucket_cap_mb_of("thc") == wl.bucket_cap_mb_of("adaptive") == 0.0001
+    assert wl.bucket_cap_mb_of("sparse_thc") == 0.0001
     assert wl.bucket_cap_mb_of("thc", 0.5) == wl.bucket_cap_mb_of("fixed", 0.5) == 0.5
     assert wl.bucket_cap_mb_of("fp16", 0.5) is None
     assert MoeWorkload().bucket_cap_mb_of("thc") is None

@@ -29,10 +29,16 @@ def test_built_codec_carries_its_registry_name_and_lane_op(name):
     codec = registry.build(name, n_workers=2, rank=1, **SMALL.get(name, {}))
     assert codec.name == name
     x = torch.randn(300)
-    lanes = codec.encode(x, codec.agreement(x))
+    agreed = codec.agreement(x)
+    lanes = codec.encode(x, agreed)
+    from hina.worker.codecs import reference_aggregate
     from hina.worker.transport import _OP_OF_LANE      # the codec's lane op -> the wire's op
     ops = {_OP_OF_LANE[s.op].name for s in lanes.streams}
-    if name == "adaptive":      # its second round is the chosen codec's agreement (MAX lanes)
+    if name == "sparse_thc":    # an OR round of the rows, then THC's lanes of their union
+        assert ops == {"OR"}
+        lanes = codec.followup(reference_aggregate([lanes]), agreed, meta=lanes.meta)
+        assert {_OP_OF_LANE[s.op].name for s in lanes.streams} == {"LUT_SUM"}
+    elif name == "adaptive":      # its second round is the chosen codec's agreement (MAX lanes)
         assert ops == {"MAX"} and codec.last_choice[0] == "thc"     # 300 values: THC is cheaper
     else:
         assert names.lookup(name).lane_op in ops

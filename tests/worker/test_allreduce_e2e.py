@@ -24,7 +24,7 @@ from hina import protocol as P
 from hina.softswitch.ports import UdpPort
 from hina.testing.switchjob import SWITCH, WORDS, LocalJob, allreduce_steps, run_workers
 from hina.worker.codecs import (AdaptiveCodec, FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
-                           ThcCodec, reference_allreduce)
+                           SparseThcCodec, ThcCodec, reference_allreduce)
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
 from hina.worker.transport import TransportTimeout, allreduce
@@ -38,6 +38,8 @@ CODECS = {
     "fixed": (lambda n, r: FixedPointCodec(n, rank=r), "dense", 1e-8),
     # THC b=4: NMSE of the mean of n workers is ~0.1/n on Gaussian data; loose bound
     "thc": (lambda n, r: ThcCodec(n, rank=r, seed=SEED), "dense", 0.3),
+    # THC of the union of the workers' touched rows: an OR round, then LUT-SUM lanes
+    "sparse_thc": (lambda n, r: SparseThcCodec(n, rank=r, seed=SEED), "rows", 0.3),
     # Sketched SGD: 64 planted heavy coordinates among the k=256 candidates (a 3 x 1024 sketch
     # keeps heavy-heavy collisions in two rows of three rare), values exact to 10-bit fields
     "sketched_sgd": (lambda n, r: SketchedSgdCodec(n, rows=3, columns=1024, k=256, sketch_bits=10,
@@ -75,6 +77,13 @@ def _grads(kind: str, n: int) -> list[torch.Tensor]:
             g = 0.01 * torch.randn(NUMEL, generator=gen)
             g[heavy] += 10.0 + torch.rand(64, generator=gen)
             out.append(g)
+        return out
+    if kind == "rows":  # each worker touches 30 rows of 16 values (an embedding table's)
+        out = []
+        for _ in range(n):
+            g = torch.zeros(NUMEL // 16, 16)
+            g[torch.randperm(NUMEL // 16, generator=gen)[:30]] = torch.randn(30, 16, generator=gen)
+            out.append(g.reshape(-1))
         return out
     # sparse: each worker 40 nonzeros (union <= 40 n, peeling threshold ~0.8 * 3 * 512)
     out = []

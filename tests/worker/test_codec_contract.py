@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from hina.worker.codecs import (CodecError, FixedPointCodec, LaneOp, LosslessSketchCodec, NonFiniteGradientError,
-                           SketchCodec, SketchedSgdCodec, ThcCodec, reference_aggregate, reference_agree,
-                           reference_allreduce)
+                           SketchCodec, SketchedSgdCodec, SparseThcCodec, ThcCodec, reference_aggregate,
+                           reference_agree, reference_allreduce)
 
 WIRE = {LaneOp.SUM: torch.int32, LaneOp.LUTSUM: torch.uint8, LaneOp.MAX: torch.uint32, LaneOp.OR: torch.uint32}
 FACTORIES = {
@@ -13,13 +13,19 @@ FACTORIES = {
     "fixed": lambda n: FixedPointCodec(n, block=8),
     "fetchsgd": lambda n: SketchCodec(n, rows=3, columns=64, k=2),
     "lossless": lambda n: LosslessSketchCodec(n, columns=64),
+    "sparse_thc": lambda n: SparseThcCodec(n, granule=4),
 }
 
 
 def roundtrip(codecs, grads):
+    """Every round of one all-reduce: the agreed values, the last round's lanes, the mean."""
     agreed = reference_agree([c.agreement(g) for c, g in zip(codecs, grads)])
     lanes = [c.encode(g, agreed) for c, g in zip(codecs, grads)]
-    return agreed, lanes, codecs[0].decode(reference_aggregate(lanes), agreed, meta=lanes[0].meta)
+    aggregated = reference_aggregate(lanes)
+    while (more := [c.followup(aggregated, agreed, meta=lane.meta)
+                    for c, lane in zip(codecs, lanes)])[0] is not None:
+        lanes, aggregated = more, reference_aggregate(more)
+    return agreed, lanes, codecs[0].decode(aggregated, agreed, meta=lanes[0].meta)
 
 
 @pytest.mark.parametrize("name", FACTORIES)
@@ -69,6 +75,7 @@ STATEFUL = {
     "sketched_sgd": lambda n, r: SketchedSgdCodec(n, rows=3, columns=64, k=8, momentum=0.5,
                                                   rotate=3),
     "lossless": lambda n, r: LosslessSketchCodec(n, columns=64),
+    "sparse_thc": lambda n, r: SparseThcCodec(n, rank=r, seed=3, granule=8),
 }
 STAGES = ["agreement", "encode", "followup", "decode"]
 

@@ -19,13 +19,14 @@ from .lossless import LosslessSketchCodec, SparsePairs, encode_sparse_pairs
 from .sketch import CountSketch, SketchCodec
 from .sketched_sgd import SketchedSgdCodec
 from .thc import ThcCodec
+from .sparse_thc import SparseThcCodec
 from .adaptive import AdaptiveCodec
 from .thc_table import DEFAULT_TABLE, PUBLISHED_TABLE, optimise_table
 
 __all__ = [
     "AdaptiveCodec", "BlockSparseCodec", "Codec", "CodecError", "CountSketch", "DEFAULT_TABLE", "EVEN_COORD_IN_HIGH_NIBBLE", "EncodedLanes",
     "FixedPointCodec", "LaneOp", "LaneOverflowError", "LaneStream", "LosslessSketchCodec",
-    "NonFiniteGradientError", "PUBLISHED_TABLE", "SketchCodec", "SketchedSgdCodec", "SparsePairs", "ThcCodec",
+    "NonFiniteGradientError", "PUBLISHED_TABLE", "SketchCodec", "SketchedSgdCodec", "SparseThcCodec", "SparsePairs", "ThcCodec",
     "encode_sparse_pairs", "float_from_max_code", "float_to_max_code", "optimise_table", "pack_nibbles",
     "reference_aggregate", "reference_agree", "reference_allreduce", "unpack_nibbles",
 ]

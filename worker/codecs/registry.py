@@ -29,6 +29,7 @@ from .fixedpoint import FixedPointCodec
 from .lossless import LosslessSketchCodec
 from .sketch import SketchCodec
 from .sketched_sgd import SketchedSgdCodec
+from .sparse_thc import SparseThcCodec
 from .thc import ThcCodec
 
 __all__ = ["Builder", "build", "from_job", "builders"]
@@ -57,6 +58,10 @@ def _sketched_sgd_k(c) -> float:
 _BUILDERS: dict[str, Builder] = {
     "thc": Builder(
         lambda n, rank, **kw: ThcCodec(n, rank=rank, **kw),
+        lambda c: dict(seed=c.rht_seed, table=c.thc_table, granularity=c.thc_granularity)),
+    # THC's rows of the union of the workers' nonzero rows (no error feedback)
+    "sparse_thc": Builder(
+        lambda n, rank, **kw: SparseThcCodec(n, rank=rank, **kw),
         lambda c: dict(seed=c.rht_seed, table=c.thc_table, granularity=c.thc_granularity)),
     "fixed": Builder(
         lambda n, rank, **kw: FixedPointCodec(n, rank=rank, **kw),
