@@ -93,10 +93,15 @@ class SparseThcCodec(Codec):
         if thc_kwargs.pop("error_feedback", False):
             raise ValueError("sparse_thc has no error feedback (it would make the union dense)")
         self.granule = granule
-        self.thc = ThcCodec(n_workers, rank=rank, seed=seed, error_feedback=False, **thc_kwargs)
+        self._thc = ThcCodec(n_workers, rank=rank, seed=seed, error_feedback=False, **thc_kwargs)
         #: rows in the union of the last decoded call, per bucket (the demo prints the density)
         self.last_union: Dict[Hashable, int] = {}
         self.log_config()
+
+    @property
+    def thc(self) -> ThcCodec:
+        """The THC codec of the union's values (its ``last_kernels`` say which kernels ran)."""
+        return self._thc
 
     @property
     def table(self):
