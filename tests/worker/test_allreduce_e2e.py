@@ -279,7 +279,7 @@ def test_killed_worker_fails_the_others_in_bounded_time():
         assert at - killed_at < GIVE_UP_S + 10, at - killed_at
 
 
-@pytest.mark.parametrize("name", ["fixed", "thc", "sketched_sgd"])
+@pytest.mark.parametrize("name", ["fixed", "thc", "sparse_thc", "sketched_sgd"])
 def test_a_non_finite_gradient_fails_every_worker_at_once(program, name):
     """One worker's gradient holds a NaN: its codec refuses it, but its agreement round still
     goes out, poisoned, so every other worker's encode refuses the aggregated value at once

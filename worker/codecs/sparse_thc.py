@@ -37,7 +37,7 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 import torch
 
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
-                   check_gradient, float_to_max_code)
+                   check_gradient, float_from_max_code, float_to_max_code)
 from .errors import CodecError
 from .lossless import bitmap_from_indices, indices_from_bitmap
 from .sketch import BITMAP_WORD_BITS
@@ -145,7 +145,16 @@ class SparseThcCodec(Codec):
         return state
 
     def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:
-        """The bitmap round: one OR stream of this worker's nonzero rows."""
+        """The bitmap round: one OR stream of this worker's nonzero rows.
+
+        Raises:
+            NonFiniteGradientError: the agreed norm is not finite (a worker's gradient held NaN
+                or Inf and it poisoned the agreement round): refused here, before this round,
+                so no worker waits for lanes the poisoned one will never send.
+        """
+        if agreed.numel() != 1:
+            raise CodecError(f"agreed has {agreed.numel()} values: expected 1 norm")
+        check_finite_scalar(float(float_from_max_code(agreed.reshape(-1).cpu())[0]), key, "agreed")
         state = self._pending(grad, key)
         n_rows = self._rows(state.meta["numel"])
         words = -(-n_rows // BITMAP_WORD_BITS)
