@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from hina import pipeline
+from hina.codecs import ADAPTIVE_CHOICES
 from hina import protocol as P
 from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
 from hina.cli import help_with_example as _help
@@ -655,7 +656,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="sketched_sgd: hash seeds cycled through, one per step (default 8)")
     create.add_argument("--adaptive-choices", default="", metavar="NAMES",
                         help="adaptive: the codecs its buckets may use, comma-separated from "
-                             "block_sparse,lossless,thc (default all; thc or block_sparse needed)")
+                             f"{','.join(ADAPTIVE_CHOICES)} (default all; thc, sparse_thc or "
+                             "block_sparse needed)")
     create.add_argument("--in-switch-sketch", action="store_true",
                         help="reserve in-switch sketch columns (PAIRS)")
     create.add_argument("--switch-ip", default="10.0.0.254",

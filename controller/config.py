@@ -180,7 +180,8 @@ class JobConfig:
         sketch_rotate: sketched_sgd only: hash seeds cycled through, one per step (default 8).
         in_switch_sketch: also reserve in-switch sketch columns (PAIRS) of ``sketch_columns``.
         adaptive_choices: adaptive only: the codecs its buckets may use, from
-            ``hina.codecs.ADAPTIVE_CHOICES`` (default all; thc or block_sparse among them).
+            ``hina.codecs.ADAPTIVE_CHOICES`` (default all; thc, sparse_thc or block_sparse among
+            them).
         switch_ip, switch_mac: the switch's address on the aggregation network.
         generation: the job's current generation (docs/protocol.md, "Generations"), written
             into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`

@@ -20,7 +20,7 @@ block_sparse BLOCK_SUM fixed point, only nonzero blocks sent (OmniReduce-style r
 fetchsgd   SUM       count sketch with momentum and error feedback (FetchSGD)
 sketched_sgd SUM     two rounds: a summed sketch picks candidates, then their exact sums
 lossless   SUM       nonzero bitmap (OR) + count sketch with peeling: exact for sparse data
-adaptive   (varies)  per bucket and step: lossless when sparse enough to peel, else THC
+adaptive   (varies)  per bucket and step: the cheapest of block_sparse, lossless, sparse_thc, thc
 sum        SUM       raw int32 lanes, no codec (the job carries integers)
 max        MAX       raw lanes, element-wise maximum
 or         OR        raw lanes, bitwise or
@@ -137,11 +137,12 @@ register(CodecInfo("sketched_sgd", "SUM", "Sketched SGD: a summed sketch picks k
 register(CodecInfo("lossless", "SUM", "nonzero bitmap (OR) + count sketch with peeling: exact "
                                       "for sparse gradients", sketch=True))
 register(CodecInfo("adaptive", "SUM", "per bucket: the cheapest of block_sparse, lossless (when "
-                                       "sure to peel) and THC", sketch=True, lut=True))
+                                       "sure to peel), sparse_thc and THC", sketch=True, lut=True))
 
 #: the codecs ``adaptive`` chooses from per bucket; a job may declare a subset
-#: (``JobConfig.adaptive_choices``), which must hold thc or block_sparse for dense buckets
-ADAPTIVE_CHOICES = ("block_sparse", "lossless", "thc")
+#: (``JobConfig.adaptive_choices``), which must hold thc, sparse_thc or block_sparse for dense
+#: buckets
+ADAPTIVE_CHOICES = ("block_sparse", "lossless", "sparse_thc", "thc")
 
 
 def check_adaptive_choices(choices) -> tuple:
@@ -152,9 +153,9 @@ def check_adaptive_choices(choices) -> tuple:
     if unknown or len(set(choices)) != len(choices):
         raise ValueError(f"adaptive choices {list(choices)}: distinct names from "
                          f"{', '.join(ADAPTIVE_CHOICES)}")
-    if "thc" not in choices and "block_sparse" not in choices:
-        raise ValueError(f"adaptive choices {list(choices)}: need thc or block_sparse for dense "
-                         "buckets")
+    if not {"thc", "sparse_thc", "block_sparse"} & set(choices):
+        raise ValueError(f"adaptive choices {list(choices)}: need thc, sparse_thc or block_sparse "
+                         "for dense buckets")
     return choices
 register(CodecInfo("sum", "SUM", "raw int32 lanes summed (no codec)", kind="raw"))
 register(CodecInfo("max", "MAX", "raw lanes, element-wise maximum (no codec)", kind="raw"))

@@ -89,12 +89,12 @@ def test_a_job_of_the_adaptive_codec_gets_a_lut_and_a_sketch_and_its_workers_bui
 
 
 def test_an_adaptive_job_declares_the_codecs_its_buckets_may_use():
-    """JobConfig.adaptive_choices: all three by default, a subset kept (with thc or block_sparse
-    for dense buckets), anything else refused; the state file and the workers' codec carry it."""
+    """JobConfig.adaptive_choices: all four by default, a subset kept (with thc, sparse_thc or
+    block_sparse for dense buckets), anything else refused; the state file and the workers' codec carry it."""
     from hina.worker.jobclient import CodecParams
     worker = WorkerConfig(ip="10.0.0.1", udp_port=1, port=1, mac="02:00:00:00:00:01")
     assert JobConfig(job_id=1, codec="adaptive", workers=(worker,)).adaptive_choices == \
-        ("block_sparse", "lossless", "thc")
+        ("block_sparse", "lossless", "sparse_thc", "thc")
     job = JobConfig(job_id=1, codec="adaptive", workers=(worker,),
                     adaptive_choices=("block_sparse", "lossless"))
     assert JobConfig.from_json(json.loads(json.dumps(job.to_json()))) == job
@@ -104,7 +104,7 @@ def test_an_adaptive_job_declares_the_codecs_its_buckets_may_use():
     codec = registry.from_job(params, 2, 0)
     assert codec.choices == ("block_sparse", "lossless")
     assert codec.choose(1 << 16, 1 << 16, 512) == "block_sparse"     # dense, yet never THC
-    for bad, match in ((("lossless",), "need thc or block_sparse"),
+    for bad, match in ((("lossless",), "for dense buckets"),
                        (("thc", "zip"), "distinct names"), (("thc", "thc"), "distinct names")):
         with pytest.raises(ConfigError, match=match):
             JobConfig(job_id=1, codec="adaptive", workers=(worker,), adaptive_choices=bad)

@@ -143,15 +143,17 @@ def test_a_failed_call_restored_changes_nothing():
 def test_bad_rounds_are_refused():
     c = _codecs()[0]
     g = torch.zeros(NUMEL)
-    with pytest.raises(Exception, match="expected 2"):
+    with pytest.raises(Exception, match="expected 3"):
         c.encode(g, torch.zeros(1, dtype=torch.uint32))
-    with pytest.raises(Exception, match="exceeds"):
-        c.encode(g, torch.tensor([NUMEL + 1, 1], dtype=torch.int64).to(torch.uint32))
-    with pytest.raises(Exception, match="exceeds"):
-        c.encode(g, torch.tensor([1, NUMEL], dtype=torch.int64).to(torch.uint32))
+    for bad in ([NUMEL + 1, 1, 1], [1, NUMEL, 1], [1, 1, NUMEL]):     # more than the bucket has
+        with pytest.raises(Exception, match="exceeds"):
+            c.encode(g, torch.tensor(bad, dtype=torch.int64).to(torch.uint32))
     from hina.worker.codecs import NonFiniteGradientError
-    with pytest.raises(NonFiniteGradientError, match="agreed"):
-        c.encode(g, torch.tensor([(1 << 32) - 1, 0], dtype=torch.int64).to(torch.uint32))
+    for poisoned in range(3):
+        codes = [0, 0, 0]
+        codes[poisoned] = (1 << 32) - 1
+        with pytest.raises(NonFiniteGradientError, match="agreed"):
+            c.encode(g, torch.tensor(codes, dtype=torch.int64).to(torch.uint32))
     g[3] = float("nan")
     with pytest.raises(NonFiniteGradientError, match="local"):
         c.agreement(g)
@@ -173,7 +175,8 @@ def test_agreement_counts_nonzeros_and_nonzero_blocks():
     c = AdaptiveCodec(N, words=128)
     g = torch.zeros(1000)
     g[[0, 5, 130, 999]] = 1.0
-    assert c.agreement(g).tolist() == [4, 3]          # blocks 0, 1 and the padded last one
+    # blocks 0, 1 and the padded last one; rows (16 values) 0, 8 and the padded last one, 62
+    assert c.agreement(g).tolist() == [4, 3, 3]
 
 
 def test_the_cheapest_allowed_codec_is_chosen():
@@ -183,13 +186,18 @@ def test_the_cheapest_allowed_codec_is_chosen():
     numel = 1 << 16
     assert c.choose(numel, 512, 4) == "block_sparse"      # 512 values in 4 blocks
     assert c.choose(numel, 512, 512) == "lossless"        # one value per block
-    assert c.choose(numel, numel, numel // 128) == "thc"  # dense
+    assert c.choose(numel, numel, numel // 128, numel // 16) == "thc"  # dense
+    # 4,096 values per worker in 256 rows of 16, spread over 256 blocks: too many for the
+    # sketch, too many blocks for block-sparse; THC of the <= 1,024 union rows: 42 kB < 164 kB
+    assert c.choose(numel, 4096, 256, 256) == "sparse_thc"
     costs = c.wire_bytes(numel, 512, 4)
-    assert set(costs) == {"thc", "lossless", "block_sparse"}
+    assert set(costs) == {"thc", "lossless", "block_sparse", "sparse_thc"}
     assert min(costs, key=lambda k: costs[k][0]) == "block_sparse"
     only_exact = AdaptiveCodec(N, choices=("block_sparse", "lossless"))
     assert only_exact.choose(numel, numel, numel // 128) == "block_sparse"   # dense, exact
-    with pytest.raises(ValueError, match="thc or block_sparse"):
+    rows_only = AdaptiveCodec(N, choices=("lossless", "sparse_thc"))
+    assert rows_only.choose(numel, numel, numel // 128, numel // 16) == "sparse_thc"
+    with pytest.raises(ValueError, match="for dense buckets"):
         AdaptiveCodec(N, choices=("lossless",))
     with pytest.raises(ValueError, match="distinct names"):
         AdaptiveCodec(N, choices=("thc", "powersgd"))
@@ -208,3 +216,30 @@ def test_block_sparse_choice_is_the_block_sparse_codecs_result_bit_for_bit():
     assert [c.last_choice[0] for c in codecs] == ["block_sparse"] * N
     want = reference_allreduce([BlockSparseCodec(N, rank=r) for r in range(N)], grads)
     assert all(torch.equal(o, w) for o, w in zip(out, want))
+
+
+# ------------------------------------------------------------------ THC of the touched rows
+def test_rows_too_many_for_the_exact_codecs_go_to_sparse_thc_bit_for_bit():
+    """200 scattered rows of 16 values per worker in 1,024 rows: every 128-value block is
+    touched (block-sparse costs more than THC), the union is too large for the sketch; THC of
+    the <= 800 union rows costs less than THC of the bucket. The result is SparseThcCodec's own,
+    and the rows no worker touched stay exactly zero."""
+    from hina.worker.codecs import SparseThcCodec
+    gen = torch.Generator().manual_seed(8)
+    grads = []
+    for _ in range(N):
+        g = torch.zeros(1024, 16)
+        g[torch.randperm(1024, generator=gen)[:200]] = torch.randn(200, 16, generator=gen)
+        grads.append(g.reshape(-1))
+    codecs = [AdaptiveCodec(N, rank=r, seed=3, sketch_seed=5) for r in range(N)]
+    out = reference_allreduce(codecs, grads)
+    assert [c.last_choice[0] for c in codecs] == ["sparse_thc"] * N
+    want = reference_allreduce([SparseThcCodec(N, rank=r, seed=3) for r in range(N)], grads)
+    assert all(torch.equal(o, w) for o, w in zip(out, want))
+    untouched = torch.stack(grads).abs().sum(0) == 0
+    assert untouched.any() and torch.count_nonzero(out[0][untouched]) == 0
+    # restricted to the exact codecs and THC (a job's declared set), the same bucket is THC's
+    old = [AdaptiveCodec(N, rank=r, seed=3, sketch_seed=5, choices=("block_sparse", "lossless",
+                                                                     "thc")) for r in range(N)]
+    reference_allreduce(old, grads)
+    assert old[0].last_choice[0] == "thc"

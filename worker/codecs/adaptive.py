@@ -1,5 +1,5 @@
-"""Sparse-aware codec choice per bucket: block-sparse streaming or the lossless sketch for sparse
-buckets, THC for dense.
+"""Sparse-aware codec choice per bucket: block-sparse streaming, the lossless sketch or THC of the
+touched rows for sparse buckets, THC for dense.
 
 Embedding and MoE gradients are zero outside the rows a batch touched; the rest of a model is
 dense. :class:`AdaptiveCodec` chooses, for every bucket and step, between a codec for sparse
@@ -9,9 +9,11 @@ worker chooses the same way without extra coordination beyond one small switch r
 
 Rounds of one bucket (the transport's multi-round protocol, :meth:`Codec.followup`):
 
-1. agreement: two MAX lanes, this worker's count of nonzero values and of nonzero wire blocks
-   (``words`` values, the switch's block). Every worker gets the largest counts ``m`` and
-   ``b``; ``n * m`` bounds the size of the union support, ``n * b`` the block-sparse rounds.
+1. agreement: three MAX lanes, this worker's count of nonzero values, of nonzero wire blocks
+   (``words`` values, the switch's block) and of nonzero rows (``granule`` values,
+   :class:`~.sparse_thc.SparseThcCodec`'s). Every worker gets the largest counts ``m``, ``b``
+   and ``r``; ``n * m`` bounds the size of the union support, ``n * b`` the block-sparse
+   rounds, ``n * r`` the union's rows.
 2. the chosen codec's own agreement round, sent as MAX lanes (the lossless codec's mass
    exponent, or THC's norm). The lossless sketch is sized for the bucket: the smallest power of
    two ``c`` of columns (``min_columns`` to ``columns``) that holds ``n * m`` at load
@@ -20,7 +22,9 @@ Rounds of one bucket (the transport's multi-round protocol, :meth:`Codec.followu
    choice is the allowed codec (``choices``: a job's declared set) with the fewest bytes on
    the wire, up and down, by the model in :meth:`AdaptiveCodec.wire_bytes`: the lossless
    sketch only when one fits, block-sparse (exact, ``fixed``'s quantisation) bounded by
-   ``n * b`` rounds, THC at its 2.5 bytes per coordinate. A small sparse bucket (an embedding
+   ``n * b`` rounds, THC at its 2.5 bytes per coordinate, THC of the touched rows at that
+   for ``min(rows, n * r)`` rows plus the row bitmap up and down. An exact codec wins when it
+   costs no more than THC of the whole bucket; otherwise the cheaper lossy one. A small sparse bucket (an embedding
    table in a DDP bucket of its own) gets a small sketch, so it goes exact where one sketch
    for every bucket would have cost more than THC.
 3. the chosen codec's lanes (and its follow-up rounds, if any); decode is the chosen codec's.
@@ -43,6 +47,7 @@ from .block_sparse import BlockSparseCodec
 from .errors import CodecError, NonFiniteGradientError
 from .lossless import LosslessSketchCodec
 from .sketch import BITMAP_WORD_BITS, LOSSLESS_ROWS
+from .sparse_thc import DEFAULT_GRANULE, SparseThcCodec
 from .thc import ThcCodec
 
 __all__ = ["AdaptiveCodec"]
@@ -67,7 +72,7 @@ _BLOCK_MESSAGE_BYTES = (P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES + P.HEADER
 
 class AdaptiveCodec(Codec):
     """Per bucket, the cheapest of block-sparse streaming, the lossless sketch (when sure to
-    peel) and THC.
+    peel), THC of the touched rows and THC.
 
     Args:
         n_workers: workers summed by the switch.
@@ -79,9 +84,10 @@ class AdaptiveCodec(Codec):
         sketch_seed: the lossless sketches' hash seed.
         min_columns: the smallest lossless sketch tried, a power of two <= ``columns``.
         choices: the codecs buckets may use (a job's declared set), a subset of
-            ``("block_sparse", "lossless", "thc")`` with ``thc`` or ``block_sparse`` in it (a
-            dense bucket needs one of them).
+            ``("block_sparse", "lossless", "sparse_thc", "thc")`` with ``thc``,
+            ``sparse_thc`` or ``block_sparse`` in it (a dense bucket needs one of them).
         words: values per block of the switch's block-sparse rounds (the job's ``HINA_WORDS``).
+        granule: values per row of ``sparse_thc``'s bitmap.
 
     Example::
 
@@ -101,7 +107,8 @@ class AdaptiveCodec(Codec):
     def __init__(self, n_workers: int, rank: int = 0, seed: int = 0, table=None,
                  granularity: Optional[int] = None, columns: int = 1 << 12,
                  sketch_seed: int = 0, min_columns: int = 256,
-                 choices: Sequence[str] = CHOICES, words: int = P.WORDS) -> None:
+                 choices: Sequence[str] = CHOICES, words: int = P.WORDS,
+                 granule: int = DEFAULT_GRANULE) -> None:
         super().__init__(n_workers)
         thc_kwargs: Dict[str, Any] = {"rank": rank, "seed": seed}
         if table is not None:
@@ -119,12 +126,14 @@ class AdaptiveCodec(Codec):
         self.choices, self.words = choices, words
         self.block = BlockSparseCodec(n_workers, rank=rank)
         self.dense = ThcCodec(n_workers, **thc_kwargs)
+        self.rows = SparseThcCodec(n_workers, granule=granule, **thc_kwargs)
+        self.granule = granule
         self.columns, self.min_columns, self.sketch_seed = columns, min_columns, sketch_seed
         #: columns -> the lossless codec of that size (made on first use; the same seed)
         self._sparse: Dict[int, LosslessSketchCodec] = {}
         #: the largest lossless codec (``columns``)
         self.sparse = self._lossless(columns)
-        #: bucket key -> "lossless" or "thc": what its last call used
+        #: bucket key -> the codec its last call used (a name of ``choices``)
         self.last_choice: Dict[Hashable, str] = {}
         #: bucket key -> the largest nonzero count over the workers in its last call
         self.last_nonzeros: Dict[Hashable, int] = {}
@@ -180,13 +189,21 @@ class AdaptiveCodec(Codec):
         columns = self.columns if columns is None else columns
         return 4 * (-(-numel // BITMAP_WORD_BITS)) + 4 * LOSSLESS_ROWS * columns
 
-    def wire_bytes(self, numel: int, max_nonzeros: int, max_blocks: int) -> dict:
+    def wire_bytes(self, numel: int, max_nonzeros: int, max_blocks: int,
+                   max_rows: Optional[int] = None) -> dict:
         """Bytes one worker moves, up and down, for a bucket of ``numel`` values whose workers
-        have at most ``max_nonzeros`` nonzeros and ``max_blocks`` nonzero blocks each, per
-        allowed codec that can carry it: ``{name: (bytes, lossless columns or 0)}``."""
+        have at most ``max_nonzeros`` nonzeros, ``max_blocks`` nonzero blocks and ``max_rows``
+        nonzero rows (default: as many as the nonzeros allow) each, per allowed codec that can
+        carry it: ``{name: (bytes, lossless columns or 0)}``."""
         out = {}
         if "thc" in self.choices:
             out["thc"] = (THC_BYTES_PER_COORD * numel, 0)
+        if "sparse_thc" in self.choices:
+            rows = -(-numel // self.granule)
+            max_rows = min(max_nonzeros, rows) if max_rows is None else max_rows
+            union = min(rows, self.n_workers * max_rows) * self.granule
+            bitmap = 4 * -(-rows // BITMAP_WORD_BITS)
+            out["sparse_thc"] = (THC_BYTES_PER_COORD * min(union, numel) + 2 * bitmap, 0)
         columns = self.sketch_columns(max_nonzeros)
         if "lossless" in self.choices and columns is not None:
             out["lossless"] = (2 * self.lossless_bytes(numel, columns), columns)
@@ -199,58 +216,73 @@ class AdaptiveCodec(Codec):
             out["block_sparse"] = (up + rounds * (lanes + _BLOCK_MESSAGE_BYTES), 0)
         return out
 
-    def plan(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None) -> tuple:
-        """``(name, lossless columns or 0)``: the allowed codec with the fewest bytes for a
-        bucket of ``numel`` values whose workers have at most ``max_nonzeros`` nonzeros and
-        ``max_blocks`` nonzero blocks each (default: as many as the nonzeros allow); the same
-        on every worker. Ties go to the exact codecs."""
+    def plan(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None,
+             max_rows: Optional[int] = None) -> tuple:
+        """``(name, lossless columns or 0)`` for a bucket of ``numel`` values whose workers
+        have at most ``max_nonzeros`` nonzeros, ``max_blocks`` nonzero blocks and ``max_rows``
+        nonzero rows each (default: as many as the nonzeros allow); the same on every worker.
+
+        An exact codec (block-sparse, lossless) when the cheaper one moves no more bytes than
+        THC of the whole bucket would; otherwise the cheaper of the lossy ones (THC of the
+        touched rows, THC); an exact one if the allowed choices have no lossy one. Ties go to
+        block-sparse, then lossless, then THC of the touched rows."""
         if max_blocks is None:
             max_blocks = min(max_nonzeros, -(-numel // self.words))
-        costs = self.wire_bytes(numel, max_nonzeros, max_blocks)
-        rank = {"block_sparse": 0, "lossless": 1, "thc": 2}
-        name = min(costs, key=lambda c: (costs[c][0], rank[c]))
+        costs = self.wire_bytes(numel, max_nonzeros, max_blocks, max_rows)
+        rank = {"block_sparse": 0, "lossless": 1, "sparse_thc": 2, "thc": 3}
+        exact = [c for c in ("block_sparse", "lossless") if c in costs]
+        lossy = [c for c in ("sparse_thc", "thc") if c in costs]
+        cheapest = lambda names: min(names, key=lambda c: (costs[c][0], rank[c]))  # noqa: E731
+        if exact and (not lossy or costs[cheapest(exact)][0] <= THC_BYTES_PER_COORD * numel):
+            name = cheapest(exact)
+        else:
+            name = cheapest(lossy)
         return name, costs[name][1]
 
-    def choose(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None) -> str:
+    def choose(self, numel: int, max_nonzeros: int, max_blocks: Optional[int] = None,
+               max_rows: Optional[int] = None) -> str:
         """The codec's name (see :meth:`plan`)."""
-        return self.plan(numel, max_nonzeros, max_blocks)[0]
+        return self.plan(numel, max_nonzeros, max_blocks, max_rows)[0]
 
     def _sub(self, choice: str, columns: int = 0) -> Codec:
         if choice == "lossless":
             return self._lossless(columns)
-        return self.block if choice == "block_sparse" else self.dense
+        return {"block_sparse": self.block, "sparse_thc": self.rows}.get(choice, self.dense)
 
     # ------------------------------------------------------------------ Codec API
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
-        """``[nonzero count, nonzero blocks of words values]`` (two uint32 lanes, MAX round)."""
+        """``[nonzero count, nonzero blocks of words values, nonzero rows of granule values]``
+        (three uint32 lanes, MAX round)."""
         x = check_gradient(grad, float32=False)
         if x.numel() and not bool(torch.isfinite(x).all()):
             raise NonFiniteGradientError(key, "local")
         if x.numel() >= 1 << 32:
             raise CodecError(f"bucket {key!r}: {x.numel()} values do not fit a 32-bit count")
         self.states[key] = {"grad": grad}
-        flat = x.reshape(-1)
-        pad = -flat.numel() % self.words
-        nonzero = flat != 0
-        if pad:
-            nonzero = torch.cat([nonzero, nonzero.new_zeros(pad)])
-        blocks = int(nonzero.view(-1, self.words).any(dim=1).sum()) if nonzero.numel() else 0
-        return torch.tensor([int(nonzero.sum()), blocks], dtype=torch.int64).to(torch.uint32)
+        nonzero = x.reshape(-1) != 0
+        counts = [int(nonzero.sum())]
+        for size in (self.words, self.granule):     # nonzero blocks, then nonzero rows
+            pad = nonzero.new_zeros(-nonzero.numel() % size)
+            counts.append(int(torch.cat([nonzero, pad]).view(-1, size).any(dim=1).sum())
+                          if nonzero.numel() else 0)
+        return torch.tensor(counts, dtype=torch.int64).to(torch.uint32)
 
     def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:
         """The chosen codec's agreement, as a round of MAX lanes."""
-        if agreed.numel() != 2:
-            raise CodecError(f"agreed has {agreed.numel()} values: expected 2 (nonzero count, "
-                             "nonzero blocks)")
-        max_nonzeros, max_blocks = (int(v) for v in agreed.reshape(-1).to(torch.int64).tolist())
-        if (1 << 32) - 1 in (max_nonzeros, max_blocks):  # poisoned: some worker's NaN/Inf
+        if agreed.numel() != 3:
+            raise CodecError(f"agreed has {agreed.numel()} values: expected 3 (nonzero count, "
+                             "nonzero blocks, nonzero rows)")
+        max_nonzeros, max_blocks, max_rows = (int(v) for v in
+                                              agreed.reshape(-1).to(torch.int64).tolist())
+        if (1 << 32) - 1 in (max_nonzeros, max_blocks, max_rows):  # poisoned: a worker's NaN/Inf
             raise NonFiniteGradientError(key, "agreed")
         numel = check_gradient(grad, float32=False).numel()
-        if max_nonzeros > numel or max_blocks > -(-numel // self.words):
-            raise CodecError(f"bucket {key!r}: agreed nonzero count {max_nonzeros} or blocks "
-                             f"{max_blocks} exceeds the bucket's {numel} values (workers with "
-                             "different buckets?)")
-        choice, columns = self.plan(numel, max_nonzeros, max_blocks)
+        if (max_nonzeros > numel or max_blocks > -(-numel // self.words)
+                or max_rows > -(-numel // self.granule)):
+            raise CodecError(f"bucket {key!r}: agreed nonzero count {max_nonzeros}, blocks "
+                             f"{max_blocks} or rows {max_rows} exceeds the bucket's {numel} "
+                             "values (workers with different buckets?)")
+        choice, columns = self.plan(numel, max_nonzeros, max_blocks, max_rows)
         self.last_choice[key], self.last_nonzeros[key] = choice, max_nonzeros
         self.last_columns[key] = columns
         sub_agreement = self._sub(choice, columns).agreement(grad, key).reshape(-1)
@@ -293,12 +325,13 @@ class AdaptiveCodec(Codec):
     def snapshot(self, key: Hashable = 0) -> Any:
         return (self.dense.snapshot(key), {c: codec.snapshot(key) for c, codec in self._sparse.items()},
                 self.states.get(key), self.last_choice.get(key), self.last_nonzeros.get(key),
-                self.last_columns.get(key), self.block.snapshot(key))
+                self.last_columns.get(key), self.block.snapshot(key), self.rows.snapshot(key))
 
     def restore(self, key: Hashable, snapshot: Any) -> None:
-        dense, sparse, state, choice, nonzeros, columns, block = snapshot
+        dense, sparse, state, choice, nonzeros, columns, block, rows = snapshot
         self.dense.restore(key, dense)
         self.block.restore(key, block)
+        self.rows.restore(key, rows)
         for c, codec in self._sparse.items():
             if c in sparse:
                 codec.restore(key, sparse[c])
@@ -314,6 +347,7 @@ class AdaptiveCodec(Codec):
     def release(self, key: Hashable, snapshot: Any) -> None:
         self.dense.release(key, snapshot[0])
         self.block.release(key, snapshot[6])
+        self.rows.release(key, snapshot[7])
         for c, snap in snapshot[1].items():
             self._sparse[c].release(key, snap)
 
@@ -321,6 +355,7 @@ class AdaptiveCodec(Codec):
         super().reset(key)
         self.dense.reset(key)
         self.block.reset(key)
+        self.rows.reset(key)
         for codec in self._sparse.values():
             codec.reset(key)
         for table in (self.last_choice, self.last_nonzeros, self.last_columns):
