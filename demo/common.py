@@ -115,6 +115,7 @@ class RunResult:
     retransmissions: int = 0
     densities: list = field(default_factory=list)      # per bucket (DensityProbe.summary)
     incomplete_peels: int = 0                          # lossless: buckets decoded inexactly
+    choices: dict = field(default_factory=dict)       # adaptive: bucket calls per chosen codec
 
     @property
     def accuracy(self) -> float:
@@ -461,6 +462,7 @@ def _train_worker(rank: int, cfg: TrainConfig, seat: Optional[WorkerSeat], init:
             result.retransmissions = total.retransmissions
             codec = state.codec
             result.incomplete_peels = getattr(codec, "incomplete_peels", 0)
+            result.choices = dict(getattr(codec, "choice_counts", {}))
             state.transport.close()
         elif counter is not None:
             result.bytes_per_step = float(np.mean(step_bytes[START_ITER:] or step_bytes))
@@ -691,6 +693,12 @@ def report(workload, results, args, out_dir: Path, stem: str, extra: Optional[di
         if r.incomplete_peels:
             print(f"{r.mode}@{r.seed}: {r.incomplete_peels} bucket decode(s) with peeling incomplete "
                   "(values left to the sketch's median estimate)")
+    for r in results:
+        if r.choices:
+            calls = sum(r.choices.values())
+            print(f"{r.mode}@{r.seed} chose, per bucket call: " + ", ".join(
+                f"{name} {100.0 * n / calls:.0f}%" for name, n in sorted(r.choices.items(),
+                                                                         key=lambda kv: -kv[1])))
     probed = next((r for r in results if r.densities), None)
     if probed is not None:
         print("\n".join(density_lines(probed)))

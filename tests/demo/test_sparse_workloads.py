@@ -8,6 +8,7 @@ import argparse
 import numpy as np
 import pytest
 
+from hina import codecs as names
 from hina.demo.common import RunSpec, parse_runs, run_all, table_rows
 from hina.demo.local import LocalDeployment
 from hina.demo.dlrm import ClickLogSpec, DlrmWorkload, generate_click_log, popularity, top_share
@@ -61,6 +62,9 @@ def test_dlrm_tiny_fp32_and_adaptive_with_per_table_buckets(switch):
     assert adaptive.fallback_buckets < hooked // 4 and adaptive.incomplete_peels == 0, \
         (adaptive.fallback_buckets, hooked)
     assert adaptive.bytes_note.startswith("measured")
+    # every hooked bucket call made a choice, and the run reports them
+    assert set(adaptive.choices) <= set(names.ADAPTIVE_CHOICES)
+    assert sum(adaptive.choices.values()) >= hooked, adaptive.choices
     tables = [p for b in adaptive.densities for p in b["params"] if p["name"].startswith("tables.")]
     assert len(tables) == 3
     for p in tables:        # 32 samples hit at most 32 of a table's rows: sparse gradients

@@ -139,6 +139,8 @@ class AdaptiveCodec(Codec):
         self.last_nonzeros: Dict[Hashable, int] = {}
         #: bucket key -> the lossless sketch's columns in its last call (0: THC)
         self.last_columns: Dict[Hashable, int] = {}
+        #: codec name -> how many bucket calls chose it (every encode: retried calls count again)
+        self.choice_counts: Dict[str, int] = {}
         self.log_config()
 
     @property
@@ -284,6 +286,7 @@ class AdaptiveCodec(Codec):
                              "values (workers with different buckets?)")
         choice, columns = self.plan(numel, max_nonzeros, max_blocks, max_rows)
         self.last_choice[key], self.last_nonzeros[key] = choice, max_nonzeros
+        self.choice_counts[choice] = self.choice_counts.get(choice, 0) + 1
         self.last_columns[key] = columns
         sub_agreement = self._sub(choice, columns).agreement(grad, key).reshape(-1)
         self.states[key] = {"grad": grad}
