@@ -109,8 +109,10 @@ def program_layout(index: P4InfoIndex) -> pipeline.Layout:
         JobError: the P4Info is neither HINA program's.
     """
     kind = p4info_pb2.MatchField.MatchType.Name
-    tables = [_Table(t.preamble.name, tuple(MatchFieldInfo(f.name, f.bitwidth, kind(f.match_type).lower())
-                                            for f in t.match_fields))
+    # by the program's names: a Tofino compiler's P4Info prefixes them with the pipeline's
+    tables = [_Table(index.program_name(t.preamble.name),
+                     tuple(MatchFieldInfo(f.name, f.bitwidth, kind(f.match_type).lower())
+                           for f in t.match_fields))
               for t in index.p4info.tables]
     try:
         return pipeline.layout_for(tables)
@@ -181,7 +183,12 @@ class JobManager:
     def adopt(self, config: JobConfig) -> JobRecord:
         """Take over a job an earlier run installed (nothing is written)."""
         spec = config.to_spec()
-        index = self.switch.index              # the P4Info already fetched, if any
+        index = self.switch.index              # the P4Info already fetched, else the switch's
+        if index is None:
+            try:
+                index = self.switch.require_index()
+            except P4RuntimeClientError:       # no pipeline (the switch restarted): resync's
+                index = None
         layout = program_layout(index) if index is not None else pipeline.V1MODEL
         entries = pipeline.job_entries(spec, layout)
         if config.thc_table is not None:
@@ -286,9 +293,16 @@ class JobManager:
         """Zero the job's cell of ``job_counter`` (a program without it has nothing to zero)."""
         index = self.switch.require_index()
         name = program_layout(index).counter(P.JOB_COUNTER)
-        if any(c.preamble.name == name for c in index.p4info.counters):
+        if name in index.counters:   # not a P4Runtime counter in a Tofino P4Info's extern flavour
             self.switch.write([self.switch.counter_update(name, job_id)],
                               f"job {job_id}: zero its packet counter")
+
+    def register_cells(self, job_ids: Sequence[int]) -> list[tuple[str, int, int]]:
+        """``(register, first, count)`` cells the jobs ``job_ids`` own in the pushed program
+        (what :meth:`reset` zeroes), by the program's names."""
+        layout = program_layout(self.switch.require_index())
+        return [cells for j in job_ids
+                for cells in pipeline.register_ranges(self.record(j).spec, layout)]
 
     def record(self, job_id: int) -> JobRecord:
         """The installed job ``job_id``.
