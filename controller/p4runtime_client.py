@@ -122,16 +122,21 @@ def pipeline_prefix(p4info: p4info_pb2.P4Info) -> str:
     """The ``Pipeline`` instance's name the Tofino compiler puts before every table name in its
     default P4Info flavour (``pipe`` for ``pipe.HinaTnaIngress.admission.job_config``), or "".
 
-    A P4Info of arch ``tna``/``t2na`` whose tables all start with one same first component has
-    that prefix; the standard-externs flavour (``--p4runtime-force-std-externs``) names tables
-    ``HinaTnaIngress.x`` and ``HinaTnaEgress.y``: no prefix. A program of several pipelines
-    (``pipe0.x``, ``pipe1.x``) has no single prefix either: its names are used as they are.
+    A P4Info of arch ``tna``/``t2na`` has one when every table and extern instance starts with
+    one same first component that starts no action's name (actions are named
+    ``<control>.<action>`` in both flavours, never after the pipeline). The standard-externs
+    flavour (``--p4runtime-force-std-externs``) names tables ``HinaTnaIngress.x``: a control,
+    no prefix. A program of several pipelines (``pipe0.x``, ``pipe1.x``) has no single prefix
+    either: its names are used as they are.
     """
     if p4info.pkg_info.arch not in TOFINO_ARCHS or not p4info.tables:
         return ""
-    firsts = {t.preamble.name.partition(".")[0] if "." in t.preamble.name else ""
-              for t in p4info.tables}
-    return firsts.pop() if len(firsts) == 1 else ""
+    names = [t.preamble.name for t in p4info.tables]
+    names += [i.preamble.name for e in p4info.externs for i in e.instances]
+    firsts = {n.partition(".")[0] if "." in n else "" for n in names}
+    controls = {a.preamble.name.partition(".")[0] for a in p4info.actions}
+    prefix = firsts.pop() if len(firsts) == 1 else ""
+    return "" if prefix in controls else prefix
 
 
 class P4InfoIndex:

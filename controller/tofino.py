@@ -475,6 +475,18 @@ class TofinoRegisters:
             out.append(value)
         return out
 
+    def unzeroable(self) -> List[Tuple[str, int, int]]:
+        """The cells of :attr:`used` in extern registers (zeroing them is refused): what a new
+        job is allocated around (:meth:`controller.jobs.JobManager.prepare`)."""
+        out = []
+        for name, first, count in self.used:
+            try:
+                if not self.names.register(name).standard:
+                    out.append((name, first, count))
+            except P4RuntimeClientError:
+                continue            # a register of another program: nothing of this one
+        return out
+
     def zero(self, ranges: Sequence[Tuple[str, int, int]]) -> None:
         """Make ``(register, first index, count)`` ranges zero.
 

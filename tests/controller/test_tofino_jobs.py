@@ -178,3 +178,81 @@ def test_job_lifecycle_with_the_compilers_standard_p4info(hina_ctl, embedded_swi
     assert not _entries(sw, admission) and not _entries(sw, "HinaTnaEgress.replica_rewrite")
     with SwitchConnection(sw.address, election_id=2, primary=False) as conn:
         assert conn.read_multicast_groups() == {}
+
+
+def test_jobs_with_the_compilers_default_p4info(hina_ctl, embedded_switch):
+    """The default flavour (PI's): tables named pipe.HinaTnaIngress..., registers as Tofino
+    externs. A job takes cells no job held since the push (zero already: nothing to write) and
+    aggregates THC through the LUT tables bit-exact; cells a deleted job held cannot be zeroed
+    through P4Runtime: the next job is allocated around them, one given them (or a reset) is
+    refused, one line saying how to go on, nothing written; after a push they are free again."""
+    from hina.worker.codecs import FixedPointCodec, ThcCodec
+    sw = embedded_switch
+    out = _compiled("tofino")
+    p4info = tofino.read_p4info(out)
+    assert not p4info.registers and "pipe.HinaTnaIngress.thc_lut.lut_31" in {
+        t.preamble.name for t in p4info.tables}
+    status, text, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out",
+                                 str(out))
+    assert status == 0 and "pi device config" in text and "tofino P4Info externs" in text, err
+    job = _create(hina_ctl, sw, 1, "thc")
+    assert (job["words"], job["lut_id"]) == (WORDS, 1)
+    assert len(_entries(sw, "pipe.HinaTnaIngress.thc_lut.lut_5")) == 256
+    assert len(_entries(sw, "pipe.HinaTnaIngress.reason.worker_generation")) == 2
+    _allreduce(sw, job, lambda w: ThcCodec(2, rank=w, seed=job["rht_seed"]), seed=3)
+    status, text, err = hina_ctl("job", "show", "1", "--json")
+    assert status == 0 and json.loads(text)["entries"] == 1 + 2 + 2 + 1 + 2 + 2 + 256 * LANES
+
+    status, _, err = hina_ctl("job", "delete", "1")
+    assert status == 0, err
+    assert not _entries(sw, "pipe.HinaTnaIngress.thc_lut.lut_5")
+    status, _, err = hina_ctl("job", "create", "--id", "2", "--codec", "fixed", "--slots", "4",
+                              "--reg-base", "0", "--worker", sw.worker_arg(0))
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    assert "job 2 not created (rolled back): register pipe.HinaTnaIngress.slot_state." in err
+    assert "must be zeroed" in err and "Tofino extern" in err
+    assert "push the pipeline again" in err and "--p4info-externs standard" in err
+    assert not _entries(sw, "pipe.HinaTnaIngress.admission.job_config")
+    job = _create(hina_ctl, sw, 3, "fixed")       # allocated around the cells job 1 held
+    assert (job["reg_base"], job["pair_stream_base"]) == (4, 2)
+    _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=4)
+    status, _, err = hina_ctl("reset", "--job", "3")
+    assert status == 1 and "job 3: reset failed: register pipe.HinaTnaIngress" in err
+
+    status, text, err = hina_ctl("resync")                # a fresh pipeline: zeroed registers
+    assert status == 0 and "1 job(s) re-installed: 3" in text, err
+    _create(hina_ctl, sw, 2, "fixed", "--reg-base", "0")
+    assert len(_entries(sw, "pipe.HinaTnaIngress.admission.job_config")) == 2
+
+
+def test_bad_input_is_one_line(hina_ctl, embedded_switch, tmp_path):
+    """An unknown job, a table the pushed P4Info lacks (the job is rolled back), a TNA
+    register that is not in the P4Info, the v1model slot view."""
+    sw = embedded_switch
+    p4info = tofino.read_p4info(_compiled("standard"))
+    (doomed,) = [i for i, t in enumerate(p4info.tables)
+                 if t.preamble.name == "HinaTnaEgress.replica_rewrite"]
+    del p4info.tables[doomed]
+    lacking = tmp_path / "lacking"
+    lacking.mkdir()
+    (lacking / "p4info.bin").write_bytes(p4info.SerializeToString())
+    status, _, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out",
+                              str(lacking), "--device-config-format", "stratum")
+    assert status == 0, err
+    for args, text in ((("job", "delete", "9"), "job 9 does not exist (jobs: none)"),
+                       (("job", "bump-generation", "9"), "job 9 does not exist"),
+                       (("reset", "--job", "9"), "job 9 does not exist")):
+        status, _, err = hina_ctl(*args)
+        assert status == 1 and text in err and len(err.strip().splitlines()) == 1, err
+    status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", "fixed", "--slots", "4",
+                              "--worker", sw.worker_arg(0))
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    assert ("job 1 not created (nothing written): table 'HinaTnaEgress.replica_rewrite' is "
+            "not in the P4Info") in err
+    assert not _entries(sw, "HinaTnaIngress.admission.job_config")
+    with SwitchConnection(sw.address, election_id=2, primary=False) as conn:
+        assert conn.read_multicast_groups() == {}
+    status, _, err = hina_ctl("read", "register", "HinaTnaIngress.lanes.lane_32")
+    assert status == 1 and "register 'HinaTnaIngress.lanes.lane_32' is not in the Tofino" in err
+    status, _, err = hina_ctl("state", "--job", "1")
+    assert status == 1 and "'state': not supported on tofino" in err
