@@ -183,10 +183,10 @@ def test_job_lifecycle_with_the_compilers_standard_p4info(hina_ctl, embedded_swi
 def test_jobs_with_the_compilers_default_p4info(hina_ctl, embedded_switch):
     """The default flavour (PI's): tables named pipe.HinaTnaIngress..., registers as Tofino
     externs. A job takes cells no job held since the push (zero already: nothing to write) and
-    aggregates THC through the LUT tables bit-exact; cells a deleted job held cannot be zeroed
+    aggregates bit-exact; cells a deleted job held cannot be zeroed
     through P4Runtime: the next job is allocated around them, one given them (or a reset) is
     refused, one line saying how to go on, nothing written; after a push they are free again."""
-    from hina.worker.codecs import FixedPointCodec, ThcCodec
+    from hina.worker.codecs import FixedPointCodec
     sw = embedded_switch
     out = _compiled("tofino")
     p4info = tofino.read_p4info(out)
@@ -195,17 +195,17 @@ def test_jobs_with_the_compilers_default_p4info(hina_ctl, embedded_switch):
     status, text, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out",
                                  str(out))
     assert status == 0 and "pi device config" in text and "tofino P4Info externs" in text, err
-    job = _create(hina_ctl, sw, 1, "thc")
-    assert (job["words"], job["lut_id"]) == (WORDS, 1)
-    assert len(_entries(sw, "pipe.HinaTnaIngress.thc_lut.lut_5")) == 256
+    job = _create(hina_ctl, sw, 1)
+    assert job["words"] == WORDS
+    assert len(_entries(sw, "pipe.HinaTnaIngress.admission.worker_admission")) == 2
     assert len(_entries(sw, "pipe.HinaTnaIngress.reason.worker_generation")) == 2
-    _allreduce(sw, job, lambda w: ThcCodec(2, rank=w, seed=job["rht_seed"]), seed=3)
+    _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=3)
     status, text, err = hina_ctl("job", "show", "1", "--json")
-    assert status == 0 and json.loads(text)["entries"] == 1 + 2 + 2 + 1 + 2 + 2 + 256 * LANES
+    assert status == 0 and json.loads(text)["entries"] == 1 + 2 + 2 + 1 + 2 + 2
 
     status, _, err = hina_ctl("job", "delete", "1")
     assert status == 0, err
-    assert not _entries(sw, "pipe.HinaTnaIngress.thc_lut.lut_5")
+    assert not _entries(sw, "pipe.HinaTnaEgress.replica_rewrite")
     status, _, err = hina_ctl("job", "create", "--id", "2", "--codec", "fixed", "--slots", "4",
                               "--reg-base", "0", "--worker", sw.worker_arg(0))
     assert status == 1 and len(err.strip().splitlines()) == 1
@@ -223,6 +223,35 @@ def test_jobs_with_the_compilers_default_p4info(hina_ctl, embedded_switch):
     assert status == 0 and "1 job(s) re-installed: 3" in text, err
     _create(hina_ctl, sw, 2, "fixed", "--reg-base", "0")
     assert len(_entries(sw, "pipe.HinaTnaIngress.admission.job_config")) == 2
+
+
+@pytest.mark.parametrize("flavour", ["tofino", "standard"])
+def test_every_entry_in_the_compilers_terms(flavour):
+    """The entries of a THC job with an in-switch sketch encode in the compiler's P4Info: its
+    tables (pipe. or not), actions, match fields and widths. Its 8,192 LUT entries (256 per
+    lane) are too many to write through the embedded switch in a test, or even to encode (pure
+    Python protobuf here: 2 ms each): the first and last of each lane's table."""
+    from hina import pipeline
+    from hina.controller.jobs import entry_update, program_layout
+    from hina.controller.p4runtime_client import P4InfoIndex
+    index = P4InfoIndex(tofino.read_p4info(_compiled(flavour)))
+    assert index.pipe_prefix == ("pipe" if flavour == "tofino" else "")
+    layout = program_layout(index)
+    assert isinstance(layout, pipeline.TnaLayout) and layout.words == WORDS
+    spec = pipeline.JobSpec(job_id=5, workers=(pipeline.WorkerAddress(1, 2, 3, 4),
+                                               pipeline.WorkerAddress(2, 5, 6, 7)),
+                            n_slots=4, reg_base=4, lut_id=1, sketch_columns=4096,
+                            sketch_base=4096, words=WORDS)
+    luts = pipeline.lut_entries(1, pipeline.THC_DEFAULT_TABLE, WORDS, layout)
+    assert len(luts) == 256 * LANES
+    entries = pipeline.job_entries(spec, layout) + [luts[256 * i + byte] for i in range(LANES)
+                                                    for byte in (0, 255)]
+    updates = [entry_update(index, "INSERT", e) for e in entries]
+    tables = {index.table_names[u.entity.table_entry.table_id] for u in updates}
+    prefix = "pipe." if flavour == "tofino" else ""
+    assert len(updates) == 10 + 2 * LANES and len(tables) == 6 + LANES
+    assert f"{prefix}HinaTnaIngress.thc_lut.lut_31" in tables
+    assert f"{prefix}HinaTnaEgress.replica_rewrite" in tables
 
 
 def test_bad_input_is_one_line(hina_ctl, embedded_switch, tmp_path):
