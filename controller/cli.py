@@ -231,9 +231,17 @@ def cmd_job_create(ctx: Context) -> int:
     a = ctx.args
     workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
     k_count, k_fraction = a.sketch_k or (0, 0.0)
+    words = a.words or _words_default(ctx)
+    if ctx.target == "tofino" and words not in P.SUPPORTED_WORDS:
+        raise ConfigError(
+            f"'job create': the pushed TNA program carries {words} words per packet (two "
+            f"blocks of TNA_LANES={words // 2}); workers speak "
+            f"{', '.join(map(str, P.SUPPORTED_WORDS))} (hina.protocol.SUPPORTED_WORDS): push "
+            f"it with -D TNA_LANES={min(P.SUPPORTED_WORDS) // 2} or more (Tofino 1 fits 16 "
+            "lanes: no job runs on a Tofino 1 yet)")
     config = JobConfig(
         job_id=a.id, codec=a.codec, workers=workers, n_slots=a.slots, reg_base=a.reg_base,
-        words=a.words or _words_default(ctx), thc_table=a.thc_table, rht_seed=a.rht_seed,
+        words=words, thc_table=a.thc_table, rht_seed=a.rht_seed,
         sketch_rows=a.sketch_rows, sketch_columns=a.sketch_columns, sketch_seed=a.sketch_seed,
         sketch_k=k_count, sketch_k_fraction=k_fraction, sketch_bits=a.sketch_bits,
         value_bits=a.value_bits, value_blocks=a.value_blocks, sketch_rotate=a.sketch_rotate,

@@ -50,19 +50,20 @@ def _compiled(flavour: str) -> Path:
     return build.out
 
 
-@pytest.fixture(scope="module")
-def device_config() -> bytes:
+def _device_config(lanes: int) -> bytes:
     """The embedded target's device config of the same program (its P4Info is not pushed)."""
     return PipelineConfig(target="embedded", p4=str(HINA_TNA_P4),
-                          defines={"TNA_LANES": str(LANES)}).build()[1]
+                          defines={"TNA_LANES": str(lanes)}).build()[1]
 
 
 @pytest.fixture
-def hina_ctl(embedded_switch, device_config, tmp_path, monkeypatch, capsys):
+def hina_ctl(embedded_switch, tmp_path, monkeypatch, capsys):
     """``hina-ctl`` (its main, in process) against the embedded switch; a tofino push sends
-    the compiler's P4Info from ``--tofino-out`` with the embedded device config."""
+    the compiler's P4Info from ``--tofino-out`` with the embedded device config of the
+    program at the lanes it was pushed with (``-D TNA_LANES``, default ``LANES``)."""
     def build(config):
-        return tofino.read_p4info(config.tofino_out), device_config
+        lanes = int(config.defines.get("TNA_LANES", LANES))
+        return tofino.read_p4info(config.tofino_out), _device_config(lanes)
     monkeypatch.setattr(PipelineConfig, "_build_tofino", build)
 
     def run(*args: str):
@@ -285,3 +286,21 @@ def test_bad_input_is_one_line(hina_ctl, embedded_switch, tmp_path):
     assert status == 1 and "register 'HinaTnaIngress.lanes.lane_32' is not in the Tofino" in err
     status, _, err = hina_ctl("state", "--job", "1")
     assert status == 1 and "'state': not supported on tofino" in err
+
+
+def test_too_few_lanes_for_the_workers(hina_ctl, embedded_switch):
+    """A program of fewer than 32 lanes carries fewer words per packet than the workers speak
+    (Tofino 1's 16 lanes included): job create says so, and what to push instead."""
+    sw = embedded_switch
+    one = tofino_build.cached_build(defines={"TNA_LANES": 1}, p4info_externs="tofino")
+    if one is None or not one.p4info_bin.exists():
+        pytest.skip("p4/tna is not compiled with TNA_LANES=1 and a tofino P4Info at these "
+                    "sources: run 'python bench/bench_tofino_fit.py --target tofino --lanes 1 "
+                    "--p4info-externs tofino' (about 1 min on 2 cores)")
+    status, _, err = hina_ctl("--target", "tofino", "pipeline", "push", "-D", "TNA_LANES=1",
+                              "--tofino-out", str(one.out))
+    assert status == 0, err
+    status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", "fixed",
+                              "--worker", sw.worker_arg(0))
+    assert status == 1 and "carries 2 words per packet (two blocks of TNA_LANES=1)" in err
+    assert "push it with -D TNA_LANES=32 or more" in err
