@@ -82,6 +82,11 @@ class Context:
                                                         a.tls_client_key))
 
     def connect(self, primary: bool) -> SwitchConnection:
+        if self._conn is not None:        # a read-only session opened before (the layout)
+            if self._registers is not None:    # bound to that session
+                self._registers.close()
+                self._registers = None
+            self._conn.close()
         self._conn = self.open_switch(primary)
         return self._conn
 

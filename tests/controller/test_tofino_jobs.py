@@ -170,6 +170,8 @@ def test_job_lifecycle_with_the_compilers_standard_p4info(hina_ctl, embedded_swi
     status, text, err = hina_ctl("read", "register", "HinaTnaIngress.slot_state.slot_seq",
                                  "--json")
     assert not any(json.loads(text)["values"].values())
+    status, _, err = hina_ctl("read", "register", "slot_bitmap")   # Register<pair>
+    assert status == 1 and "holds structs: this target serves registers of bit<N>" in err
     status, text, err = hina_ctl("resync")
     assert (status, text.strip()) == (0, f"pipeline re-pushed to {sw.address}; 1 job(s) "
                                          "re-installed: 1"), err
