@@ -8,6 +8,8 @@ so a second run is instant; the compile time shown is that of the compile that m
 
     python bench/bench_tofino_fit.py                       # Tofino 1 and 2, default lanes
     python bench/bench_tofino_fit.py --target tofino --lanes 1 8 16 32   # growth steps
+    python bench/bench_tofino_fit.py --target tofino --lanes 32 -D HINA_PAIRS=16 \
+        --p4info-externs standard        # the P4Info tests/controller/test_tofino_jobs.py reads
 
 Needs bf-p4c: bash ../shared/p4tools-tofino/install.sh (as root).
 """
@@ -26,6 +28,12 @@ def main(argv=None) -> int:
     parser.add_argument("--lanes", nargs="+", type=int, default=[None],
                         help="TNA_LANES values (default: the program's own)")
     parser.add_argument("--no-cache", action="store_true", help="compile even if cached")
+    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                        help="another preprocessor define (repeatable), e.g. -D HINA_PAIRS=16")
+    parser.add_argument("--p4info-externs", choices=sorted(tb.P4INFO_EXTERNS), default=None,
+                        help="also write the P4Info in this flavour (hina-ctl --target tofino's "
+                             "compiles; the compiler writes it after its front end, so a compile "
+                             "that does not fit has one too)")
     args = parser.parse_args(argv)
     try:
         tb.compiler()
@@ -36,7 +44,9 @@ def main(argv=None) -> int:
     for target in args.target:
         for lanes in args.lanes:
             defines = {} if lanes is None else {"TNA_LANES": lanes}
-            build = tb.compile_tna(target=target, defines=defines, use_cache=not args.no_cache)
+            defines.update(d.partition("=")[::2] for d in args.defines)
+            build = tb.compile_tna(target=target, defines=defines, use_cache=not args.no_cache,
+                                   p4info_externs=args.p4info_externs)
             rows.append((target, lanes, build))
             print(f"# {target} TNA_LANES={lanes or 'default'}: exit {build.returncode}, "
                   f"{build.seconds:.0f} s{' (cached)' if build.cached else ''}, {build.out}",

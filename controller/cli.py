@@ -27,12 +27,13 @@ from typing import Any, Optional, Sequence
 from hina import pipeline
 from hina.codecs import ADAPTIVE_CHOICES
 from hina import protocol as P
+from hina.programs import HINA_TNA_P4
 from hina.cli import EXIT_FAILURE, EXIT_OK, OneLineParser
 from hina.cli import help_with_example as _help
 from hina.tls import ClientTls, ServerTls, is_loopback
 
 from .config import CODECS, ConfigError, JobConfig, parse_worker
-from .jobs import JobError, JobManager
+from .jobs import JobError, JobManager, program_layout
 from .p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
 from .state import ControllerState, default_state_path
 from .target import TARGETS, PipelineConfig, register_access
@@ -82,22 +83,25 @@ class Context:
                                                         a.tls_client_key))
 
     def connect(self, primary: bool) -> SwitchConnection:
+        if self._conn is not None:        # a read-only session opened before (the layout)
+            if self._registers is not None:    # bound to that session
+                self._registers.close()
+                self._registers = None
+            self._conn.close()
         self._conn = self.open_switch(primary)
         return self._conn
 
-    def require_jobs(self, what: str) -> None:
-        """Refuse ``what`` on a target where jobs cannot be installed yet (tofino)."""
+    def require_slot_registers(self, what: str) -> None:
+        """Refuse ``what`` on tofino: it reads the v1model program's slot registers."""
         if self.target == "tofino":
-            raise ConfigError(f"{what}: not supported on tofino yet: the TNA program's job "
-                              "entries (hina.pipeline.TnaLayout) have run on the embedded target "
-                              "only, not against a Tofino P4Runtime server (its P4Info's 'pipe.' "
-                              "names); on tofino 'pipeline push', 'resync', 'counters' and "
-                              "'read' work")
+            raise ConfigError(f"{what}: not supported on tofino: it decodes the v1model "
+                              "program's slot registers (slot_count, slot_flags, one lane "
+                              "register per word), which the TNA program keeps otherwise (no "
+                              "count, a pair register for the bitmap, lanes by pass); read its "
+                              "registers with 'hina-ctl read register NAME'")
 
     def manager(self) -> JobManager:
         """A primary connection's JobManager that knows the jobs of the state file."""
-        self.require_jobs(" ".join(filter(None, ("'" + self.args.command,
-                                                 getattr(self.args, "action", None)))) + "'")
         conn = self.connect(primary=True)
         jobs = JobManager(conn, registers=self.registers(), target=self.target)
         for config in self.state.jobs.values():
@@ -105,12 +109,21 @@ class Context:
         return jobs
 
     def registers(self):
-        """The target's register path (one per command: BMv2's keeps its Thrift connection)."""
+        """The target's register path (one per command: BMv2's keeps its Thrift connection);
+        on tofino it knows the register cells jobs were given since the push (state file)."""
         if self._registers is None:
-            self._registers = register_access(self.target,
-                                              self._conn or self.connect(primary=False),
-                                              self.args.thrift_port)
+            conn = self._conn or self.connect(primary=False)
+            self._registers = register_access(self.target, conn, self.args.thrift_port,
+                                              used=self.state.used)
         return self._registers
+
+    def note_used(self, jobs: JobManager, job_ids: Sequence[int]) -> None:
+        """tofino: remember the register cells of ``job_ids`` as used since the push."""
+        if self.target != "tofino":
+            return
+        self.state.used += [c for c in jobs.register_cells(job_ids) if c not in self.state.used]
+        if self._registers is not None:
+            self._registers.used = list(self.state.used)
 
     def job(self, job_id: int) -> JobConfig:
         job = self.state.jobs.get(job_id)
@@ -150,7 +163,7 @@ def cmd_pipeline_push(ctx: Context) -> int:
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
     dropped = sorted(ctx.state.jobs)
-    ctx.state.pipeline, ctx.state.jobs = config, {}
+    ctx.state.pipeline, ctx.state.jobs, ctx.state.used = config, {}, []
     ctx.save()
     ctx.tokens.remove(dropped)
     what = config.target if config.target != "tofino" else (
@@ -170,17 +183,28 @@ def cmd_resync(ctx: Context) -> int:
     p4info, device_config = ctx.state.pipeline.build()
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
-    if ctx.target == "tofino":            # no jobs there (Context.require_jobs)
-        print(f"pipeline re-pushed to {ctx.args.switch}; 0 job(s) re-installed")
-        return EXIT_OK
+    if ctx.target == "tofino":            # a pushed pipeline starts with zeroed registers
+        ctx.state.used = []
+        ctx.save()
     jobs = JobManager(conn, registers=ctx.registers(), target=ctx.target)
-    done = jobs.resync([ctx.state.jobs[j] for j in sorted(ctx.state.jobs)])
+    done = []
+    try:
+        done = jobs.resync([ctx.state.jobs[j] for j in sorted(ctx.state.jobs)])
+    finally:
+        if ctx.target == "tofino":
+            ctx.note_used(jobs, sorted(jobs.jobs))
+            ctx.save()
     print(f"pipeline re-pushed to {ctx.args.switch}; {len(done)} job(s) re-installed"
           + (f": {', '.join(str(c.job_id) for c in done)}" if done else ""))
     return EXIT_OK
 
 
 def _words_default(ctx: Context) -> int:
+    """HINA_WORDS of the pushed program: the v1model program's define, or the TNA program's
+    words per packet (two blocks of TNA_LANES, read from the switch's P4Info)."""
+    layout = _layout(ctx)
+    if isinstance(layout, pipeline.TnaLayout):
+        return layout.words
     if ctx.state.pipeline is not None and "HINA_WORDS" in ctx.state.pipeline.defines:
         return int(ctx.state.pipeline.defines["HINA_WORDS"])
     return P.WORDS
@@ -211,12 +235,19 @@ def _sketch_k(text: str) -> tuple[int, float]:
 
 def cmd_job_create(ctx: Context) -> int:
     a = ctx.args
-    ctx.require_jobs("'job create'")
     workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
     k_count, k_fraction = a.sketch_k or (0, 0.0)
+    words = a.words or _words_default(ctx)
+    if ctx.target == "tofino" and words not in P.SUPPORTED_WORDS:
+        raise ConfigError(
+            f"'job create': the pushed TNA program carries {words} words per packet (two "
+            f"blocks of TNA_LANES={words // 2}); workers speak "
+            f"{', '.join(map(str, P.SUPPORTED_WORDS))} (hina.protocol.SUPPORTED_WORDS): push "
+            f"it with -D TNA_LANES={min(P.SUPPORTED_WORDS) // 2} or more (Tofino 1 fits 16 "
+            "lanes: no job runs on a Tofino 1 yet)")
     config = JobConfig(
         job_id=a.id, codec=a.codec, workers=workers, n_slots=a.slots, reg_base=a.reg_base,
-        words=a.words or _words_default(ctx), thc_table=a.thc_table, rht_seed=a.rht_seed,
+        words=words, thc_table=a.thc_table, rht_seed=a.rht_seed,
         sketch_rows=a.sketch_rows, sketch_columns=a.sketch_columns, sketch_seed=a.sketch_seed,
         sketch_k=k_count, sketch_k_fraction=k_fraction, sketch_bits=a.sketch_bits,
         value_bits=a.value_bits, value_blocks=a.value_blocks, sketch_rotate=a.sketch_rotate,
@@ -226,6 +257,7 @@ def cmd_job_create(ctx: Context) -> int:
     config = jobs.create_job(config)
     token = ctx.tokens.issue(config.job_id, rotate=True)   # before the state: serve sees both
     ctx.state.jobs[config.job_id] = config
+    ctx.note_used(jobs, [config.job_id])
     ctx.save()
     if a.token_file:
         write_token_file(Path(a.token_file), token)
@@ -285,6 +317,15 @@ def _job_row(c: JobConfig) -> dict:
             "generation": c.generation}
 
 
+def _layout(ctx: Context) -> pipeline.Layout:
+    """The pushed program's layout: the v1model program's, or (tofino, a TNA program) read from
+    the switch's P4Info (its lane count decides the TNA program's entries)."""
+    p = ctx.state.pipeline
+    if p is None or (p.target != "tofino" and Path(p.p4).name != Path(HINA_TNA_P4).name):
+        return pipeline.V1MODEL
+    return program_layout((ctx._conn or ctx.connect(primary=False)).require_index())
+
+
 def cmd_job_list(ctx: Context) -> int:
     rows = [_job_row(c) for _, c in sorted(ctx.state.jobs.items())]
     if ctx.args.json:
@@ -307,8 +348,9 @@ def cmd_job_show(ctx: Context) -> int:
     data = config.to_json()
     data["lane_op"] = config.lane_op
     data["multicast_group"] = spec.mcast_grp
-    data["entries"] = len(pipeline.job_entries(spec)) + (
-        len(pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words))
+    layout = _layout(ctx)
+    data["entries"] = len(pipeline.job_entries(spec, layout)) + (
+        len(pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words, layout))
         if config.thc_table else 0)
     if ctx.args.json:
         ctx.print_json(data)
@@ -346,7 +388,7 @@ def cmd_job_show(ctx: Context) -> int:
 def cmd_state(ctx: Context) -> int:
     from .inspect import job_progress, slot_state
     a = ctx.args
-    ctx.require_jobs("'state'")
+    ctx.require_slot_registers("'state'")
     config = ctx.job(a.job)
     registers = ctx.registers()
     if a.slot is None:
@@ -392,8 +434,9 @@ def _counters(ctx: Context) -> dict:
     from .inspect import job_packets, job_progress, reason_counts
     conn = ctx._conn or ctx.connect(primary=False)
     registers = ctx.registers()
-    if ctx.target == "tofino":            # the TNA program's names; no jobs there yet
-        return {"reasons": registers.reason_counts(), "jobs": []}
+    if ctx.target == "tofino":            # the compiler's P4Info names (TofinoRegisters)
+        return {"reasons": registers.reason_counts(),
+                "jobs": [{"job": j, **registers.job_packets(j)} for j in sorted(ctx.state.jobs)]}
     return {"reasons": reason_counts(conn),
             "jobs": [{**job_progress(registers, c), **job_packets(conn, c.job_id)}
                      for _, c in sorted(ctx.state.jobs.items())]}
@@ -410,9 +453,9 @@ def _counters_tables(data: dict):
     jobs = Table(title="jobs")
     for col in ("job", "packets", "bytes", "chunks started", "complete copies", "filling copies"):
         jobs.add_column(col, justify="right")
-    for j in data["jobs"]:
-        jobs.add_row(str(j["job"]), str(j["packets"]), str(j["bytes"]), str(j["chunks"]),
-                     str(j["complete_copies"]), str(j["filling_copies"]))
+    for j in data["jobs"]:       # tofino: packets and bytes only (no slot_count to read)
+        jobs.add_row(*(str(j.get(k, "-")) for k in ("job", "packets", "bytes", "chunks",
+                                                     "complete_copies", "filling_copies")))
     return Group(reasons, jobs)
 
 
@@ -490,7 +533,6 @@ def cmd_serve(ctx: Context) -> int:
     from .primary import PrimaryHold
     from .restarts import SwitchKeeper
     a = ctx.args
-    ctx.require_jobs("'serve'")
     tls = ServerTls.from_args(a.tls_cert, a.tls_key, a.tls_client_ca)
     issued = ctx.tokens.ensure(sorted(ctx.state.jobs))   # jobs of an older state file
     if issued:

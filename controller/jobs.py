@@ -109,13 +109,27 @@ def program_layout(index: P4InfoIndex) -> pipeline.Layout:
         JobError: the P4Info is neither HINA program's.
     """
     kind = p4info_pb2.MatchField.MatchType.Name
-    tables = [_Table(t.preamble.name, tuple(MatchFieldInfo(f.name, f.bitwidth, kind(f.match_type).lower())
-                                            for f in t.match_fields))
+    # by the program's names: a Tofino compiler's P4Info prefixes them with the pipeline's
+    tables = [_Table(index.program_name(t.preamble.name),
+                     tuple(MatchFieldInfo(f.name, f.bitwidth, kind(f.match_type).lower())
+                           for f in t.match_fields))
               for t in index.p4info.tables]
     try:
         return pipeline.layout_for(tables)
     except ValueError as exc:
         raise JobError(f"the pushed program: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Held:
+    """Resources a job held since the push, as :func:`controller.config.allocate` reads a
+    job's (no job is installed on them)."""
+    reg_base: int = 0
+    n_slots: int = 0
+    pair_stream_base: int = 0
+    workers: Sequence = ()
+    sketch_base: int = 0
+    sketch_columns: int = 0
 
 
 @dataclass
@@ -162,7 +176,7 @@ class JobManager:
         if config.job_id in self.jobs:
             raise JobError(f"job {config.job_id} already exists; delete it first")
         try:
-            config = allocate(config, [r.spec for r in self.jobs.values()])
+            config = allocate(config, [r.spec for r in self.jobs.values()] + self._held())
             spec = config.to_spec()
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except (ConfigError, ValueError) as exc:
@@ -170,6 +184,29 @@ class JobManager:
         if codec_names.lookup(config.codec).lut and config.lut_id == 0:
             config = config.replace(lut_id=self._free_lut_id())
         return config
+
+    def _held(self) -> list:
+        """Resources whose registers keep state the register path cannot zero (on a Tofino
+        P4Info with extern registers: the cells jobs held since the push,
+        :meth:`controller.tofino.TofinoRegisters.unzeroable`): allocated around, as installed
+        jobs are (a job given them explicitly is refused when it would zero them)."""
+        unzeroable = getattr(self.registers, "unzeroable", None)
+        cells = unzeroable() if unzeroable is not None else []
+        if not cells:
+            return []
+        layout = program_layout(self.switch.require_index())
+        slots, streams = (layout.register(pipeline.SLOT_GENERATION),
+                          layout.register(pipeline.PAIR_GENERATION))
+        sketch = layout.register(pipeline.sketch_register(0))
+        held = []
+        for name, first, count in cells:
+            if name == slots:              # per slot copy: 2 * (reg_base + slot) + pool
+                held.append(_Held(reg_base=first // 2, n_slots=(count + 1) // 2))
+            elif name == streams:
+                held.append(_Held(pair_stream_base=first, workers=range(count)))
+            elif name == sketch:
+                held.append(_Held(sketch_base=first, sketch_columns=count))
+        return held
 
     def create_job(self, config: JobConfig) -> JobConfig:
         """Allocate, check and install ``config`` (all or nothing); returns it as installed."""
@@ -181,7 +218,12 @@ class JobManager:
     def adopt(self, config: JobConfig) -> JobRecord:
         """Take over a job an earlier run installed (nothing is written)."""
         spec = config.to_spec()
-        index = self.switch.index              # the P4Info already fetched, if any
+        index = self.switch.index              # the P4Info already fetched, else the switch's
+        if index is None:
+            try:
+                index = self.switch.require_index()
+            except P4RuntimeClientError:       # no pipeline (the switch restarted): resync's
+                index = None
         layout = program_layout(index) if index is not None else pipeline.V1MODEL
         entries = pipeline.job_entries(spec, layout)
         if config.thc_table is not None:
@@ -286,9 +328,18 @@ class JobManager:
         """Zero the job's cell of ``job_counter`` (a program without it has nothing to zero)."""
         index = self.switch.require_index()
         name = program_layout(index).counter(P.JOB_COUNTER)
-        if any(c.preamble.name == name for c in index.p4info.counters):
+        if name in index.counters:   # not a P4Runtime counter in a Tofino P4Info's extern flavour
             self.switch.write([self.switch.counter_update(name, job_id)],
                               f"job {job_id}: zero its packet counter")
+
+    def register_cells(self, job_ids: Sequence[int]) -> list[tuple[str, int, int]]:
+        """``(register, first, count)`` cells the jobs ``job_ids`` own in the pushed program
+        (what :meth:`reset` zeroes), by the program's names."""
+        if not job_ids:
+            return []
+        layout = program_layout(self.switch.require_index())
+        return [cells for j in job_ids
+                for cells in pipeline.register_ranges(self.record(j).spec, layout)]
 
     def record(self, job_id: int) -> JobRecord:
         """The installed job ``job_id``.
@@ -344,6 +395,10 @@ class JobManager:
                 entries += pipeline.lut_entries(spec.lut_id, thc_table, spec.words, layout)
         except ValueError as exc:
             raise JobError(f"job {spec.job_id}: {exc}") from None
+        try:         # every entry in this P4Info's terms before anything is written
+            updates = [entry_update(index, "INSERT", e) for e in entries]
+        except P4RuntimeClientError as exc:
+            raise JobError(f"job {spec.job_id} not created (nothing written): {exc}") from None
         record = JobRecord(spec, tuple(thc_table) if thc_table is not None else None)
         group, replicas = pipeline.multicast_group(spec)
         group_written = False
@@ -355,7 +410,7 @@ class JobManager:
                 "INSERT", group, [(r.port, r.rid) for r in replicas])],
                 f"job {spec.job_id}: multicast group {group}")
             group_written = True
-            self._write_entries(index, entries, record)
+            self._write_entries(entries, updates, record)
         except (P4RuntimeClientError, JobError) as exc:
             self._rollback(index, record, group if group_written else None)
             raise JobError(f"job {spec.job_id} not created (rolled back): {exc}") from None
@@ -364,14 +419,14 @@ class JobManager:
                  len(spec.workers), spec.n_slots, len(record.entries))
         return record
 
-    def _write_entries(self, index: P4InfoIndex, entries: list[TableEntry],
+    def _write_entries(self, entries: list[TableEntry], updates: list[p4runtime_pb2.Update],
                        record: JobRecord) -> None:
         # One batch per table keeps a failure's position exact: everything before it is in.
         batch_size = 512
         for start in range(0, len(entries), batch_size):
             batch = entries[start:start + batch_size]
             try:
-                self.switch.write([entry_update(index, "INSERT", e) for e in batch],
+                self.switch.write(updates[start:start + batch_size],
                                   f"job {record.spec.job_id}: entries")
             except P4RuntimeClientError as exc:
                 failed = {i for i, _, _ in exc.errors}
@@ -380,14 +435,14 @@ class JobManager:
             record.entries += batch
 
     def _rollback(self, index: P4InfoIndex, record: JobRecord, group: Optional[int]) -> None:
-        try:
-            self.switch.write([entry_update(index, "DELETE", e) for e in record.entries],
-                              f"job {record.spec.job_id}: rollback")
-            if group is not None:
-                self.switch.write([self.switch.multicast_update("DELETE", group)],
-                                  f"job {record.spec.job_id}: rollback group")
-        except P4RuntimeClientError as exc:   # report, but keep the original error visible
-            log.error("rollback of job %d incomplete: %s", record.spec.job_id, exc)
+        steps = [lambda: [entry_update(index, "DELETE", e) for e in record.entries]]
+        if group is not None:
+            steps.append(lambda: [self.switch.multicast_update("DELETE", group)])
+        for updates in steps:          # the group goes even if the entries could not
+            try:
+                self.switch.write(updates(), f"job {record.spec.job_id}: rollback")
+            except P4RuntimeClientError as exc:   # report, but keep the original error visible
+                log.error("rollback of job %d incomplete: %s", record.spec.job_id, exc)
         record.entries.clear()
 
     def delete(self, job_id: int) -> None:

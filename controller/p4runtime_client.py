@@ -30,6 +30,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from hina.tls import ClientTls, open_channel, wait_ready
 
 __all__ = ["P4RuntimeClientError", "NotPrimaryError", "P4InfoIndex", "SwitchConnection",
+           "TOFINO_ARCHS", "pipeline_prefix",
            "MatchValue", "encode_value"]
 
 log = logging.getLogger("hina.controller")
@@ -113,8 +114,40 @@ class _Field:
     match_type: int
 
 
+#: ``pkg_info.arch`` of a P4Info the Tofino compiler wrote (``bf-p4c --p4runtime-files``).
+TOFINO_ARCHS = ("tna", "t2na")
+
+
+def pipeline_prefix(p4info: p4info_pb2.P4Info) -> str:
+    """The ``Pipeline`` instance's name the Tofino compiler puts before every table name in its
+    default P4Info flavour (``pipe`` for ``pipe.HinaTnaIngress.admission.job_config``), or "".
+
+    A P4Info of arch ``tna``/``t2na`` has one when every table and extern instance starts with
+    one same first component that starts no action's name (actions are named
+    ``<control>.<action>`` in both flavours, never after the pipeline). The standard-externs
+    flavour (``--p4runtime-force-std-externs``) names tables ``HinaTnaIngress.x``: a control,
+    no prefix. A program of several pipelines (``pipe0.x``, ``pipe1.x``) has no single prefix
+    either: its names are used as they are.
+    """
+    if p4info.pkg_info.arch not in TOFINO_ARCHS or not p4info.tables:
+        return ""
+    names = [t.preamble.name for t in p4info.tables]
+    names += [i.preamble.name for e in p4info.externs for i in e.instances]
+    firsts = {n.partition(".")[0] if "." in n else "" for n in names}
+    controls = {a.preamble.name.partition(".")[0] for a in p4info.actions}
+    prefix = firsts.pop() if len(firsts) == 1 else ""
+    return "" if prefix in controls else prefix
+
+
 class P4InfoIndex:
-    """Names to ids and widths, from a P4Info message."""
+    """Names to ids and widths, from a P4Info message.
+
+    Every object is found by its P4Info name and by its alias when that is unique; in a P4Info
+    of the Tofino compiler (:func:`pipeline_prefix`) tables, registers and counters are also
+    found by their name without the pipeline's prefix (``HinaTnaIngress.admission.job_config``
+    finds ``pipe.HinaTnaIngress.admission.job_config``), the program's own name, which is what
+    :mod:`hina.pipeline` writes. Actions carry no prefix there.
+    """
 
     def __init__(self, p4info: p4info_pb2.P4Info):
         self.p4info = p4info
@@ -124,15 +157,30 @@ class P4InfoIndex:
         self.registers = {r.preamble.name: r for r in p4info.registers}
         self.table_names = {t.preamble.id: t.preamble.name for t in p4info.tables}
         self.action_names = {a.preamble.id: a.preamble.name for a in p4info.actions}
+        self.pipe_prefix = pipeline_prefix(p4info)
+        if self.pipe_prefix:
+            cut = len(self.pipe_prefix) + 1
+            for kind in (self.tables, self.counters, self.registers):
+                for name, msg in list(kind.items()):
+                    if name.startswith(self.pipe_prefix + "."):
+                        kind.setdefault(name[cut:], msg)
         for kind in (self.tables, self.actions, self.counters, self.registers):
             for msg in list(kind.values()):     # aliases, when unique, work as names too
                 kind.setdefault(msg.preamble.alias, msg)
+
+    def program_name(self, name: str) -> str:
+        """``name`` without the Tofino compiler's pipeline prefix (the program's own name)."""
+        if self.pipe_prefix and name.startswith(self.pipe_prefix + "."):
+            return name[len(self.pipe_prefix) + 1:]
+        return name
 
     def _get(self, kind: Mapping, name: str, what: str):
         try:
             return kind[name]
         except KeyError:
-            raise P4RuntimeClientError(f"{what} {name!r} is not in the P4Info",
+            where = (f" (nor as {self.pipe_prefix}.{name}: the Tofino compiler's names)"
+                     if self.pipe_prefix and what != "action" else "")
+            raise P4RuntimeClientError(f"{what} {name!r} is not in the P4Info{where}",
                                        "NOT_FOUND") from None
 
     def table(self, name: str) -> p4info_pb2.Table:
@@ -148,7 +196,11 @@ class P4InfoIndex:
         return self._get(self.registers, name, "register")
 
     def register_width(self, name: str) -> int:
-        return self.register(name).type_spec.bitstring.bit.bitwidth
+        """Bits of a cell of register ``name`` (``bit<N>`` or ``int<N>``: the Tofino compiler
+        gives a ``Register<int<32>, _>`` a signed type; its cells are written unsigned)."""
+        bits = self.register(name).type_spec.bitstring
+        which = bits.WhichOneof("type_spec")
+        return getattr(bits, which).bitwidth if which in ("bit", "int") else 0
 
     def match_fields(self, table: str) -> dict[str, _Field]:
         return {f.name: _Field(f.id, f.bitwidth, f.match_type)

@@ -52,7 +52,7 @@ class SwitchKeeper:
 
     def _manager(self, conn: SwitchConnection, state: ControllerState):
         target = state.pipeline.target if state.pipeline is not None else "embedded"
-        registers = register_access(target, conn, self.thrift_port)
+        registers = register_access(target, conn, self.thrift_port, used=state.used)
         return JobManager(conn, registers=registers, target=target), registers
 
     def attach(self, conn: SwitchConnection) -> None:
@@ -72,6 +72,7 @@ class SwitchKeeper:
         log.warning("%s has no pipeline (the switch restarted): re-pushing the pipeline and "
                     "jobs %s of %s", conn.address, sorted(state.jobs) or "none", self.state_path)
         conn.set_pipeline(*state.pipeline.build())
+        state.used = []                  # a pushed pipeline starts with zeroed registers
         jobs, registers = self._manager(conn, state)
         # Each job comes back in its next generation: the switch lost its slots, and a result it
         # was multicasting may have reached some workers and not others. Those others' packets
@@ -90,6 +91,8 @@ class SwitchKeeper:
             if config.job_id in latest.jobs:
                 latest.jobs[config.job_id] = latest.jobs[config.job_id].replace(
                     generation=config.generation, generation_cause=cause)
+        if state.pipeline.target == "tofino":    # the cells of the re-installed jobs
+            latest.used = jobs.register_cells([c.job_id for c in done])
         latest.save(self.state_path)
         self.resyncs += 1
         log.warning("%s: pipeline re-pushed; %d job(s) re-installed in new generations (%s)",

@@ -120,6 +120,10 @@ class ControllerState:
     pipeline: Optional[PipelineConfig] = None
     jobs: dict[int, JobConfig] = field(default_factory=dict)
     seats: dict[int, SeatRecord] = field(default_factory=dict)
+    #: tofino: ``(register, first, count)`` cells jobs were given since the pipeline was pushed
+    #: (where the P4Info's registers are Tofino externs, hina-ctl cannot zero them: a job may
+    #: only take cells no job has held since the push; :class:`controller.tofino.TofinoRegisters`)
+    used: list[tuple[str, int, int]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> "ControllerState":
@@ -139,7 +143,8 @@ class ControllerState:
             pipeline = data.get("pipeline")
             return cls(PipelineConfig.from_json(pipeline) if pipeline else None,
                        {int(j["job_id"]): JobConfig.from_json(j) for j in data.get("jobs", [])},
-                       _read_seats(path, data))
+                       _read_seats(path, data),
+                       [(str(r), int(f), int(c)) for r, f, c in data.get("used", [])])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -177,6 +182,8 @@ class ControllerState:
                 "pipeline": self.pipeline.to_json() if self.pipeline else None,
                 "jobs": [self.jobs[j].to_json() for j in sorted(self.jobs)],
                 "seats": [seats[j].to_json(j) for j in sorted(seats) if j in self.jobs]}
+        if self.used:
+            data["used"] = [list(r) for r in self.used]
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
         try:
             with os.fdopen(fd, "w") as out:

@@ -10,9 +10,10 @@
 * **tofino**: the device config is built from ``bf-p4c``'s output (:mod:`controller.tofino`, PI's
   legacy packing or Stratum's ``BfPipelineConfig``), compiled here through
   :mod:`hina.tofino_build` (cached) or given prebuilt (``--tofino-out``); the P4Info is the
-  compiler's. Registers and counters go through P4Runtime by the names of the compiler's P4Info
-  (:class:`controller.tofino.TofinoRegisters`). Jobs are not installed on tofino yet: the TNA
-  program's tables differ from the v1model ones :mod:`hina.pipeline` writes.
+  compiler's. Tables, registers and counters go by the names of the compiler's P4Info (its
+  ``pipe.`` prefix optional: :class:`controller.p4runtime_client.P4InfoIndex`,
+  :class:`controller.tofino.TofinoRegisters`); jobs are the TNA program's entries
+  (:class:`hina.pipeline.TnaLayout`).
 """
 from __future__ import annotations
 
@@ -400,13 +401,15 @@ class ThriftRegisters:
 
 
 def register_access(target: str, switch: SwitchConnection,
-                    thrift_port: Optional[int] = None) -> RegisterAccess:
+                    thrift_port: Optional[int] = None,
+                    used: Sequence[tuple[str, int, int]] = ()) -> RegisterAccess:
     """The register path of ``target``: P4Runtime for the embedded target, BMv2's Thrift
     runtime (``thrift_port``, default 9090, on the P4Runtime server's host) for BMv2, P4Runtime by
-    the compiler's P4Info names for Tofino."""
+    the compiler's P4Info names for Tofino (``used``: the register cells jobs were given since
+    the push, :class:`controller.tofino.TofinoRegisters`)."""
     if target == "tofino":
         from .tofino import TofinoRegisters
-        return TofinoRegisters(switch)
+        return TofinoRegisters(switch, used=used)
     if target == "bmv2":
         return ThriftRegisters(thrift_port or DEFAULT_THRIFT_PORT,
                                switch.address.rpartition(":")[0] or "127.0.0.1")

@@ -390,6 +390,13 @@ def _extern_refused(obj: P4Object) -> P4RuntimeClientError:
         f"{obj.kind}s through P4Runtime", "UNIMPLEMENTED")
 
 
+def _register_zero(register_id: int, index: int) -> p4runtime_pb2.Update:
+    entry = p4runtime_pb2.RegisterEntry(register_id=register_id)
+    entry.index.index = index
+    entry.data.bitstring = b"\x00"
+    return SwitchConnection.update("MODIFY", register_entry=entry)
+
+
 def _p4data(data) -> Union[int, tuple]:
     """A register cell's value: an integer (a bit string) or a tuple (a struct, e.g. a pair)."""
     which = data.WhichOneof("data")
@@ -414,8 +421,10 @@ class TofinoRegisters:
             refused the read (its code).
     """
 
-    def __init__(self, switch: SwitchConnection):
+    def __init__(self, switch: SwitchConnection, used: Sequence[Tuple[str, int, int]] = ()):
         self.switch = switch
+        #: ``(register, first, count)`` cells jobs were given since the pipeline was pushed
+        self.used = list(used)
         self._names: Optional[TofinoNames] = None
 
     @property
@@ -466,9 +475,60 @@ class TofinoRegisters:
             out.append(value)
         return out
 
+    def unzeroable(self) -> List[Tuple[str, int, int]]:
+        """The cells of :attr:`used` in extern registers (zeroing them is refused): what a new
+        job is allocated around (:meth:`controller.jobs.JobManager.prepare`)."""
+        out = []
+        for name, first, count in self.used:
+            try:
+                if not self.names.register(name).standard:
+                    out.append((name, first, count))
+            except P4RuntimeClientError:
+                continue            # a register of another program: nothing of this one
+        return out
+
     def zero(self, ranges: Sequence[Tuple[str, int, int]]) -> None:
-        raise P4RuntimeClientError("zeroing registers on tofino is not supported yet (jobs "
-                                   "are not installed there yet)", "UNIMPLEMENTED")
+        """Make ``(register, first index, count)`` ranges zero.
+
+        Standard registers (``--p4info-externs standard``) are written: one ``Write`` of
+        ``RegisterEntry`` MODIFY updates, one per cell, under the P4Info's ids (Stratum takes
+        register writes as MODIFY of bitstring data, one index or all). A Tofino extern register
+        (the default flavour) cannot be written through P4Runtime; its cells are zero already
+        if no job has held them since the pipeline was pushed (a pushed pipeline starts with
+        every register at zero): :attr:`used` lists the cells jobs were given since the push
+        (``hina-ctl`` keeps them in its state file). Anything else is refused before a cell is
+        written.
+
+        Raises:
+            P4RuntimeClientError: a register is not in the P4Info (``NOT_FOUND``), a range of an
+                extern register overlaps :attr:`used` (``UNIMPLEMENTED``: the message says how
+                to go on), or the switch refused a write.
+        """
+        wanted = [(self.names.register(name), first, count)
+                  for name, first, count in ranges if count > 0]
+        used: Dict[int, List[Tuple[int, int]]] = {}
+        for name, first, count in self.used:
+            try:
+                used.setdefault(self.names.register(name).id, []).append((first, count))
+            except P4RuntimeClientError:
+                continue            # a register of another program: nothing of this one
+        updates = []
+        for obj, first, count in wanted:
+            if obj.standard:
+                updates += [_register_zero(obj.id, i) for i in range(first, first + count)]
+                continue
+            clash = next(((f, c) for f, c in used.get(obj.id, ())
+                          if f < first + count and first < f + c), None)
+            if clash is not None:
+                raise P4RuntimeClientError(
+                    f"register {obj.name}[{first}..{first + count - 1}] must be zeroed (a job "
+                    f"held cells {clash[0]}..{clash[0] + clash[1] - 1} since the pipeline was "
+                    f"pushed), but it is a Tofino extern in this P4Info (extern type "
+                    f"{obj.extern_type_id}), which P4Runtime servers for Tofino do not write: "
+                    "push the pipeline again (every register starts at zero) or push with "
+                    "--p4info-externs standard (bf-p4c --p4runtime-force-std-externs), whose "
+                    "registers hina-ctl zeroes", "UNIMPLEMENTED")
+        self.switch.write(updates, "zero registers")
 
     def close(self) -> None:
         """Nothing to release: the connection belongs to the caller."""
@@ -477,3 +537,9 @@ class TofinoRegisters:
         """Packets per drop/exception reason (``HinaTnaIngress.reason_counter``)."""
         counts = self.counter_values(P.REASON_COUNTER)
         return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}
+
+    def job_packets(self, job_id: int) -> Dict[str, int]:
+        """Packets and bytes the switch admitted for ``job_id`` (``HinaTnaIngress.job_counter``;
+        zeroed where the P4Info lets the controller write it, when the job is created)."""
+        byte_count, packet_count = self.counter_values(P.JOB_COUNTER, job_id).get(job_id, (0, 0))
+        return {"packets": packet_count, "bytes": byte_count}

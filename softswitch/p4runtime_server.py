@@ -16,7 +16,9 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   as untrusted input (includes confined to its own files and p4include, cpp under limits, at
   most :data:`MAX_DEVICE_CONFIG_BYTES`; see :mod:`softswitch.frontend.bundle`).
   RECONCILE_AND_COMMIT acts as VERIFY_AND_COMMIT: run-time state starts afresh. The pushed P4Info is kept verbatim and its
-  ids are the ones every later request uses, so a P4Info from real p4c works; it must describe
+  ids are the ones every later request uses, so a P4Info from real p4c works (and one from
+  the Tofino compiler, ``bf-p4c``, for a TNA program: its ``pipe.`` table names, struct
+  registers and externs as ``softswitch/p4rt/pipeline.py`` says); it must describe
   the program (names, widths, match kinds) or the push fails with INVALID_ARGUMENT. A program
   loaded on the switch directly (``softswitch --program``) is served with the P4Info
   :func:`softswitch.p4info.build_p4info` generates for it, until a controller pushes another.

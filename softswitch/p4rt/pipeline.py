@@ -1,5 +1,19 @@
 """A committed pipeline: the pushed P4Info checked against the compiled program, its ids
-mapped to the program's tables, actions and resources; P4Runtime bytestrings <-> ints."""
+mapped to the program's tables, actions and resources; P4Runtime bytestrings <-> ints.
+
+A P4Info written by the Tofino compiler (``bf-p4c --p4runtime-files``; ``pkg_info.arch`` ``tna``
+or ``t2na``) describes a TNA program as that compiler names it, which this target serves too:
+
+* in its default flavour, tables (and TNA externs) carry the name of the ``Pipeline`` instance
+  first (``pipe.HinaTnaIngress.t`` for the program's ``HinaTnaIngress.t``): such a name is
+  matched without that first component (this target runs one pipeline, so every prefixed name
+  must carry the same one); actions carry none;
+* TNA externs (P4Info ``externs``) are not served: P4Runtime has no entity for them here, as
+  on PI and Stratum;
+* with ``--p4runtime-force-std-externs``, a ``Register`` of a struct (``Register<pair, _>``) is
+  a P4Info register whose cells are structs; this target keeps such registers out of its
+  control plane, so the push is accepted and each RegisterEntry of one is UNIMPLEMENTED.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +24,10 @@ from p4.config.v1 import p4info_pb2
 
 from .. import api
 from ..api import CompiledProgram, ProgramInfo
-from .errors import P4RuntimeError, invalid, not_found
+from .errors import P4RuntimeError, invalid, not_found, unimplemented
+
+#: ``pkg_info.arch`` of the Tofino compiler's P4Info (its names carry the pipeline's).
+TOFINO_ARCHS = ("tna", "t2na")
 
 
 def decode_bytes(value: bytes, bitwidth: int, what: str) -> int:
@@ -87,6 +104,11 @@ class Pipeline:
         self.program = program
         info: ProgramInfo = program.info
         _check_unique_ids(p4info)
+        # the Tofino compiler's pipeline prefixes seen (one pipeline: at most one)
+        self._pipe_prefixes: Optional[set[str]] = (
+            set() if p4info.pkg_info.arch in TOFINO_ARCHS else None)
+        #: P4Info registers of struct cells the program keeps out of its control plane
+        self.unserved_registers: dict[int, str] = {}
         self.actions: dict[int, Action] = {}
         self.action_ids: dict[str, int] = {}
         for action in p4info.actions:
@@ -113,7 +135,14 @@ class Pipeline:
         for table in p4info.tables:
             self._add_table(table, info)
 
-        self.registers = self._resources(p4info.registers, info.registers, "register",
+        served = []
+        for msg in p4info.registers:
+            if msg.type_spec.WhichOneof("type_spec") == "struct" and not any(
+                    r.name == msg.preamble.name for r in info.registers):
+                self.unserved_registers[msg.preamble.id] = msg.preamble.name
+            else:
+                served.append(msg)
+        self.registers = self._resources(served, info.registers, "register",
                                          lambda m, i: _check_width(
                                              f"register {i.name!r}", _bits_of(m.type_spec),
                                              i.bitwidth))
@@ -146,9 +175,21 @@ class Pipeline:
                 _check_width(f"controller header {name!r}", ours.bitwidth,
                              sum(f.bitwidth for f in program_header.metadata))
 
+    def _find_prefixed(self, objects, name: str, kind: str):
+        """``_find``, and for a Tofino compiler's P4Info the name without its pipeline's."""
+        if self._pipe_prefixes is None or any(o.name == name for o in objects):
+            return _find(objects, name, kind)
+        prefix, _, rest = name.partition(".")
+        obj = _find(objects, rest, kind) if rest else _find(objects, name, kind)
+        self._pipe_prefixes.add(prefix)
+        if len(self._pipe_prefixes) > 1:
+            raise invalid(f"P4Info names {kind}s of several pipelines "
+                          f"({', '.join(sorted(self._pipe_prefixes))}): this target runs one")
+        return obj
+
     def _add_table(self, table: p4info_pb2.Table, info: ProgramInfo) -> None:
         name = table.preamble.name
-        program_table = _find(info.tables, name, "table")
+        program_table = self._find_prefixed(info.tables, name, "table")
         if len(table.match_fields) != len(program_table.match_fields):
             raise invalid(f"P4Info table {name!r} has {len(table.match_fields)} match fields, "
                            f"the program's has {len(program_table.match_fields)}")
@@ -197,6 +238,9 @@ class Pipeline:
         return self.actions[action_id]
 
     def resource(self, kind: str, resource_id: int) -> Resource:
+        if kind == "register" and resource_id in self.unserved_registers:
+            raise unimplemented(f"register {self.unserved_registers[resource_id]!r} holds "
+                                "structs: this target serves registers of bit<N> cells only")
         table = getattr(self, kind.replace(" ", "_") + "s")
         if resource_id not in table:
             raise not_found(f"{kind} id {resource_id} is not in the P4Info")

@@ -308,7 +308,21 @@ def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join,
         hooked = _run(seats, steps, join, device)
     finally:
         deployment.delete_job(1)
-    plain = _run([None] * WORLD, steps, join, device)
+    _check_trains_as_plain_ddp(hooked, _plain(steps, join, device))
+
+
+#: plain (fp32) DDP's parameters per (steps, join, device): one run serves every switch program
+_PLAIN: dict = {}
+
+
+def _plain(steps: int, join: bool, device: str) -> dict:
+    key = (steps, join, device)
+    if key not in _PLAIN:
+        _PLAIN[key] = _run([None] * WORLD, steps, join, device)
+    return _PLAIN[key]
+
+
+def _check_trains_as_plain_ddp(hooked: dict, plain: dict) -> None:
     for rank in range(WORLD):
         params, stats, pending = hooked[rank]
         assert stats["fallback_buckets"] == 0 and stats["hina_buckets"] > 0, stats
@@ -316,3 +330,24 @@ def test_ddp_through_the_asynchronous_hook_trains_as_plain_ddp(deployment, join,
             f"most hooked buckets should still be on the wire when the hook returns: {pending}"
         np.testing.assert_allclose(params, plain[rank][0], rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(hooked[0][0], hooked[1][0])
+
+
+def test_ddp_through_the_tna_program_trains_as_plain_ddp(tna_program):
+    """The same DDP run (two gloo ranks as processes, even inputs, the asynchronous hook) with
+    the switch running the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
+    dataplane, 32 lanes: the same 64 words per packet), in this process: no bucket falls back
+    and the parameters end where plain fp32 DDP takes them, as on p4/hina.p4."""
+    from hina.demo.local import WorkerSeat
+    steps = 6
+    job = LocalJob(tna_program, WORLD, n_slots=16)
+    try:
+        seats = []
+        for w, (addr, link) in enumerate(zip(job.spec.workers, job.links)):
+            seats.append(WorkerSeat(w, addr.mac, addr.ip, addr.udp_port, link.sock.getsockname(),
+                                    link.tunnel_switch, job.spec.job_id, WORLD, job.spec.n_slots,
+                                    job.spec.words, None))
+            link.close()             # the worker process binds its tunnel address again
+        hooked = _run(seats, steps, False)
+    finally:
+        job.close()
+    _check_trains_as_plain_ddp(hooked, _plain(steps, False, "cpu"))
