@@ -14,6 +14,10 @@
  *
  * Build: bf-p4c -o OUT p4/tna/hina_tna.p4   (--target tofino2 --arch t2na for Tofino 2)
  * Sizes: -DTNA_LANES=1..32 (32: 64 words per packet, HINA_WORDS = 64 on the wire).
+ * Profiles: -DTNA_BLOCK_SPARSE=1 adds block-sparse aggregation (BLOCK_SUM / BLOCK_SKIP, protocol
+ * v4: the block_index and block_next registers of tna_slot_state.p4, one stage more before the
+ * lanes); without it (the default) a block-sparse packet is MALFORMED. docs/dataplane.md says
+ * which TNA_LANES each profile fits Tofino 1 at.
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -33,6 +37,10 @@
 #define TNA_LANES 16
 #endif
 #endif
+// Block-sparse aggregation: a compile-time profile (0: not in the program).
+#ifndef TNA_BLOCK_SPARSE
+#define TNA_BLOCK_SPARSE 0
+#endif
 // headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
 // Where the lanes go: from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission 0,
@@ -42,8 +50,13 @@
 // hash functions). Pinned with @stage (tna_lanes.p4): left to
 // itself the compiler's placement puts the lanes last (each lane table is one step from the
 // end of the dependency chain, so everything else goes first) and needs 15 stages of 12.
+// Block-sparse puts block_index in stage 3 and slot_bitmap in 4: the lanes start in 5.
 #ifndef TNA_LANE_FIRST_STAGE
+#if TNA_BLOCK_SPARSE
+#define TNA_LANE_FIRST_STAGE 5
+#else
 #define TNA_LANE_FIRST_STAGE 4
+#endif
 #endif
 #define TNA_LANES_PER_STAGE 4
 #ifndef HINA_PAIRS
@@ -214,6 +227,39 @@ control HinaTnaIngress(inout tna_headers_t hdr,
         hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
     }
     action notice_generation() { hdr.hina.generation = meta.generation; }
+#if TNA_BLOCK_SPARSE
+    // Block-sparse: a BLOCK_SKIP contributes a zero block. Its two blocks are made valid and
+    // zero in pass 0, so that the lanes add zeros (a round's first packet stores them) and a
+    // completing SKIP carries the result out; pass 1 parses it as a BLOCK_SUM (tna_parser.p4).
+#define TNA_ZERO_WORD(i) hdr.words_a.w##i = 0; hdr.words_b.w##i = 0;
+    action zero_blocks() {
+        hdr.words_a.setValid();
+        hdr.words_b.setValid();
+        TNA_FOR_EACH_LANE(TNA_ZERO_WORD)
+    }
+    table skip_block {
+        key = {
+            meta.recirculated: exact @name("recirculated");
+            hdr.hina.op:       exact @name("op");
+        }
+        actions = { zero_blocks; NoAction; }
+        const entries = { (0, OP_BLOCK_SKIP) : zero_blocks(); }
+        size = 1;
+        const default_action = NoAction();
+    }
+    // A block-sparse RESULT: op BLOCK_SUM, the block header (block, the round's min next:
+    // block_next_update wrote it in pass 0) in front of the sum.
+    action block_result_op() { hdr.hina.op = OP_BLOCK_SUM; }
+    action block_result_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES
+                             + 4 * TNA_WORDS;
+    }
+// The slot state's gate: the next block beyond this one (TnaValidate's block_gap).
+#define TNA_BLOCK_GAP_OK && meta.block_gap != 0
+#else
+#define TNA_BLOCK_GAP_OK
+#endif
 
     apply {
         if (hdr.hina.isValid()) {
@@ -234,7 +280,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 }
             } else if (hdr.hina.msg_type == MSG_AGGREGATE && meta.verdict == VERDICT_OK
                        && meta.ipv4_ok && meta.job_miss == 0 && meta.worker_miss == 0
-                       && meta.slot_miss == 0) {
+                       && meta.slot_miss == 0 TNA_BLOCK_GAP_OK) {
                 slot_state.apply(hdr, meta);
             } else {
                 reason.apply(hdr, meta, ig_intr_md);
@@ -245,6 +291,9 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 // by their dependencies alone: lut_<i> in the stage before lane_<i>, the lanes
                 // right after slot_bitmap, the slot outcome and the pass header beside them.
                 thc_lut.apply(hdr, meta);
+#if TNA_BLOCK_SPARSE
+                skip_block.apply();
+#endif
                 lanes.apply(hdr, meta);
                 slot_outcome.apply(hdr, meta);
                 pass_new_round_0.apply();
@@ -325,6 +374,9 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 hdr.thc_b.setInvalid();
                 hdr.pair.setInvalid();
                 hdr.pair_rest.setInvalid();
+#if TNA_BLOCK_SPARSE
+                hdr.block.setInvalid();
+#endif
                 header_only_lengths();
                 hdr.pass.port = ig_intr_md.ingress_port;
             } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
@@ -335,7 +387,16 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                     clear_flags_count();
                 }
                 result_count();
+#if TNA_BLOCK_SPARSE
+                if (hdr.block.isValid()) {
+                    block_result_op();
+                    block_result_lengths();
+                } else {
+                    result_lengths();
+                }
+#else
                 result_lengths();
+#endif
             } else {
                 ack_type();
                 clear_flags_count();

@@ -21,6 +21,11 @@
 //     against a late copy of a contribution reordered behind the worker's next one): it needs
 //     both copies' seqs in one RegisterAction, more than a stateful ALU's two comparisons.
 //   * No slot_flags: lanes saturate instead of flagging overflow (tna_lanes.p4).
+//   * Block-sparse (TNA_BLOCK_SPARSE=1): block_index in the stage after slot_seq (a new round
+//     writes the packet's block, the same round compares it: BAD_BLOCK before the bitmap is
+//     touched), so the bitmap moves one stage on; block_next in the stage after the bitmap,
+//     picked like a lane (new round: store, the worker's bit already set: read, else min).
+//     The min it returns replaces the packet's `next`: the RESULT's block header.
 #ifndef _HINA_TNA_SLOT_STATE_P4_
 #define _HINA_TNA_SLOT_STATE_P4_
 
@@ -36,6 +41,17 @@ struct bitmap_pair_t {
 #define ORDER_SAME 1      // neither: the current use
 #define ORDER_NEWER 2     // lo: the packet's seq is newer: a new use
 #define ORDER_OLDER 4     // hi: an older use of this copy
+
+#if TNA_BLOCK_SPARSE
+// block_check: the packet's block against its round's (0: not a block-sparse packet).
+#define BLOCK_MATCH 1     // predicate of block_compare: value != block is false
+#define BLOCK_MISMATCH 2  // ... is true
+// slot_bitmap_update's rows: whatever block_check says but a mismatch.
+#define TNA_BITMAP_ROW(order, pool, act) (order, pool, 0) : act(); (order, pool, BLOCK_MATCH) : act();
+#define TNA_NEXT_SEEN(a, w, b) (0, true, 0, w, b &&& b) : next_read_action();
+#else
+#define TNA_BITMAP_ROW(order, pool, act) (order, pool) : act();
+#endif
 
 control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
@@ -99,6 +115,46 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         }
     };
 
+#if TNA_BLOCK_SPARSE
+    // Block-sparse: the block the current use (round) of each slot copy aggregates, set by the
+    // round's first packet; index reg_index (p4/include/slot_state.p4's check_block).
+    Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) block_index;
+    RegisterAction<bit<32>, bit<32>, bit<4>>(block_index) block_first = {
+        void apply(inout bit<32> value) {
+            value = hdr.block.block;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<4>>(block_index) block_compare = {
+        void apply(inout bit<32> value, out bit<4> check) {
+            check = this.predicate(value != hdr.block.block);   // BLOCK_MATCH or BLOCK_MISMATCH
+        }
+    };
+
+    // Block-sparse: the smallest `next` announced in the current round of each slot copy, i.e.
+    // the next block the slot aggregates once the round is complete; index reg_index
+    // (slot_state.p4's update_next). Each returns the round's minimum after the packet.
+    Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) block_next;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_first = {
+        void apply(inout bit<32> value, out bit<32> result) {
+            value = hdr.block.next;
+            result = value;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_min = {
+        void apply(inout bit<32> value, out bit<32> result) {
+            if (hdr.block.next < value) {
+                value = hdr.block.next;
+            }
+            result = value;
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_read = {
+        void apply(inout bit<32> value, out bit<32> result) {
+            result = value;
+        }
+    };
+#endif
+
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash_again;
     Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
@@ -117,7 +173,7 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         meta.others = meta.all_workers ^ meta.worker_bit;
     }
     action index_lanes() {
-        meta.lane_index = lane_hash.get({meta.lane_base, 14w0, hdr.hina.slot, hdr.hina.pool, 1w0});
+        meta.lane_index = lane_hash.get({meta.lane_base, 15w0, hdr.hina.slot, hdr.hina.pool, 1w0});
     }
     // Stage 2.
     action reclaim() {
@@ -147,10 +203,45 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
     action stale_copy() {
         meta.stale = 1;                         // an older use of this copy (STALE_POOL)
     }
+#if TNA_BLOCK_SPARSE
+    // Block-sparse, stage 3 (the bitmap in stage 4): the round's block.
+    action block_new_round() {
+        block_first.execute(meta.reg_index);
+        meta.block_check = BLOCK_MATCH;
+    }
+    action block_same_round() {
+        meta.block_check = block_compare.execute(meta.reg_index);
+    }
+    table block_round {
+        key = {
+            meta.seq_order:      exact;
+            hdr.block.isValid(): exact @name("block");
+        }
+        actions = {
+            block_new_round;
+            block_same_round;
+            NoAction;
+        }
+        const entries = {
+            (ORDER_NEWER, true) : block_new_round();
+            (ORDER_SAME, true) : block_same_round();
+        }
+        size = 2;
+        const default_action = NoAction();
+    }
+    // Out of step: nothing else changes (no bit, no lane, no next), dropped as BAD_BLOCK.
+    action block_mismatch() {
+        meta.stale = 1;
+        meta.block_bad = 1;
+    }
+#endif
     table slot_bitmap_update {
         key = {
             meta.seq_order: exact;
             hdr.hina.pool:  exact;
+#if TNA_BLOCK_SPARSE
+            meta.block_check: exact;
+#endif
         }
         actions = {
             new_use_0_action;
@@ -158,16 +249,64 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
             contribute_0_action;
             contribute_1_action;
             stale_copy;
+#if TNA_BLOCK_SPARSE
+            block_mismatch;
+#endif
         }
         const entries = {
-            (ORDER_NEWER, 0) : new_use_0_action();
-            (ORDER_NEWER, 1) : new_use_1_action();
-            (ORDER_SAME, 0) : contribute_0_action();
-            (ORDER_SAME, 1) : contribute_1_action();
+            TNA_BITMAP_ROW(ORDER_NEWER, 0, new_use_0_action)
+            TNA_BITMAP_ROW(ORDER_NEWER, 1, new_use_1_action)
+            TNA_BITMAP_ROW(ORDER_SAME, 0, contribute_0_action)
+            TNA_BITMAP_ROW(ORDER_SAME, 1, contribute_1_action)
+#if TNA_BLOCK_SPARSE
+            (ORDER_SAME, 0, BLOCK_MISMATCH) : block_mismatch();
+            (ORDER_SAME, 1, BLOCK_MISMATCH) : block_mismatch();
+        }
+        size = 10;
+#else
         }
         size = 4;
+#endif
         const default_action = stale_copy();
     }
+#if TNA_BLOCK_SPARSE
+    // Block-sparse, the stage after the bitmap: fold the packet's `next` into the round's
+    // minimum, picked as the lanes pick theirs (tna_lanes.p4): a new round stores it, a worker
+    // already counted (a retransmission) only reads, a copy with no use yet (STALE_POOL) is
+    // left alone, a contribution takes the minimum. The value replaces the packet's `next`.
+    action next_first_action() {
+        hdr.block.next = next_first.execute(meta.reg_index);
+    }
+    action next_min_action() {
+        hdr.block.next = next_min.execute(meta.reg_index);
+    }
+    action next_read_action() {
+        hdr.block.next = next_read.execute(meta.reg_index);
+    }
+    table block_next_update {
+        key = {
+            meta.stale:          ternary;
+            hdr.block.isValid(): ternary @name("block");
+            meta.new_round:      ternary;
+            meta.worker_id:      ternary;
+            meta.bitmap_old:     ternary;
+        }
+        actions = {
+            next_first_action;
+            next_min_action;
+            next_read_action;
+            NoAction;
+        }
+        const entries = {
+            (0, true, 1, _, _) : next_first_action();
+            TNA_FOR_EACH_WORKER_WITH(TNA_NEXT_SEEN, 0)
+            (0, true, 0, _, 0) : NoAction();
+            (0, true, 0, _, _) : next_min_action();
+        }
+        size = 40;
+        const default_action = NoAction();
+    }
+#endif
 
     apply {
         claim();
@@ -179,8 +318,14 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         } else {
             order();
         }
+#if TNA_BLOCK_SPARSE
+        block_round.apply();            // stage 3; the bitmap and the rest one stage on
+#endif
         // Stage 3.
         slot_bitmap_update.apply();
+#if TNA_BLOCK_SPARSE
+        block_next_update.apply();
+#endif
     }
 }
 
@@ -198,6 +343,14 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
     action stale_pool() {
         meta.reason = REASON_STALE_POOL;
     }
+#if TNA_BLOCK_SPARSE
+    action bad_block() {
+        meta.reason = REASON_BAD_BLOCK;
+    }
+#define TNA_ANY_BLOCK , _
+#else
+#define TNA_ANY_BLOCK
+#endif
     action duplicate() {
         meta.reason = REASON_DUPLICATE;
     }
@@ -221,8 +374,14 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
             meta.mine:         ternary;
             meta.d_others:     ternary;
             meta.d_all:        ternary;
+#if TNA_BLOCK_SPARSE
+            meta.block_bad:    ternary;
+#endif
         }
         actions = {
+#if TNA_BLOCK_SPARSE
+            bad_block;
+#endif
             stale_pool;
             duplicate;
             complete;
@@ -231,22 +390,30 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
             NoAction;
         }
         const entries = {
+#if TNA_BLOCK_SPARSE
+            // Block-sparse: not the block of the copy's round (BAD_BLOCK).
+            (0, 1, 1, _, _, _, _, _, _, 1) : bad_block();
+#endif
             // An older use of this copy (STALE_POOL).
-            (0, 1, 1, _, _, _, _, _, _) : stale_pool();
+            (0, 1, 1, _, _, _, _, _, _ TNA_ANY_BLOCK) : stale_pool();
             // A new use: complete at once in a one-worker job.
-            (0, 1, 0, 1, 0, _, _, _, _) : complete();
-            (0, 1, 0, 1, _, _, _, _, _) : contribute();
+            (0, 1, 0, 1, 0, _, _, _, _ TNA_ANY_BLOCK) : complete();
+            (0, 1, 0, 1, _, _, _, _, _ TNA_ANY_BLOCK) : contribute();
             // No bits: a copy with no use yet (bits are no longer cleared when workers move on).
-            (0, 1, 0, 0, _, 0, _, _, _) : stale_pool();
+            (0, 1, 0, 0, _, 0, _, _, _ TNA_ANY_BLOCK) : stale_pool();
             // The worker's first contribution to this use: it completes the copy, or not yet.
-            (0, 1, 0, 0, _, _, 0, 0, _) : complete();
-            (0, 1, 0, 0, _, _, 0, _, _) : contribute();
+            (0, 1, 0, 0, _, _, 0, 0, _ TNA_ANY_BLOCK) : complete();
+            (0, 1, 0, 0, _, _, 0, _, _ TNA_ANY_BLOCK) : contribute();
             // Already counted: the copy is complete (it lost the result: send it again), or
             // still filling.
-            (0, 1, 0, 0, _, _, _, _, 0) : resend();
-            (0, 1, 0, 0, _, _, _, _, _) : duplicate();
+            (0, 1, 0, 0, _, _, _, _, 0 TNA_ANY_BLOCK) : resend();
+            (0, 1, 0, 0, _, _, _, _, _ TNA_ANY_BLOCK) : duplicate();
         }
+#if TNA_BLOCK_SPARSE
+        size = 9;
+#else
         size = 8;
+#endif
         const default_action = NoAction();
     }
 
