@@ -381,7 +381,7 @@ class TnaLayout(Layout):
     * lanes: ``lanes`` registers, word ``w`` of slot copy ``c`` in ``lane_<w % lanes>`` at
       ``2 * c + w // lanes`` (two blocks per packet, a pass each);
     * block-sparse (the ``TNA_BLOCK_SPARSE=1`` profile only): ``slot_state.block_index`` and
-      ``slot_state.block_next``, indexed by slot copy as in the v1model program.
+      ``block_next.block_next``, indexed by slot copy as in the v1model program.
 
     Args:
         lanes: TNA_LANES of the compiled program (words per pass; a packet has two blocks).
@@ -399,7 +399,7 @@ class TnaLayout(Layout):
               PAIR_GENERATION: _tna("pair_stream.pair_generation"),
               PAIR_NEXT_SEQ: _tna("pair_stream.pair_next_seq"),
               BLOCK_INDEX: _tna("slot_state.block_index"),
-              BLOCK_NEXT: _tna("slot_state.block_next"),
+              BLOCK_NEXT: _tna("block_next.block_next"),
               P.REASON_COUNTER: _tna("reason_counter"),
               P.JOB_COUNTER: _tna("job_counter")}
 

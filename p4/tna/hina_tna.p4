@@ -15,9 +15,10 @@
  * Build: bf-p4c -o OUT p4/tna/hina_tna.p4   (--target tofino2 --arch t2na for Tofino 2)
  * Sizes: -DTNA_LANES=1..32 (32: 64 words per packet, HINA_WORDS = 64 on the wire).
  * Profiles: -DTNA_BLOCK_SPARSE=1 adds block-sparse aggregation (BLOCK_SUM / BLOCK_SKIP, protocol
- * v4: the block_index and block_next registers of tna_slot_state.p4, one stage more before the
- * lanes); without it (the default) a block-sparse packet is MALFORMED. docs/dataplane.md says
- * which TNA_LANES each profile fits Tofino 1 at.
+ * v4: block_index in tna_slot_state.p4, one stage more before the lanes, and block_next in
+ * tna_block_sparse.p4, beside the last lane; a SKIP gets zero blocks in pass 0). Without it
+ * (the default) a block-sparse packet is MALFORMED. docs/dataplane.md says which TNA_LANES each
+ * profile fits Tofino 1 at.
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -76,6 +77,9 @@
 #include "include/tna_slot_state.p4"
 #include "include/tna_lanes.p4"
 #include "include/tna_sketch.p4"
+#if TNA_BLOCK_SPARSE
+#include "include/tna_block_sparse.p4"
+#endif
 
 control HinaTnaIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
@@ -98,6 +102,9 @@ control HinaTnaIngress(inout tna_headers_t hdr,
     TnaLanes() lanes;
     TnaPairStream() pair_stream;
     TnaSketchCells() sketch_cells;
+#if TNA_BLOCK_SPARSE
+    TnaBlockNext() block_next;
+#endif
 
     Hash<bit<32>>(HashAlgorithm_t.XOR32) next_block;
 
@@ -266,6 +273,11 @@ control HinaTnaIngress(inout tna_headers_t hdr,
             if (meta.recirculated == 0) {
                 validate.apply(hdr, meta, ig_prsr_md);
                 seq_plus_one();
+#if TNA_BLOCK_SPARSE
+                // Stage 0, beside the validation that reads the blocks' validity (before the
+                // LUT tables, which write words_a too and so must follow it).
+                skip_block.apply();
+#endif
             }
             admission.apply(hdr, meta, ig_intr_md);
             // The slot state starts in stage 1: its gate is stage 0's raw outcomes (admitted,
@@ -291,10 +303,10 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 // by their dependencies alone: lut_<i> in the stage before lane_<i>, the lanes
                 // right after slot_bitmap, the slot outcome and the pass header beside them.
                 thc_lut.apply(hdr, meta);
-#if TNA_BLOCK_SPARSE
-                skip_block.apply();
-#endif
                 lanes.apply(hdr, meta);
+#if TNA_BLOCK_SPARSE
+                block_next.apply(hdr, meta);
+#endif
                 slot_outcome.apply(hdr, meta);
                 pass_new_round_0.apply();
                 pass_worker_0.apply();

@@ -23,9 +23,7 @@
 //   * No slot_flags: lanes saturate instead of flagging overflow (tna_lanes.p4).
 //   * Block-sparse (TNA_BLOCK_SPARSE=1): block_index in the stage after slot_seq (a new round
 //     writes the packet's block, the same round compares it: BAD_BLOCK before the bitmap is
-//     touched), so the bitmap moves one stage on; block_next in the stage after the bitmap,
-//     picked like a lane (new round: store, the worker's bit already set: read, else min).
-//     The min it returns replaces the packet's `next`: the RESULT's block header.
+//     touched), so the bitmap moves one stage on. block_next: tna_block_sparse.p4.
 #ifndef _HINA_TNA_SLOT_STATE_P4_
 #define _HINA_TNA_SLOT_STATE_P4_
 
@@ -48,7 +46,6 @@ struct bitmap_pair_t {
 #define BLOCK_MISMATCH 2  // ... is true
 // slot_bitmap_update's rows: whatever block_check says but a mismatch.
 #define TNA_BITMAP_ROW(order, pool, act) (order, pool, 0) : act(); (order, pool, BLOCK_MATCH) : act();
-#define TNA_NEXT_SEEN(a, w, b) (0, true, 0, w, b &&& b) : next_read_action();
 #else
 #define TNA_BITMAP_ROW(order, pool, act) (order, pool) : act();
 #endif
@@ -130,29 +127,6 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         }
     };
 
-    // Block-sparse: the smallest `next` announced in the current round of each slot copy, i.e.
-    // the next block the slot aggregates once the round is complete; index reg_index
-    // (slot_state.p4's update_next). Each returns the round's minimum after the packet.
-    Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) block_next;
-    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_first = {
-        void apply(inout bit<32> value, out bit<32> result) {
-            value = hdr.block.next;
-            result = value;
-        }
-    };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_min = {
-        void apply(inout bit<32> value, out bit<32> result) {
-            if (hdr.block.next < value) {
-                value = hdr.block.next;
-            }
-            result = value;
-        }
-    };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(block_next) next_read = {
-        void apply(inout bit<32> value, out bit<32> result) {
-            result = value;
-        }
-    };
 #endif
 
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
@@ -269,44 +243,6 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
 #endif
         const default_action = stale_copy();
     }
-#if TNA_BLOCK_SPARSE
-    // Block-sparse, the stage after the bitmap: fold the packet's `next` into the round's
-    // minimum, picked as the lanes pick theirs (tna_lanes.p4): a new round stores it, a worker
-    // already counted (a retransmission) only reads, a copy with no use yet (STALE_POOL) is
-    // left alone, a contribution takes the minimum. The value replaces the packet's `next`.
-    action next_first_action() {
-        hdr.block.next = next_first.execute(meta.reg_index);
-    }
-    action next_min_action() {
-        hdr.block.next = next_min.execute(meta.reg_index);
-    }
-    action next_read_action() {
-        hdr.block.next = next_read.execute(meta.reg_index);
-    }
-    table block_next_update {
-        key = {
-            meta.stale:          ternary;
-            hdr.block.isValid(): ternary @name("block");
-            meta.new_round:      ternary;
-            meta.worker_id:      ternary;
-            meta.bitmap_old:     ternary;
-        }
-        actions = {
-            next_first_action;
-            next_min_action;
-            next_read_action;
-            NoAction;
-        }
-        const entries = {
-            (0, true, 1, _, _) : next_first_action();
-            TNA_FOR_EACH_WORKER_WITH(TNA_NEXT_SEEN, 0)
-            (0, true, 0, _, 0) : NoAction();
-            (0, true, 0, _, _) : next_min_action();
-        }
-        size = 40;
-        const default_action = NoAction();
-    }
-#endif
 
     apply {
         claim();
@@ -323,9 +259,6 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
 #endif
         // Stage 3.
         slot_bitmap_update.apply();
-#if TNA_BLOCK_SPARSE
-        block_next_update.apply();
-#endif
     }
 }
 
