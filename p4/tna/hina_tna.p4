@@ -235,32 +235,38 @@ control HinaTnaIngress(inout tna_headers_t hdr,
     }
     action notice_generation() { hdr.hina.generation = meta.generation; }
 #if TNA_BLOCK_SPARSE
-    // Block-sparse: a BLOCK_SKIP contributes a zero block. Its two blocks are made valid and
-    // zero in pass 0, so that the lanes add zeros (a round's first packet stores them) and a
-    // completing SKIP carries the result out; pass 1 parses it as a BLOCK_SUM (tna_parser.p4).
+    // Block-sparse, pass 0 (stage 0), so that the reply adds no table (its two stages are full):
+    // the packet takes the RESULT's op and lengths now, pass 1 keeps them (result_lengths is
+    // skipped for a block packet), and its block header's `next` becomes the round's minimum on
+    // the way (TnaBlockNext). A BLOCK_SKIP contributes a zero block: its two blocks are made
+    // valid and zero, so that the lanes add zeros (a round's first packet stores them) and a
+    // completing SKIP carries the result out; pass 1 parses it as the BLOCK_SUM it now is.
+    // A packet dropped in pass 0 never shows the rewrite (a NOTICE rewrites op and lengths).
 #define TNA_ZERO_WORD(i) hdr.words_a.w##i = 0; hdr.words_b.w##i = 0;
+    action block_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES
+                             + 4 * TNA_WORDS;
+    }
     action zero_blocks() {
+        hdr.hina.op = OP_BLOCK_SUM;
+        block_lengths();
         hdr.words_a.setValid();
         hdr.words_b.setValid();
         TNA_FOR_EACH_LANE(TNA_ZERO_WORD)
     }
-    table skip_block {
+    table block_request {
         key = {
             meta.recirculated: exact @name("recirculated");
             hdr.hina.op:       exact @name("op");
         }
-        actions = { zero_blocks; NoAction; }
-        const entries = { (0, OP_BLOCK_SKIP) : zero_blocks(); }
-        size = 1;
+        actions = { block_lengths; zero_blocks; NoAction; }
+        const entries = {
+            (0, OP_BLOCK_SUM) : block_lengths();
+            (0, OP_BLOCK_SKIP) : zero_blocks();
+        }
+        size = 2;
         const default_action = NoAction();
-    }
-    // A block-sparse RESULT: op BLOCK_SUM, the block header (block, the round's min next:
-    // block_next_update wrote it in pass 0) in front of the sum.
-    action block_result_op() { hdr.hina.op = OP_BLOCK_SUM; }
-    action block_result_lengths() {
-        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS;
-        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES
-                             + 4 * TNA_WORDS;
     }
 // The slot state's gate: the next block beyond this one (TnaValidate's block_gap).
 #define TNA_BLOCK_GAP_OK && meta.block_gap != 0
@@ -273,13 +279,13 @@ control HinaTnaIngress(inout tna_headers_t hdr,
             if (meta.recirculated == 0) {
                 validate.apply(hdr, meta, ig_prsr_md);
                 seq_plus_one();
-#if TNA_BLOCK_SPARSE
-                // Stage 0, beside the validation that reads the blocks' validity (before the
-                // LUT tables, which write words_a too and so must follow it).
-                skip_block.apply();
-#endif
             }
             admission.apply(hdr, meta, ig_intr_md);
+#if TNA_BLOCK_SPARSE
+            // Stage 0 or 1 (it writes what the validation reads), not in a gateway's block that
+            // admission follows; before the LUT tables, which write words_a too.
+            block_request.apply();
+#endif
             // The slot state starts in stage 1: its gate is stage 0's raw outcomes (admitted,
             // i.e. the job exists and the sender is one of its workers of the job's current
             // generation (worker_admission's key), in the job's slots, well formed). The drop
@@ -400,10 +406,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 }
                 result_count();
 #if TNA_BLOCK_SPARSE
-                if (hdr.block.isValid()) {
-                    block_result_op();
-                    block_result_lengths();
-                } else {
+                if (!hdr.block.isValid()) {   // a block packet's were set in pass 0
                     result_lengths();
                 }
 #else

@@ -13,7 +13,7 @@
 //     gateway's block after everything before it in sequence, and what follows it after all
 //     of its tables (the lanes would wait for it). Pinned to the stage of the last lane, whose
 //     stage has stateful ALUs to spare (TNA_LANES % 4 < 3): no stage of its own.
-//   * a BLOCK_SKIP's two blocks are made valid and zero in pass 0 (hina_tna.p4, skip_block), so
+//   * a BLOCK_SKIP's two blocks are made valid and zero in pass 0 (hina_tna.p4, block_request), so
 //     the lanes add zeros and a completing SKIP carries the result out.
 #ifndef _HINA_TNA_BLOCK_SPARSE_P4_
 #define _HINA_TNA_BLOCK_SPARSE_P4_
