@@ -103,6 +103,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
     TnaPairStream() pair_stream;
     TnaSketchCells() sketch_cells;
 #if TNA_BLOCK_SPARSE
+    TnaSlotBitmap() slot_bitmap;
     TnaBlockNext() block_next;
 #endif
 
@@ -308,6 +309,9 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 // block after everything before it in sequence, so these go beside each other
                 // by their dependencies alone: lut_<i> in the stage before lane_<i>, the lanes
                 // right after slot_bitmap, the slot outcome and the pass header beside them.
+#if TNA_BLOCK_SPARSE
+                slot_bitmap.apply(hdr, meta);   // stage 4, after block_index (tna_slot_state.p4)
+#endif
                 thc_lut.apply(hdr, meta);
                 lanes.apply(hdr, meta);
 #if TNA_BLOCK_SPARSE

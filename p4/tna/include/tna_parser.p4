@@ -62,6 +62,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.block_gap = 1;            // only a block-sparse packet's is computed (TnaValidate)
         meta.block_check = 0;
         meta.block_bad = 0;
+        meta.seq_order = 0;            // TnaSlotBitmap's gate
 #endif
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_pass;

@@ -81,37 +81,11 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         }
     };
 
-    // Contributors of both copies of each slot; index slot_base ^ slot.
-    Register<bitmap_pair_t, bit<32>>(HINA_SLOT_CAPACITY) slot_bitmap;
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_0 = {
-        void apply(inout bitmap_pair_t value) {
-            value.lo = meta.worker_bit;
-        }
-    };
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_1 = {
-        void apply(inout bitmap_pair_t value) {
-            value.hi = meta.worker_bit;
-        }
-    };
-    // Returns the copy's bitmap before the packet. A copy with no bits (no use yet) is left
-    // alone: the packet is stale.
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_0 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.lo;
-            if (value.lo != 0) {
-                value.lo = value.lo | meta.worker_bit;
-            }
-        }
-    };
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_1 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.hi;
-            if (value.hi != 0) {
-                value.hi = value.hi | meta.worker_bit;
-            }
-        }
-    };
-
+#if !TNA_BLOCK_SPARSE
+#define TNA_SLOT_BITMAP_PART 1
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+#endif
 #if TNA_BLOCK_SPARSE
     // Block-sparse: the block the current use (round) of each slot copy aggregates, set by the
     // round's first packet; index reg_index (p4/include/slot_state.p4's check_block).
@@ -131,7 +105,9 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
 
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash_again;
+#if !TNA_BLOCK_SPARSE
     Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+#endif
     Hash<bit<32>>(HashAlgorithm_t.XOR32) lane_hash;
 
     // Stage 1: claim the copy; its index, and block 0's lane index, for the stages after.
@@ -158,25 +134,11 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         meta.seq_order = check_round.execute(meta.reg_index);
     }
 
-    // Stage 3: one table drives the bitmap's four RegisterActions (one hash unit forms the
-    // index for all of them).
-    action new_use_0_action() {
-        new_use_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-        meta.new_round = 1;
-    }
-    action new_use_1_action() {
-        new_use_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-        meta.new_round = 1;
-    }
-    action contribute_0_action() {
-        meta.bitmap_old = contribute_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-    }
-    action contribute_1_action() {
-        meta.bitmap_old = contribute_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-    }
-    action stale_copy() {
-        meta.stale = 1;                         // an older use of this copy (STALE_POOL)
-    }
+#if !TNA_BLOCK_SPARSE
+#define TNA_SLOT_BITMAP_PART 2
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+#endif
 #if TNA_BLOCK_SPARSE
     // Block-sparse, stage 3 (the bitmap in stage 4): the round's block.
     action block_new_round() {
@@ -203,47 +165,7 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         size = 2;
         const default_action = NoAction();
     }
-    // Out of step: nothing else changes (no bit, no lane, no next), dropped as BAD_BLOCK.
-    action block_mismatch() {
-        meta.stale = 1;
-        meta.block_bad = 1;
-    }
 #endif
-    table slot_bitmap_update {
-        key = {
-            meta.seq_order: exact;
-            hdr.hina.pool:  exact;
-#if TNA_BLOCK_SPARSE
-            meta.block_check: exact;
-#endif
-        }
-        actions = {
-            new_use_0_action;
-            new_use_1_action;
-            contribute_0_action;
-            contribute_1_action;
-            stale_copy;
-#if TNA_BLOCK_SPARSE
-            block_mismatch;
-#endif
-        }
-        const entries = {
-            TNA_BITMAP_ROW(ORDER_NEWER, 0, new_use_0_action)
-            TNA_BITMAP_ROW(ORDER_NEWER, 1, new_use_1_action)
-            TNA_BITMAP_ROW(ORDER_SAME, 0, contribute_0_action)
-            TNA_BITMAP_ROW(ORDER_SAME, 1, contribute_1_action)
-#if TNA_BLOCK_SPARSE
-            (ORDER_SAME, 0, BLOCK_MISMATCH) : block_mismatch();
-            (ORDER_SAME, 1, BLOCK_MISMATCH) : block_mismatch();
-        }
-        size = 10;
-#else
-        }
-        size = 4;
-#endif
-        const default_action = stale_copy();
-    }
-
     apply {
         claim();
         index_copy();
@@ -255,12 +177,34 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
             order();
         }
 #if TNA_BLOCK_SPARSE
-        block_round.apply();            // stage 3; the bitmap and the rest one stage on
-#endif
+        block_round.apply();            // stage 3; the bitmap (TnaSlotBitmap) in stage 4
+#else
         // Stage 3.
+        slot_bitmap_update.apply();
+#endif
+    }
+}
+
+#if TNA_BLOCK_SPARSE
+// Block-sparse profile: the bitmap after block_index (stage 4), applied by hina_tna.p4 at the
+// head of the AGGREGATE branch, outside the slot state's gateway block. Its table's key is its
+// gate: seq_order is 0 (the parser's) for a packet that did not go through the slot state, and
+// no row matches 0. The same register, RegisterActions and rows as the default's, plus an
+// out-of-step block (block_check: tna_block_sparse.p4) and an explicit older use.
+control TnaSlotBitmap(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+#define TNA_SLOT_BITMAP_PART 1
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+#define TNA_SLOT_BITMAP_PART 2
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+
+    apply {
         slot_bitmap_update.apply();
     }
 }
+#endif
 
 // What the slot state means for the packet (pass 0 in a slot copy), as p4/include/slot_state.p4
 // decides it, once the lanes are under way (not on their path). No gateway: the comparisons are
