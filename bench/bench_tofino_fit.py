@@ -10,6 +10,7 @@ so a second run is instant; the compile time shown is that of the compile that m
     python bench/bench_tofino_fit.py --target tofino --lanes 1 8 16 32   # growth steps
     python bench/bench_tofino_fit.py --target tofino --lanes 32 -D HINA_PAIRS=16 \
         --p4info-externs standard        # the P4Info tests/controller/test_tofino_jobs.py reads
+    python bench/bench_tofino_fit.py --target tofino --block-sparse --lanes 8 16  # the profile
 
 Needs bf-p4c: bash ../shared/p4tools-tofino/install.sh (as root).
 """
@@ -20,6 +21,9 @@ import sys
 
 from hina import tofino_build as tb
 
+#: The block-sparse profile's define (p4/tna/hina_tna.p4).
+BLOCK_SPARSE = {"TNA_BLOCK_SPARSE": 1}
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,6 +31,8 @@ def main(argv=None) -> int:
                         choices=sorted(tb.TARGETS))
     parser.add_argument("--lanes", nargs="+", type=int, default=[None],
                         help="TNA_LANES values (default: the program's own)")
+    parser.add_argument("--block-sparse", action="store_true",
+                        help="the block-sparse profile (-DTNA_BLOCK_SPARSE=1)")
     parser.add_argument("--no-cache", action="store_true", help="compile even if cached")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                         help="another preprocessor define (repeatable), e.g. -D HINA_PAIRS=16")
@@ -44,6 +50,8 @@ def main(argv=None) -> int:
     for target in args.target:
         for lanes in args.lanes:
             defines = {} if lanes is None else {"TNA_LANES": lanes}
+            if args.block_sparse:
+                defines.update(BLOCK_SPARSE)
             defines.update(d.partition("=")[::2] for d in args.defines)
             build = tb.compile_tna(target=target, defines=defines, use_cache=not args.no_cache,
                                    p4info_externs=args.p4info_externs)
@@ -56,6 +64,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for target, lanes, build in rows:
         label = "default" if lanes is None else str(lanes)
+        if args.block_sparse:
+            label += ", TNA_BLOCK_SPARSE=1"
         placed = (build.out / "pipe" / "logs" / "resources.json").exists()
         if not build.ok and not placed:
             why = f"compile error: {tb.first_error(build.log) or 'see ' + str(build.path)}"

@@ -28,14 +28,10 @@ _NOTICE_TEST = "test_generation.py::test_notice_is_header_only_and_goes_back_out
 #: other than the target's (``test_checksum.py::test_bad_checksums...[wrong``).
 #: docs/dataplane.md ("Tofino (TNA)") says why each difference is there.
 TNA_UNSUPPORTED = {
-    "block-sparse aggregation (BLOCK_SUM / BLOCK_SKIP) is not in the TNA program":
-        ["test_block_sparse.py::test_block_sparse_run_is_bit_equal_to_the_reference",
-         "test_block_sparse.py::test_block_sum_overflow_is_flagged",
-         "test_block_sparse.py::test_block_sparse_drops_are_counted",
-         "test_isolation.py::test_a_busy_job_leaves_every_register_of_another_untouched"],
-    "SUM saturates on Tofino (one stateful ALU output per word: no overflow flag, "
-    "no OVERFLOW count; tna_lanes.p4)":
-        ["test_aggregation.py::test_overflow_is_flagged_never_silent"],
+    "SUM and BLOCK_SUM saturate on Tofino (one stateful ALU output per word: no overflow "
+    "flag, no OVERFLOW count; tna_lanes.p4)":
+        ["test_aggregation.py::test_overflow_is_flagged_never_silent",
+         "test_block_sparse.py::test_block_sum_overflow_is_flagged"],
     "a THC packet whose LUT is not installed is summed as zeros, not dropped as BAD_JOB "
     "(a shared miss flag would chain the 32 LUT tables a stage each; tna_lanes.p4)":
         ["test_aggregation.py::test_thc_without_table_is_bad_job"],

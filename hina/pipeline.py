@@ -379,12 +379,15 @@ class TnaLayout(Layout):
     * THC: one table per byte of a block, ``lut_<i>``: (1, lut_id, byte) -> the word
       ``(T[hi] << 16) | T[lo]``; a ternary ``lut_<i>`` takes the byte with a full mask;
     * lanes: ``lanes`` registers, word ``w`` of slot copy ``c`` in ``lane_<w % lanes>`` at
-      ``2 * c + w // lanes`` (two blocks per packet, a pass each).
+      ``2 * c + w // lanes`` (two blocks per packet, a pass each);
+    * block-sparse (the ``TNA_BLOCK_SPARSE=1`` profile only): ``slot_state.block_index`` and
+      ``block_next.block_next``, indexed by slot copy as in the v1model program.
 
     Args:
         lanes: TNA_LANES of the compiled program (words per pass; a packet has two blocks).
         lut_kinds: match kind of each ``lut_<i>``'s byte field (``exact`` or ``ternary``).
         rows: sketch rows (HINA_SKETCH_ROWS).
+        block_sparse: the program is the block-sparse profile (has the block registers).
     """
 
     name = "tna"
@@ -395,13 +398,17 @@ class TnaLayout(Layout):
               SLOT_SEQ: _tna("slot_state.slot_seq"),
               PAIR_GENERATION: _tna("pair_stream.pair_generation"),
               PAIR_NEXT_SEQ: _tna("pair_stream.pair_next_seq"),
+              BLOCK_INDEX: _tna("slot_state.block_index"),
+              BLOCK_NEXT: _tna("block_next.block_next"),
               P.REASON_COUNTER: _tna("reason_counter"),
               P.JOB_COUNTER: _tna("job_counter")}
 
-    def __init__(self, lanes: int, lut_kinds: Sequence[str], rows: int = P.SKETCH_ROWS):
+    def __init__(self, lanes: int, lut_kinds: Sequence[str], rows: int = P.SKETCH_ROWS,
+                 block_sparse: bool = False):
         if len(lut_kinds) != lanes:
             raise ValueError(f"TNA program: {len(lut_kinds)} LUT tables for {lanes} lanes")
         self.lanes, self.lut_kinds, self.rows = lanes, tuple(lut_kinds), rows
+        self.block_sparse = block_sparse
         self._names = dict(self._NAMES)
         self._names.update({sketch_register(r): f"{TNA_EGRESS}.sketch_rows.sketch_row_{r}"
                             for r in range(rows)})
@@ -505,6 +512,8 @@ class TnaLayout(Layout):
         streams = (job.pair_stream_base, len(job.workers))
         ranges = [(self._names[SLOT_GENERATION], *per_copy), (self._names[SLOT_SEQ], *per_copy),
                   (self._names[PAIR_GENERATION], *streams), (self._names[PAIR_NEXT_SEQ], *streams)]
+        if self.block_sparse:
+            ranges += [(self._names[BLOCK_INDEX], *per_copy), (self._names[BLOCK_NEXT], *per_copy)]
         ranges += [(_tna(f"lanes.lane_{i}"), 4 * job.reg_base, 4 * job.n_slots)
                    for i in range(self.lanes)]
         if job.sketch_columns:
@@ -544,6 +553,7 @@ def layout_for(tables) -> Layout:
         while _tna(f"thc_lut.lut_{len(kinds)}") in by_name:
             fields = by_name[_tna(f"thc_lut.lut_{len(kinds)}")].match_fields
             kinds.append(fields[-1].match_kind)
-        return TnaLayout(len(kinds), kinds)
+        return TnaLayout(len(kinds), kinds,
+                         block_sparse=_tna("slot_state.block_round") in by_name)
     raise ValueError(f"not a HINA program: neither {JOB_CONFIG} nor "
                      f"{_tna('admission.job_config')} among its {len(by_name)} tables")

@@ -160,6 +160,9 @@ class EmbeddedTnaTarget(EmbeddedTarget):
     (the default) loads the TNA program instead, at the same packet size: ``HINA_WORDS`` words
     are ``TNA_LANES = HINA_WORDS / 2`` lanes (two blocks per packet, a pass each; 32 lanes is
     the Tofino 2 build's, Tofino 1 fits 16), and ``HINA_PAIRS`` pairs per PAIRS packet.
+    It is the program's block-sparse profile (``TNA_BLOCK_SPARSE=1``, unless ``defines`` say
+    otherwise): the v1model program aggregates block-sparse too, and the profile only adds the
+    block-sparse ops to the default (docs/dataplane.md, "Tofino (TNA)").
 
     Registers and counters are read by the v1model program's names (``hina.pipeline``), which
     :class:`hina.pipeline.TnaLayout` translates; a register the TNA program has not is an error
@@ -174,6 +177,7 @@ class EmbeddedTnaTarget(EmbeddedTarget):
             words = defines.pop("HINA_WORDS", P.WORDS)
             defines.setdefault("TNA_LANES", words // 2)
             defines.setdefault("HINA_PAIRS", P.PAIRS_PER_PACKET)
+            defines.setdefault("TNA_BLOCK_SPARSE", 1)
         super().load(p4_path, defines)
 
     def _name(self, kind: str, name: str) -> str:

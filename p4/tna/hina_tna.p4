@@ -14,6 +14,11 @@
  *
  * Build: bf-p4c -o OUT p4/tna/hina_tna.p4   (--target tofino2 --arch t2na for Tofino 2)
  * Sizes: -DTNA_LANES=1..32 (32: 64 words per packet, HINA_WORDS = 64 on the wire).
+ * Profiles: -DTNA_BLOCK_SPARSE=1 adds block-sparse aggregation (BLOCK_SUM / BLOCK_SKIP, protocol
+ * v4: block_index in tna_slot_state.p4, one stage more before the lanes, and block_next in
+ * tna_block_sparse.p4, beside the last lane; a SKIP gets zero blocks in pass 0). Without it
+ * (the default) a block-sparse packet is MALFORMED. docs/dataplane.md says which TNA_LANES each
+ * profile fits Tofino 1 at.
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -33,6 +38,10 @@
 #define TNA_LANES 16
 #endif
 #endif
+// Block-sparse aggregation: a compile-time profile (0: not in the program).
+#ifndef TNA_BLOCK_SPARSE
+#define TNA_BLOCK_SPARSE 0
+#endif
 // headers.p4's own payload types are sized by HINA_WORDS (unused here: see tna_headers.p4).
 #define HINA_WORDS 64
 // Where the lanes go: from stage TNA_LANE_FIRST_STAGE, the one after slot_bitmap's (admission 0,
@@ -42,8 +51,13 @@
 // hash functions). Pinned with @stage (tna_lanes.p4): left to
 // itself the compiler's placement puts the lanes last (each lane table is one step from the
 // end of the dependency chain, so everything else goes first) and needs 15 stages of 12.
+// Block-sparse puts block_index in stage 3 and slot_bitmap in 4: the lanes start in 5.
 #ifndef TNA_LANE_FIRST_STAGE
+#if TNA_BLOCK_SPARSE
+#define TNA_LANE_FIRST_STAGE 5
+#else
 #define TNA_LANE_FIRST_STAGE 4
+#endif
 #endif
 #define TNA_LANES_PER_STAGE 4
 #ifndef HINA_PAIRS
@@ -63,6 +77,9 @@
 #include "include/tna_slot_state.p4"
 #include "include/tna_lanes.p4"
 #include "include/tna_sketch.p4"
+#if TNA_BLOCK_SPARSE
+#include "include/tna_block_sparse.p4"
+#endif
 
 control HinaTnaIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
@@ -85,6 +102,10 @@ control HinaTnaIngress(inout tna_headers_t hdr,
     TnaLanes() lanes;
     TnaPairStream() pair_stream;
     TnaSketchCells() sketch_cells;
+#if TNA_BLOCK_SPARSE
+    TnaSlotBitmap() slot_bitmap;
+    TnaBlockNext() block_next;
+#endif
 
     Hash<bit<32>>(HashAlgorithm_t.XOR32) next_block;
 
@@ -214,6 +235,45 @@ control HinaTnaIngress(inout tna_headers_t hdr,
         hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS;
     }
     action notice_generation() { hdr.hina.generation = meta.generation; }
+#if TNA_BLOCK_SPARSE
+    // Block-sparse, pass 0 (stage 0), so that the reply adds no table (its two stages are full):
+    // the packet takes the RESULT's op and lengths now, pass 1 keeps them (result_lengths is
+    // skipped for a block packet), and its block header's `next` becomes the round's minimum on
+    // the way (TnaBlockNext). A BLOCK_SKIP contributes a zero block: its two blocks are made
+    // valid and zero, so that the lanes add zeros (a round's first packet stores them) and a
+    // completing SKIP carries the result out; pass 1 parses it as the BLOCK_SUM it now is.
+    // A packet dropped in pass 0 never shows the rewrite (a NOTICE rewrites op and lengths).
+#define TNA_ZERO_WORD(i) hdr.words_a.w##i = 0; hdr.words_b.w##i = 0;
+    action block_lengths() {
+        hdr.udp.length = UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS;
+        hdr.ipv4.total_len = IPV4_BYTES + UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES
+                             + 4 * TNA_WORDS;
+    }
+    action zero_blocks() {
+        hdr.hina.op = OP_BLOCK_SUM;
+        block_lengths();
+        hdr.words_a.setValid();
+        hdr.words_b.setValid();
+        TNA_FOR_EACH_LANE(TNA_ZERO_WORD)
+    }
+    table block_request {
+        key = {
+            meta.recirculated: exact @name("recirculated");
+            hdr.hina.op:       exact @name("op");
+        }
+        actions = { block_lengths; zero_blocks; NoAction; }
+        const entries = {
+            (0, OP_BLOCK_SUM) : block_lengths();
+            (0, OP_BLOCK_SKIP) : zero_blocks();
+        }
+        size = 2;
+        const default_action = NoAction();
+    }
+// The slot state's gate: the next block beyond this one (TnaValidate's block_gap).
+#define TNA_BLOCK_GAP_OK && meta.block_gap != 0
+#else
+#define TNA_BLOCK_GAP_OK
+#endif
 
     apply {
         if (hdr.hina.isValid()) {
@@ -222,6 +282,11 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 seq_plus_one();
             }
             admission.apply(hdr, meta, ig_intr_md);
+#if TNA_BLOCK_SPARSE
+            // Stage 0 or 1 (it writes what the validation reads), not in a gateway's block that
+            // admission follows; before the LUT tables, which write words_a too.
+            block_request.apply();
+#endif
             // The slot state starts in stage 1: its gate is stage 0's raw outcomes (admitted,
             // i.e. the job exists and the sender is one of its workers of the job's current
             // generation (worker_admission's key), in the job's slots, well formed). The drop
@@ -234,7 +299,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 }
             } else if (hdr.hina.msg_type == MSG_AGGREGATE && meta.verdict == VERDICT_OK
                        && meta.ipv4_ok && meta.job_miss == 0 && meta.worker_miss == 0
-                       && meta.slot_miss == 0) {
+                       && meta.slot_miss == 0 TNA_BLOCK_GAP_OK) {
                 slot_state.apply(hdr, meta);
             } else {
                 reason.apply(hdr, meta, ig_intr_md);
@@ -244,8 +309,14 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 // block after everything before it in sequence, so these go beside each other
                 // by their dependencies alone: lut_<i> in the stage before lane_<i>, the lanes
                 // right after slot_bitmap, the slot outcome and the pass header beside them.
+#if TNA_BLOCK_SPARSE
+                slot_bitmap.apply(hdr, meta);   // stage 4, after block_index (tna_slot_state.p4)
+#endif
                 thc_lut.apply(hdr, meta);
                 lanes.apply(hdr, meta);
+#if TNA_BLOCK_SPARSE
+                block_next.apply(hdr, meta);
+#endif
                 slot_outcome.apply(hdr, meta);
                 pass_new_round_0.apply();
                 pass_worker_0.apply();
@@ -325,6 +396,9 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                 hdr.thc_b.setInvalid();
                 hdr.pair.setInvalid();
                 hdr.pair_rest.setInvalid();
+#if TNA_BLOCK_SPARSE
+                hdr.block.setInvalid();
+#endif
                 header_only_lengths();
                 hdr.pass.port = ig_intr_md.ingress_port;
             } else if (hdr.hina.msg_type == MSG_AGGREGATE) {
@@ -335,7 +409,13 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                     clear_flags_count();
                 }
                 result_count();
+#if TNA_BLOCK_SPARSE
+                if (!hdr.block.isValid()) {   // a block packet's were set in pass 0
+                    result_lengths();
+                }
+#else
                 result_lengths();
+#endif
             } else {
                 ack_type();
                 clear_flags_count();

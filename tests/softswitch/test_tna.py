@@ -124,3 +124,14 @@ def test_hina_tna_program_compiles_and_runs_a_frame():
     assert r.outputs == []
     assert "dropped in ingress (drop_ctl)" in r.trace
     assert not [t for t in r.trace if "engine error" in t]
+    # The default program has no block-sparse profile (TNA_BLOCK_SPARSE=1): no block registers,
+    # and a BLOCK_SKIP (block header alone) is MALFORMED, not aggregated.
+    from hina import pipeline
+    from hina import protocol as P
+    from hina.testing import frames as J
+    assert not pipeline.layout_for(dp.info.tables).block_sparse
+    assert not [r for r in dp.info.registers if "block_" in r.name]
+    sender = J.worker_address(0)
+    skip = J.frame(sender, struct.pack("!II", 0, P.BLOCK_END), op=P.Op.BLOCK_SKIP, job_id=1)
+    assert dp.process(sender.port, skip).outputs == []
+    assert dp.counter_read("HinaTnaIngress.reason_counter", int(P.DropReason.MALFORMED))[1] == 1

@@ -46,7 +46,7 @@ def test_fits_with_every_mode(target):
     _check_fits(build, target, lanes=MIN_LANES[target])
 
 
-def _check_fits(build, target, lanes):
+def _check_fits(build, target, lanes, bitmap="slot_state"):
     assert build.ok, tofino_build.first_error(build.log)
     res = build.resources()
     assert res.target == target
@@ -61,7 +61,8 @@ def _check_fits(build, target, lanes):
     # Each mode's tables and registers made it into the placed program (not optimised away):
     # every lane and LUT table, the slot state, the sketch on both sides, the replicas.
     names = {t["name"] for t in _tables(build)}
-    needed = {"HinaTnaIngress.admission.worker_admission", "HinaTnaIngress.slot_state.slot_bitmap",
+    # The default build's bitmap is the slot state's; the block-sparse profile's its own control.
+    needed = {"HinaTnaIngress.admission.worker_admission", f"HinaTnaIngress.{bitmap}.slot_bitmap",
               "HinaTnaIngress.slot_outcome.slot_outcome",
               "HinaTnaIngress.pair_stream.pair_next_seq",
               "HinaTnaEgress.sketch_rows.sketch_row_0", "HinaTnaEgress.replica_rewrite"}
@@ -93,6 +94,31 @@ def test_one_lane_fits_tofino_1():
                    "HinaTnaIngress.slot_outcome.slot_outcome",
                    "HinaTnaIngress.pair_stream.pair_next_seq",
                    "HinaTnaEgress.sketch_rows.sketch_row_0", "HinaTnaEgress.replica_rewrite"):
+        assert needed in names, needed
+
+
+# The block-sparse profile (-DTNA_BLOCK_SPARSE=1: block_index one stage before the bitmap) at
+# the default lanes: it fits Tofino 1 at 16 too (docs/dataplane.md, "Tofino (TNA)", "Resources").
+BLOCK_SPARSE = {"TNA_BLOCK_SPARSE": 1}
+
+
+@pytest.mark.timeout(600)
+def test_block_sparse_profile_fits_tofino_1():
+    """The block-sparse profile in Tofino 1's 12 stages at the default's 16 lanes (32 words per
+    packet), every mode's tables and the block-sparse ones placed; figures from the compiler's
+    resources.json and context.json."""
+    build = tofino_build.cached_build(target="tofino", defines=BLOCK_SPARSE)
+    if build is None:
+        pytest.skip("p4/tna's block-sparse profile is not compiled for tofino at these sources "
+                    "yet: run 'python bench/bench_tofino_fit.py --target tofino --block-sparse' "
+                    "(2-20 min on 2 cores)")
+    _check_fits(build, "tofino", lanes=MIN_LANES["tofino"], bitmap="slot_bitmap")
+    names = {t["name"] for t in _tables(build)}
+    for needed in ("HinaTnaIngress.slot_state.block_index",
+                   "HinaTnaIngress.slot_state.block_round",
+                   "HinaTnaIngress.block_next.block_next",
+                   "HinaTnaIngress.block_next.block_next_update",
+                   "HinaTnaIngress.block_request"):
         assert needed in names, needed
 
 

@@ -61,13 +61,38 @@ control TnaValidate(inout tna_headers_t hdr,
              UDP_BYTES + HINA_HEADER_BYTES + TNA_WORDS, _) : well_formed();
             (0, HINA_VERSION, MSG_PAIRS, _, 0, false, false, true,
              UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS, _) : well_formed();
+#if TNA_BLOCK_SPARSE
+            // Block-sparse: the block header and the lanes (BLOCK_SUM), or the header alone
+            // (BLOCK_SKIP: a SKIP with lanes, or a BLOCK_SUM without, is MALFORMED).
+            (0, HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SUM, 0, true, false, false,
+             UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS, _) : well_formed();
+            (0, HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SKIP, 0, false, false, false,
+             UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES, _) : well_formed();
+        }
+        size = 10;
+#else
         }
         size = 8;
+#endif
         const default_action = malformed();
     }
 
+#if TNA_BLOCK_SPARSE
+    // The next nonzero block must lie beyond this one: next |-| block (unsigned, saturating) is
+    // 0 when it does not. A ternary key cannot compare two fields; this is one instruction in
+    // the same stage, and the slot state's gate (stage 1) tests it (hina_tna.p4).
+    action block_gap() {
+        meta.block_gap = hdr.block.next |-| hdr.block.block;
+    }
+#endif
+
     apply {
         message_check.apply();
+#if TNA_BLOCK_SPARSE
+        if (hdr.block.isValid()) {
+            block_gap();
+        }
+#endif
         if (!meta.ipv4_ok) {
             meta.ipv4_bad = 1;
         }
@@ -181,6 +206,12 @@ control TnaAdmission(inout tna_headers_t hdr,
     }
 }
 
+#if TNA_BLOCK_SPARSE
+#define TNA_BLOCK_GAP_BAD || meta.block_gap == 0
+#else
+#define TNA_BLOCK_GAP_BAD
+#endif
+
 // The drop reason, by precedence as in p4/hina.p4. Slot state and lanes do not wait for it:
 // they are gated on the raw outcomes (hina_tna.p4).
 control TnaReason(inout tna_headers_t hdr,
@@ -238,7 +269,7 @@ control TnaReason(inout tna_headers_t hdr,
     }
 
     apply {
-        if (meta.verdict == VERDICT_MALFORMED || meta.ipv4_bad == 1) {
+        if (meta.verdict == VERDICT_MALFORMED || meta.ipv4_bad == 1 TNA_BLOCK_GAP_BAD) {
             meta.reason = REASON_MALFORMED;
         } else if (meta.verdict == VERDICT_NO_CHECKSUM) {
             meta.reason = REASON_BAD_CHECKSUM;

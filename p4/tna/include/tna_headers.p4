@@ -9,6 +9,8 @@
 //     way, one pair per pass;
 //   * hina_pass_t: prepended to a recirculated packet, it carries what the first pass decided;
 //   * hina_bridge_t: ingress -> egress, the reply kind and the payload's checksum share.
+// Block-sparse (TNA_BLOCK_SPARSE=1, hina_tna.p4): the v1model program's block header
+// (hina_sparse_t) in front of the blocks, and the metadata of tna_block_sparse.p4.
 #ifndef _HINA_TNA_HEADERS_P4_
 #define _HINA_TNA_HEADERS_P4_
 
@@ -85,6 +87,9 @@ struct tna_headers_t {
     udp_t             udp;
     hina_t            hina;
     hina_harvest_t    harvest;
+#if TNA_BLOCK_SPARSE
+    hina_sparse_t     block;     // block-sparse: (block, next), in front of the payload
+#endif
     hina_block_t      words_b;   // emitted before words_a: see tna_parser.p4
     hina_block_t      words_a;   // the block the lanes of this pass work on
     hina_thc_block_t  thc_b;
@@ -139,6 +144,12 @@ struct tna_ingress_metadata_t {
     bit<32>     mine;            // bitmap_old & worker_bit: the worker already counted
     bit<32>     d_others;        // bitmap_old ^ others: 0 when this packet completes the copy
     bit<32>     d_all;           // bitmap_old ^ all_workers: 0 when the copy is complete
+#if TNA_BLOCK_SPARSE
+    // Block-sparse (tna_block_sparse.p4).
+    bit<32>     block_gap;       // next |-| block: 0 when next is not beyond block (MALFORMED)
+    bit<4>      block_check;     // 0: not block-sparse, BLOCK_MATCH, BLOCK_MISMATCH
+    bit<1>      block_bad;       // the packet's block is not its round's (BAD_BLOCK)
+#endif
     // In-switch sketch.
     bit<16>     stream_generation;
     bit<4>      stream_order;    // predicate of check_pair_seq

@@ -58,6 +58,12 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.lut_miss = 0;
         meta.pair_add = 0;
         meta.ipv4_ok = false;
+#if TNA_BLOCK_SPARSE
+        meta.block_gap = 1;            // only a block-sparse packet's is computed (TnaValidate)
+        meta.block_check = 0;
+        meta.block_bad = 0;
+        meta.seq_order = 0;            // TnaSlotBitmap's gate
+#endif
         transition select(ig_intr_md.ingress_port) {
             TNA_RECIRC_PORT: parse_pass;
             default: parse_ethernet;
@@ -82,6 +88,11 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.in_slot = 1;
         transition select(hdr.hina.msg_type, hdr.hina.op) {
             (MSG_AGGREGATE, OP_LUT_SUM): parse_thc_rest;
+#if TNA_BLOCK_SPARSE
+            // Pass 0 gave a BLOCK_SKIP its zero blocks (TnaBlockSkip): both ops carry words now.
+            (MSG_AGGREGATE, OP_BLOCK_SUM): parse_block_words;
+            (MSG_AGGREGATE, OP_BLOCK_SKIP): parse_block_words;
+#endif
             (MSG_AGGREGATE, _): parse_words;
             (MSG_PAIRS, _): parse_pairs;
             default: accept;
@@ -118,6 +129,10 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.hina);
         transition select(hdr.hina.msg_type, hdr.hina.op) {
             (MSG_AGGREGATE, OP_LUT_SUM): parse_thc;
+#if TNA_BLOCK_SPARSE
+            (MSG_AGGREGATE, OP_BLOCK_SUM): parse_block_words;
+            (MSG_AGGREGATE, OP_BLOCK_SKIP): parse_block;
+#endif
             (MSG_AGGREGATE, _): parse_words;
             (MSG_PAIRS, _): parse_pairs;
             (MSG_HARVEST, _): parse_harvest;
@@ -131,6 +146,20 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.words_b);
         transition accept;
     }
+
+#if TNA_BLOCK_SPARSE
+    // Block-sparse: the block header, then the lanes of a nonzero block (BLOCK_SUM) ...
+    state parse_block_words {
+        pkt.extract(hdr.block);
+        transition parse_words;
+    }
+
+    // ... or the block header alone (BLOCK_SKIP: the sender's block is zero).
+    state parse_block {
+        pkt.extract(hdr.block);
+        transition accept;
+    }
+#endif
 
     state parse_thc {
         pkt.extract(hdr.thc_a);
@@ -166,6 +195,13 @@ control HinaTnaIngressDeparser(packet_out pkt,
 
 #define TNA_SUM_WORD_B(i) hdr.words_b.w##i,
 #define TNA_SUM_WORD_A(i) hdr.words_a.w##i,
+#if TNA_BLOCK_SPARSE
+// A block-sparse RESULT's block header is payload too (behind the HINA header, which egress
+// sums). A header that is not valid adds nothing: a reply of another op has no block header.
+#define TNA_BLOCK_HEADER_SUM hdr.block.block, hdr.block.next,
+#else
+#define TNA_BLOCK_HEADER_SUM
+#endif
     apply {
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_checksum.update({
@@ -174,8 +210,10 @@ control HinaTnaIngressDeparser(packet_out pkt,
                 hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
         if (hdr.bridge.isValid()) {
-            // A reply's payload is the two result blocks (the last pass's words_b, words_a).
+            // A reply's payload is the two result blocks (the last pass's words_b, words_a),
+            // behind the block header of a block-sparse RESULT.
             hdr.bridge.payload_sum = payload_checksum.update({
+                TNA_BLOCK_HEADER_SUM
                 TNA_FOR_EACH_LANE(TNA_SUM_WORD_B)
                 TNA_FOR_EACH_LANE(TNA_SUM_WORD_A)
                 16w0});

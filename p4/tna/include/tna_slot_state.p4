@@ -21,6 +21,9 @@
 //     against a late copy of a contribution reordered behind the worker's next one): it needs
 //     both copies' seqs in one RegisterAction, more than a stateful ALU's two comparisons.
 //   * No slot_flags: lanes saturate instead of flagging overflow (tna_lanes.p4).
+//   * Block-sparse (TNA_BLOCK_SPARSE=1): block_index in the stage after slot_seq (a new round
+//     writes the packet's block, the same round compares it: BAD_BLOCK before the bitmap is
+//     touched), so the bitmap moves one stage on. block_next: tna_block_sparse.p4.
 #ifndef _HINA_TNA_SLOT_STATE_P4_
 #define _HINA_TNA_SLOT_STATE_P4_
 
@@ -36,6 +39,16 @@ struct bitmap_pair_t {
 #define ORDER_SAME 1      // neither: the current use
 #define ORDER_NEWER 2     // lo: the packet's seq is newer: a new use
 #define ORDER_OLDER 4     // hi: an older use of this copy
+
+#if TNA_BLOCK_SPARSE
+// block_check: the packet's block against its round's (0: not a block-sparse packet).
+#define BLOCK_MATCH 1     // predicate of block_compare: value != block is false
+#define BLOCK_MISMATCH 2  // ... is true
+// slot_bitmap_update's rows: whatever block_check says but a mismatch.
+#define TNA_BITMAP_ROW(order, pool, act) (order, pool, 0) : act(); (order, pool, BLOCK_MATCH) : act();
+#else
+#define TNA_BITMAP_ROW(order, pool, act) (order, pool) : act();
+#endif
 
 control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
@@ -68,40 +81,33 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         }
     };
 
-    // Contributors of both copies of each slot; index slot_base ^ slot.
-    Register<bitmap_pair_t, bit<32>>(HINA_SLOT_CAPACITY) slot_bitmap;
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_0 = {
-        void apply(inout bitmap_pair_t value) {
-            value.lo = meta.worker_bit;
+#if !TNA_BLOCK_SPARSE
+#define TNA_SLOT_BITMAP_PART 1
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+#endif
+#if TNA_BLOCK_SPARSE
+    // Block-sparse: the block the current use (round) of each slot copy aggregates, set by the
+    // round's first packet; index reg_index (p4/include/slot_state.p4's check_block).
+    Register<bit<32>, bit<32>>(2 * HINA_SLOT_CAPACITY) block_index;
+    RegisterAction<bit<32>, bit<32>, bit<4>>(block_index) block_first = {
+        void apply(inout bit<32> value) {
+            value = hdr.block.block;
         }
     };
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) new_use_1 = {
-        void apply(inout bitmap_pair_t value) {
-            value.hi = meta.worker_bit;
-        }
-    };
-    // Returns the copy's bitmap before the packet. A copy with no bits (no use yet) is left
-    // alone: the packet is stale.
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_0 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.lo;
-            if (value.lo != 0) {
-                value.lo = value.lo | meta.worker_bit;
-            }
-        }
-    };
-    RegisterAction<bitmap_pair_t, bit<32>, bit<32>>(slot_bitmap) contribute_1 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.hi;
-            if (value.hi != 0) {
-                value.hi = value.hi | meta.worker_bit;
-            }
+    RegisterAction<bit<32>, bit<32>, bit<4>>(block_index) block_compare = {
+        void apply(inout bit<32> value, out bit<4> check) {
+            check = this.predicate(value != hdr.block.block);   // BLOCK_MATCH or BLOCK_MISMATCH
         }
     };
 
+#endif
+
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash;
     Hash<bit<32>>(HashAlgorithm_t.XOR32) copy_hash_again;
+#if !TNA_BLOCK_SPARSE
     Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+#endif
     Hash<bit<32>>(HashAlgorithm_t.XOR32) lane_hash;
 
     // Stage 1: claim the copy; its index, and block 0's lane index, for the stages after.
@@ -117,7 +123,7 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         meta.others = meta.all_workers ^ meta.worker_bit;
     }
     action index_lanes() {
-        meta.lane_index = lane_hash.get({meta.lane_base, 14w0, hdr.hina.slot, hdr.hina.pool, 1w0});
+        meta.lane_index = lane_hash.get({meta.lane_base, 15w0, hdr.hina.slot, hdr.hina.pool, 1w0});
     }
     // Stage 2.
     action reclaim() {
@@ -128,47 +134,38 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         meta.seq_order = check_round.execute(meta.reg_index);
     }
 
-    // Stage 3: one table drives the bitmap's four RegisterActions (one hash unit forms the
-    // index for all of them).
-    action new_use_0_action() {
-        new_use_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-        meta.new_round = 1;
+#if !TNA_BLOCK_SPARSE
+#define TNA_SLOT_BITMAP_PART 2
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+#endif
+#if TNA_BLOCK_SPARSE
+    // Block-sparse, stage 3 (the bitmap in stage 4): the round's block.
+    action block_new_round() {
+        block_first.execute(meta.reg_index);
+        meta.block_check = BLOCK_MATCH;
     }
-    action new_use_1_action() {
-        new_use_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-        meta.new_round = 1;
+    action block_same_round() {
+        meta.block_check = block_compare.execute(meta.reg_index);
     }
-    action contribute_0_action() {
-        meta.bitmap_old = contribute_0.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-    }
-    action contribute_1_action() {
-        meta.bitmap_old = contribute_1.execute(slot_hash.get({meta.slot_base, 17w0, hdr.hina.slot}));
-    }
-    action stale_copy() {
-        meta.stale = 1;                         // an older use of this copy (STALE_POOL)
-    }
-    table slot_bitmap_update {
+    table block_round {
         key = {
-            meta.seq_order: exact;
-            hdr.hina.pool:  exact;
+            meta.seq_order:      exact;
+            hdr.block.isValid(): exact @name("block");
         }
         actions = {
-            new_use_0_action;
-            new_use_1_action;
-            contribute_0_action;
-            contribute_1_action;
-            stale_copy;
+            block_new_round;
+            block_same_round;
+            NoAction;
         }
         const entries = {
-            (ORDER_NEWER, 0) : new_use_0_action();
-            (ORDER_NEWER, 1) : new_use_1_action();
-            (ORDER_SAME, 0) : contribute_0_action();
-            (ORDER_SAME, 1) : contribute_1_action();
+            (ORDER_NEWER, true) : block_new_round();
+            (ORDER_SAME, true) : block_same_round();
         }
-        size = 4;
-        const default_action = stale_copy();
+        size = 2;
+        const default_action = NoAction();
     }
-
+#endif
     apply {
         claim();
         index_copy();
@@ -179,10 +176,35 @@ control TnaSlotState(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta)
         } else {
             order();
         }
+#if TNA_BLOCK_SPARSE
+        block_round.apply();            // stage 3; the bitmap (TnaSlotBitmap) in stage 4
+#else
         // Stage 3.
+        slot_bitmap_update.apply();
+#endif
+    }
+}
+
+#if TNA_BLOCK_SPARSE
+// Block-sparse profile: the bitmap after block_index (stage 4), applied by hina_tna.p4 at the
+// head of the AGGREGATE branch, outside the slot state's gateway block. Its table's key is its
+// gate: seq_order is 0 (the parser's) for a packet that did not go through the slot state, and
+// no row matches 0. The same register, RegisterActions and rows as the default's, plus an
+// out-of-step block (block_check: tna_block_sparse.p4) and an explicit older use.
+control TnaSlotBitmap(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+#define TNA_SLOT_BITMAP_PART 1
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) slot_hash;
+#define TNA_SLOT_BITMAP_PART 2
+#include "tna_slot_bitmap.p4"
+#undef TNA_SLOT_BITMAP_PART
+
+    apply {
         slot_bitmap_update.apply();
     }
 }
+#endif
 
 // What the slot state means for the packet (pass 0 in a slot copy), as p4/include/slot_state.p4
 // decides it, once the lanes are under way (not on their path). No gateway: the comparisons are
@@ -198,6 +220,14 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
     action stale_pool() {
         meta.reason = REASON_STALE_POOL;
     }
+#if TNA_BLOCK_SPARSE
+    action bad_block() {
+        meta.reason = REASON_BAD_BLOCK;
+    }
+#define TNA_ANY_BLOCK , _
+#else
+#define TNA_ANY_BLOCK
+#endif
     action duplicate() {
         meta.reason = REASON_DUPLICATE;
     }
@@ -221,8 +251,14 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
             meta.mine:         ternary;
             meta.d_others:     ternary;
             meta.d_all:        ternary;
+#if TNA_BLOCK_SPARSE
+            meta.block_bad:    ternary;
+#endif
         }
         actions = {
+#if TNA_BLOCK_SPARSE
+            bad_block;
+#endif
             stale_pool;
             duplicate;
             complete;
@@ -231,22 +267,30 @@ control TnaSlotOutcome(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
             NoAction;
         }
         const entries = {
+#if TNA_BLOCK_SPARSE
+            // Block-sparse: not the block of the copy's round (BAD_BLOCK).
+            (0, 1, 1, _, _, _, _, _, _, 1) : bad_block();
+#endif
             // An older use of this copy (STALE_POOL).
-            (0, 1, 1, _, _, _, _, _, _) : stale_pool();
+            (0, 1, 1, _, _, _, _, _, _ TNA_ANY_BLOCK) : stale_pool();
             // A new use: complete at once in a one-worker job.
-            (0, 1, 0, 1, 0, _, _, _, _) : complete();
-            (0, 1, 0, 1, _, _, _, _, _) : contribute();
+            (0, 1, 0, 1, 0, _, _, _, _ TNA_ANY_BLOCK) : complete();
+            (0, 1, 0, 1, _, _, _, _, _ TNA_ANY_BLOCK) : contribute();
             // No bits: a copy with no use yet (bits are no longer cleared when workers move on).
-            (0, 1, 0, 0, _, 0, _, _, _) : stale_pool();
+            (0, 1, 0, 0, _, 0, _, _, _ TNA_ANY_BLOCK) : stale_pool();
             // The worker's first contribution to this use: it completes the copy, or not yet.
-            (0, 1, 0, 0, _, _, 0, 0, _) : complete();
-            (0, 1, 0, 0, _, _, 0, _, _) : contribute();
+            (0, 1, 0, 0, _, _, 0, 0, _ TNA_ANY_BLOCK) : complete();
+            (0, 1, 0, 0, _, _, 0, _, _ TNA_ANY_BLOCK) : contribute();
             // Already counted: the copy is complete (it lost the result: send it again), or
             // still filling.
-            (0, 1, 0, 0, _, _, _, _, 0) : resend();
-            (0, 1, 0, 0, _, _, _, _, _) : duplicate();
+            (0, 1, 0, 0, _, _, _, _, 0 TNA_ANY_BLOCK) : resend();
+            (0, 1, 0, 0, _, _, _, _, _ TNA_ANY_BLOCK) : duplicate();
         }
+#if TNA_BLOCK_SPARSE
+        size = 9;
+#else
         size = 8;
+#endif
         const default_action = NoAction();
     }
 
