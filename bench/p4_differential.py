@@ -28,6 +28,8 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=None,
                     help="run seeds until this much time has passed instead of --seeds")
     ap.add_argument("--first", type=int, default=0, help="the first seed (default 0)")
+    ap.add_argument("--list", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                    help="run these seeds (comma-separated) instead, e.g. to rerun findings")
     ap.add_argument("--frames", type=int, default=8, help="frames per program (default 8)")
     ap.add_argument("--keep", type=Path, default=None, help="folder for the programs")
     args = ap.parse_args(argv)
@@ -44,15 +46,18 @@ def main(argv=None) -> int:
         return 2
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="p4smith-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    differ, errors, rejected, started = [], [], [], time.monotonic()
+    differ, errors, rejected, crashed, started = [], [], [], [], time.monotonic()
     coverage = {f: 0 for f in p4smith.FEATURES}
     stats: dict = {}
     tried = 0
     try:
-        dp = shared_bmv2()
+        seeds = iter(args.list) if args.list else None
         seed = args.first
-        while (tried < args.seeds if args.minutes is None
+        while (tried < len(args.list) if args.list else tried < args.seeds if args.minutes is None
                else time.monotonic() - started < 60 * args.minutes):
+            if seeds:
+                seed = next(seeds)
+            dp = shared_bmv2()      # started afresh when a program stopped it
             for feature in p4smith.generate(seed).features:
                 coverage[feature] += 1
             try:
@@ -69,6 +74,9 @@ def main(argv=None) -> int:
             else:
                 if report:
                     differ.append(seed)
+            if not dp.switch.alive():
+                crashed.append(seed)
+                report = f"{report or f'seed {seed}'}\n  BMv2 stopped running this program"
             if report:
                 print(report, flush=True)
             tried += 1
@@ -76,10 +84,13 @@ def main(argv=None) -> int:
     finally:
         close_shared_bmv2()
     seconds = time.monotonic() - started
-    print(f"{tried} programs (seeds {args.first}..{args.first + tried - 1}) in {seconds:.0f} s, "
+    which = (f"seeds {args.list}" if args.list
+             else f"seeds {args.first}..{args.first + tried - 1}")
+    print(f"{tried} programs ({which}) in {seconds:.0f} s, "
           f"{3600 * tried / max(seconds, 1e-9):.0f} per hour, {args.frames} frames each: "
           f"{len(differ)} differ {differ}, {len(rejected)} rejected by p4c (generator bugs) "
-          f"{rejected}, {len(errors)} raised {errors}; programs in {workdir}")
+          f"{rejected}, {len(errors)} raised {errors}, BMv2 stopped on {crashed}; "
+          f"programs in {workdir}")
     print(f"frames compared {stats.get('frames', 0)}, not observable on BMv2's veths "
           f"{stats.get('unobservable', 0)} (an output with a VLAN Ethernet type or shorter than "
           f"{p4smith.MIN_FRAME} bytes), register and counter cells compared "
