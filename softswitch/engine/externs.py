@@ -202,11 +202,18 @@ def hash_packed(algo: int, base: int, packed: int, nbits: int, max_: int, out_ma
     return (base + (h % max_ if max_ > 0 else h)) & out_mask
 
 
+def compute_hash_v1model(algo: int, packed: int, nbits: int) -> int:
+    """v1model's hash of a packed field list (:func:`compute_hash` of the fields):
+    :func:`compute_hash_packed`, ``identity`` as BMv2 computes it (:func:`identity_bmv2`)."""
+    if algo == IDENTITY:
+        return identity_bmv2(packed, nbits)
+    return compute_hash_packed(algo, packed, nbits)
+
+
 def hash_v1model(algo: int, base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
-    """v1model ``hash`` on a packed field list: :func:`hash_packed`, ``identity`` as BMv2
-    computes it (:func:`identity_bmv2`)."""
-    h = (identity_bmv2(packed, nbits) if algo == IDENTITY
-         else compute_hash_packed(algo, packed, nbits))
+    """v1model ``hash`` on a packed field list: ``base + (h % max)`` of
+    :func:`compute_hash_v1model`, truncated to the output."""
+    h = compute_hash_v1model(algo, packed, nbits)
     return (base + (h % max_ if max_ > 0 else h)) & out_mask
 
 

@@ -111,9 +111,7 @@ def checksum_packed(algo: int, packed: int, nbits: int, payload: bytes = b"") ->
         pad = (-nbits) % BITS_PER_BYTE
         packed = (packed << (pad + BITS_PER_BYTE * len(payload))) | int.from_bytes(payload, "big")
         nbits += pad + BITS_PER_BYTE * len(payload)
-    if algo == externs.IDENTITY:
-        return externs.identity_bmv2(packed, nbits)
-    return externs.compute_hash_packed(algo, packed, nbits)
+    return externs.compute_hash_v1model(algo, packed, nbits)
 
 
 def random_value(lo: int, hi: int) -> int:
