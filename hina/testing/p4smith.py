@@ -75,7 +75,8 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
     "header copy (validity too)", "struct copy", "local variable", "local header copy",
     "action in/out/inout called directly", "function call", "function early return",
     "switch on a value", "exit", "return", "std.parser_error", "standard_metadata read",
-    "fields of other widths (4+4, 3+13, 48, 64)", "exit in a table's action", "stack push_front/pop_front", "egress statements",
+    "fields of other widths (4+4, 3+13, 48, 64)", "exit in a table's action",
+    "stack push_front/pop_front", "egress statements",
     # tables
     "exact key", "lpm key", "ternary key", "isValid() key", "two keys", "const entries",
     "const entries _", "entries with priority", "action parameter", "default action",
