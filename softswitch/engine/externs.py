@@ -3,7 +3,9 @@
 Hashes: ``crc32`` is zlib's CRC-32; ``crc16`` is CRC-16/ARC (poly 0x8005 reflected, init 0,
 xorout 0); ``csum16`` is the Internet checksum; ``xor16`` folds 16-bit words with XOR;
 ``identity`` is the field list itself. The field list is serialised as its fields' bits
-concatenated big-endian, padded with zero bits at the end to a whole byte.
+concatenated big-endian, padded with zero bits at the end to a whole byte. v1model's
+``identity`` is BMv2's (:func:`identity_bmv2`): those bytes read big-endian, padding included,
+the first 8 only.
 """
 from __future__ import annotations
 
@@ -76,8 +78,32 @@ def serialize_fields(values: tuple, widths: tuple) -> bytes:
     return acc.to_bytes((total + pad) // BITS_PER_BYTE, "big")
 
 
+IDENTITY = HASH_ALGOS.index("identity")
+#: BMv2's identity reads this many bytes of the field list at most (a uint64_t)
+IDENTITY_BYTES = 8
+
+
+def identity_bmv2(packed: int, nbits: int) -> int:
+    """BMv2's ``identity`` of a field list packed into ``nbits`` bits: its serialised bytes
+    (zero bits of padding at the end) read big-endian, the first :data:`IDENTITY_BYTES` only.
+    So ``{bit<3> a, bit<8> b}`` is ``(a ++ b) << 5``, and of ``{bit<64> a, bit<8> b}`` only
+    ``a`` counts (the random differential test, seed 2043, found the first)."""
+    pad = (-nbits) % BITS_PER_BYTE
+    nbytes = (nbits + pad) // BITS_PER_BYTE
+    value = packed << pad
+    if nbytes > IDENTITY_BYTES:
+        value >>= BITS_PER_BYTE * (nbytes - IDENTITY_BYTES)
+    return value
+
+
 def compute_hash(algo: int, values: tuple, widths: tuple) -> int:
+    """v1model's hash of a field list (action selectors)."""
     name = HASH_ALGOS[algo] if 0 <= algo < len(HASH_ALGOS) else "crc32"
+    if name == "identity":
+        acc = 0
+        for v, w in zip(values, widths):
+            acc = (acc << w) | (v & ((1 << w) - 1))
+        return identity_bmv2(acc, sum(widths))
     data = serialize_fields(values, widths)
     if name in ("crc32", "crc32_custom"):
         return zlib.crc32(data)
@@ -87,8 +113,6 @@ def compute_hash(algo: int, values: tuple, widths: tuple) -> int:
         return csum16(data)
     if name == "xor16":
         return xor16(data)
-    if name == "identity":
-        return int.from_bytes(data, "big") >> ((-sum(widths)) % BITS_PER_BYTE)
     return _random.getrandbits(32)
 
 
@@ -172,8 +196,24 @@ CHECKSUM_BY_ALGO = {HASH_ALGOS.index("crc32"): "crc32_packed",
 
 
 def hash_packed(algo: int, base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
-    """v1model ``hash`` on a packed field list: ``base + (h % max)``, truncated to the output."""
+    """``base + (h % max)`` of a packed field list, truncated to the output (``identity``: the
+    field list itself, as TNA's Hash takes it; v1model's is :func:`hash_v1model`)."""
     h = compute_hash_packed(algo, packed, nbits)
+    return (base + (h % max_ if max_ > 0 else h)) & out_mask
+
+
+def compute_hash_v1model(algo: int, packed: int, nbits: int) -> int:
+    """v1model's hash of a packed field list (:func:`compute_hash` of the fields):
+    :func:`compute_hash_packed`, ``identity`` as BMv2 computes it (:func:`identity_bmv2`)."""
+    if algo == IDENTITY:
+        return identity_bmv2(packed, nbits)
+    return compute_hash_packed(algo, packed, nbits)
+
+
+def hash_v1model(algo: int, base: int, packed: int, nbits: int, max_: int, out_mask: int) -> int:
+    """v1model ``hash`` on a packed field list: ``base + (h % max)`` of
+    :func:`compute_hash_v1model`, truncated to the output."""
+    h = compute_hash_v1model(algo, packed, nbits)
     return (base + (h % max_ if max_ > 0 else h)) & out_mask
 
 

@@ -279,7 +279,7 @@ class ExternGen:
                 self.assign(a[0], f"RT.{HASH_BY_ALGO[algo]}({self.g(a[2])}, *{data}, "
                                   f"{self.g(a[4])}, {hex(mask)})")
             else:
-                self.assign(a[0], f"RT.hash_packed({self.g(a[1])}, {self.g(a[2])}, *{data}, "
+                self.assign(a[0], f"RT.hash_v1model({self.g(a[1])}, {self.g(a[2])}, *{data}, "
                                   f"{self.g(a[4])}, {hex(mask)})")
         elif name in ("verify_checksum", "verify_checksum_with_payload"):
             payload = ", C.payload()" if name.endswith("payload") else ""

@@ -18,7 +18,7 @@ from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
                       hash_crc32, hash_csum16, hash_csum16_sum,
-                      hash_packed, StructRegister, TnaChecksum, tna_xor)   # (generated code calls these as RT.*)
+                      hash_packed, hash_v1model, StructRegister, TnaChecksum, tna_xor)   # (generated code calls these as RT.*)
 from .profiles import ActionProfile
 from .registry import (COUNTER_UNITS, METER_UNITS, DirectCounter, DirectMeter,  # noqa: F401
                        Registry, ValueSet)
@@ -111,7 +111,7 @@ def checksum_packed(algo: int, packed: int, nbits: int, payload: bytes = b"") ->
         pad = (-nbits) % BITS_PER_BYTE
         packed = (packed << (pad + BITS_PER_BYTE * len(payload))) | int.from_bytes(payload, "big")
         nbits += pad + BITS_PER_BYTE * len(payload)
-    return externs.compute_hash_packed(algo, packed, nbits)
+    return externs.compute_hash_v1model(algo, packed, nbits)
 
 
 def random_value(lo: int, hi: int) -> int:

@@ -48,6 +48,31 @@ def test_the_generator_covers_every_feature_it_lists():
     for seed in range(100):
         prog = p4smith.generate(seed)
         seen |= prog.features
-        assert ("table t0" in prog.source) == ("exact table, const entries" in prog.features)
-        assert ("} else {" in prog.source) == ("if/else" in prog.features)
+        src, used = prog.source, prog.features
+        assert ("table t0" in src) == bool({"const entries", "entries with priority"} & used)
+        assert ("switch (t" in src) == ("switch (apply().action_run)" in used)
+        assert ("pkt.extract(hdr.s.next)" in src) == ("header stack .next/.last" in used)
+        assert ("lookahead<" in src) == ("lookahead in select" in used)
+        assert ("hash(" in src) == any(f.startswith("hash ") for f in used)
+        assert (".setValid()" in src) == ("setValid" in used)
     assert seen == set(p4smith.FEATURES)
+
+
+def test_frames_follow_the_parser():
+    """The frames take the parser's paths: over 40 programs, frames long enough to fill the
+    stack, frames cut short, and frames whose select field holds a value a case names."""
+    hit = cut = 0
+    for seed in range(40):
+        prog = p4smith.generate(seed)
+        start = prog.parser["start"]
+        need = sum(start["extract"]) // 8
+        named = {c[0][0][1] for c in start["select"]["cases"] if c[0][0][0] == "v"} \
+            if start["select"] and len(start["select"]["keys"]) == 1 else set()
+        for frame in p4smith.packets(prog, 8):
+            if named:
+                j = start["select"]["keys"][0]
+                off = sum(start["extract"][:j]) // 8
+                w = start["extract"][j] // 8
+                hit += int.from_bytes(frame[off:off + w], "big") in named
+            cut += len(frame) < need + p4smith.MIN_FRAME
+    assert hit > 20 and cut > 5, (hit, cut)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from hina.controller import bmv2
+from hina.softswitch.api import P4CompileError
 from hina.softswitch.compiler import compile_file
 from hina.softswitch.p4info import build_p4info, p4info_to_text, read_p4info_text
 from hina.softswitch.p4runtime_server import Pipeline
@@ -54,9 +55,12 @@ def discover_programs() -> list[str]:
 def _builds() -> list:
     builds = []
     for program in discover_programs():
-        # a program the embedded target cannot compile says so (tests/conformance)
+        # a program the embedded target cannot compile says so (tests/conformance); one it
+        # compiles but runs differently from BMv2 says so too, and its P4Info is still checked
+        # (programs/egress_packet_length_after_ingress): an xfail only for a compile error
         unsupported = _EMBEDDED_XFAIL.search((REPO / program).read_text(encoding="utf-8"))
-        marks = ([pytest.mark.xfail(reason=unsupported.group(1), strict=True)]
+        marks = ([pytest.mark.xfail(reason=unsupported.group(1), strict=False,
+                                    raises=P4CompileError)]
                  if unsupported else [])
         for defines in ({},) + EXTRA_DEFINES.get(program, ()):
             label = ",".join(f"{k}={v}" for k, v in sorted(defines.items()))
