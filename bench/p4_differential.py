@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     if args.minutes is not None and not args.minutes > 0:
         ap.error("--minutes must be > 0")
 
-    from hina.testing import p4smith
+    from hina.testing import p4diff, p4smith
     from hina.testing.targets import bmv2_missing, close_shared_bmv2, shared_bmv2
     reason = bmv2_missing()
     if reason:
@@ -61,11 +61,11 @@ def main(argv=None) -> int:
             for feature in p4smith.generate(seed).features:
                 coverage[feature] += 1
             try:
-                report = p4smith.differential(seed, dp, workdir, count=args.frames, stats=stats)
-            except p4smith.GeneratorBug as exc:     # p4c refused it: the generator's fault
+                report = p4diff.differential(seed, dp, workdir, count=args.frames, stats=stats)
+            except p4diff.GeneratorBug as exc:     # p4c refused it: the generator's fault
                 report = f"generator bug: {str(exc).splitlines()[0][:300]}"
                 rejected.append(seed)
-            except p4smith.EmbeddedRefused as exc:  # p4c took it, the embedded target did not
+            except p4diff.EmbeddedRefused as exc:  # p4c took it, the embedded target did not
                 report = f"embedded target refused: {str(exc).splitlines()[0][:300]}"
                 differ.append(seed)
             except Exception as exc:                # anything else: the harness or a target

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hina.testing import p4smith
+from hina.testing import p4diff, p4smith
 from hina.testing.targets import bmv2_missing, close_shared_bmv2, shared_bmv2
 
 #: seeds run in every test session (about 2 s each with BMv2)
@@ -24,7 +24,7 @@ def test_embedded_matches_bmv2(seed, tmp_path):
     reason = bmv2_missing()
     if reason:
         pytest.skip(reason)
-    report = p4smith.differential(seed, shared_bmv2(), tmp_path)
+    report = p4diff.differential(seed, shared_bmv2(), tmp_path)
     assert report is None, report
 
 
@@ -32,13 +32,13 @@ def test_generator_is_deterministic():
     assert p4smith.generate(11).source == p4smith.generate(11).source
     assert p4smith.generate(11).source != p4smith.generate(12).source
     prog = p4smith.generate(11)
-    frames = p4smith.packets(prog, 4)
-    assert frames == p4smith.packets(prog, 4)
+    frames = p4diff.packets(prog, 4)
+    assert frames == p4diff.packets(prog, 4)
     assert all(len(f) >= p4smith.MIN_FRAME for f in frames)
     assert all(int.from_bytes(f[12:14], "big") not in p4smith.VLAN_ETHER_TYPES
-               for s in range(40) for f in p4smith.packets(p4smith.generate(s), 8))
+               for s in range(40) for f in p4diff.packets(p4smith.generate(s), 8))
     with pytest.raises(ValueError):
-        p4smith.packets(prog, -1)
+        p4diff.packets(prog, -1)
 
 
 def test_the_generator_covers_every_feature_it_lists():
@@ -68,7 +68,7 @@ def test_frames_follow_the_parser():
         need = sum(start["extract"]) // 8
         named = {c[0][0][1] for c in start["select"]["cases"] if c[0][0][0] == "v"} \
             if start["select"] and len(start["select"]["keys"]) == 1 else set()
-        for frame in p4smith.packets(prog, 8):
+        for frame in p4diff.packets(prog, 8):
             if named:
                 j = start["select"]["keys"][0]
                 off = sum(start["extract"][:j]) // 8
