@@ -257,6 +257,13 @@ class _Gen:
         return f"{indent}{text} = {self.expr(w, 3)};"
 
     # ---------------------------------------------------------------- statements
+
+    def cell_index(self, size: int) -> str:
+        """An index into a register or counter of ``size`` cells (a power of two): a constant,
+        or a field masked into range."""
+        r = self.rng
+        return (f"32w{r.randrange(size)}" if r.random() < 0.5
+                else f"(((bit<32>) {self.field(32)}) & 32w{size - 1})")
     def stmts(self, indent: str, n: int, depth: int, valid: frozenset, local: tuple,
               egress: bool = False) -> tuple[list, frozenset]:
         """``n`` statements; returns them and the headers known valid after them."""
@@ -372,8 +379,7 @@ class _Gen:
                 out.append(indent + self.hash_call())
             elif k < 0.72 and self.regs and not egress:
                 name, w, size = r.choice(self.regs)
-                idx = (f"32w{r.randrange(size)}" if r.random() < 0.5
-                       else f"(((bit<32>) {self.field(32)}) & 32w{size - 1})")
+                idx = self.cell_index(size)
                 if r.random() < 0.5:
                     self.used.add("register read")
                     out.append(f"{indent}{name}.read({self.lval(w)[0]}, {idx});")
@@ -383,8 +389,7 @@ class _Gen:
             elif k < 0.75 and self.cnts and not egress:
                 name, size = r.choice(self.cnts)
                 self.used.add("counter")
-                idx = (f"32w{r.randrange(size)}" if r.random() < 0.5
-                       else f"(((bit<32>) {self.field(32)}) & 32w{size - 1})")
+                idx = self.cell_index(size)
                 out.append(f"{indent}{name}.count({idx});")
             elif k < 0.78 and not egress:
                 if r.random() < 0.5:
