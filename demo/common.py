@@ -236,8 +236,8 @@ def _density(mask: torch.Tensor) -> Tuple[float, float]:
     n = mask.numel()
     if n == 0:
         return 0.0, 0.0
-    pad = (-n) % DENSITY_BLOCK
-    blocks = torch.nn.functional.pad(mask, (0, pad)).view(-1, DENSITY_BLOCK).any(1)
+    from hina.worker.codecs.base import nonzero_groups
+    blocks = nonzero_groups(mask, DENSITY_BLOCK)
     return float(mask.float().mean()), float(blocks.float().mean())
 
 

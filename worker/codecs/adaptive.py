@@ -42,7 +42,7 @@ import torch
 from hina import protocol as P
 from hina.codecs import ADAPTIVE_CHOICES, check_adaptive_choices
 
-from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_gradient
+from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_gradient, nonzero_groups
 from .block_sparse import BlockSparseCodec
 from .errors import CodecError, NonFiniteGradientError
 from .lossless import LosslessSketchCodec
@@ -264,9 +264,7 @@ class AdaptiveCodec(Codec):
         nonzero = x.reshape(-1) != 0
         counts = [int(nonzero.sum())]
         for size in (self.words, self.granule):     # nonzero blocks, then nonzero rows
-            pad = nonzero.new_zeros(-nonzero.numel() % size)
-            counts.append(int(torch.cat([nonzero, pad]).view(-1, size).any(dim=1).sum())
-                          if nonzero.numel() else 0)
+            counts.append(int(nonzero_groups(nonzero, size).sum()))
         return torch.tensor(counts, dtype=torch.int64).to(torch.uint32)
 
     def encode(self, grad: torch.Tensor, agreed: torch.Tensor, key: Hashable = 0) -> EncodedLanes:

@@ -411,6 +411,14 @@ class Codec(abc.ABC):
             self.states.pop(key, None)
 
 
+def nonzero_groups(nonzero: torch.Tensor, size: int) -> torch.Tensor:
+    """Per group of ``size`` consecutive values of a flat bool mask (the last group padded with
+    False), whether any is set: a bool tensor of ``ceil(numel / size)`` entries, on the mask's
+    device. The block-sparse blocks and the sparse-THC rows of a bucket."""
+    pad = nonzero.new_zeros(-nonzero.numel() % size)
+    return torch.cat([nonzero, pad]).view(-1, size).any(dim=1)
+
+
 def check_gradient(grad: torch.Tensor, name: str = "grad", float32: bool = True) -> torch.Tensor:
     """Check ``grad`` is a floating tensor and return it flattened (a view where it can be),
     converted to float32 unless ``float32`` is False."""

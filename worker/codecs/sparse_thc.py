@@ -37,7 +37,8 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 import torch
 
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
-                   check_gradient, float_from_max_code, float_to_max_code)
+                   check_gradient, float_from_max_code, float_to_max_code,
+                   nonzero_groups)
 from .errors import CodecError
 from .lossless import bitmap_from_indices, indices_from_bitmap
 from .sketch import BITMAP_WORD_BITS
@@ -127,12 +128,7 @@ class SparseThcCodec(Codec):
         norm = flat.to(torch.float32).norm().reshape(1) if flat.numel() else torch.zeros(1)
         check_finite_scalar(float(norm), key, "local")
         numel = flat.numel()
-        nonzero = flat != 0
-        pad = self._rows(numel) * self.granule - numel
-        if pad:
-            nonzero = torch.cat([nonzero, nonzero.new_zeros(pad)])
-        rows = nonzero.view(-1, self.granule).any(dim=1).nonzero().reshape(-1) if numel else \
-            torch.zeros(0, dtype=torch.int64, device=flat.device)
+        rows = nonzero_groups(flat != 0, self.granule).nonzero().reshape(-1)
         meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype, "round": "rows"}
         self.states[key] = _Pending(flat, rows, meta)
         return float_to_max_code(norm.cpu())
