@@ -48,7 +48,7 @@ from p4.v1 import p4runtime_pb2
 from hina import protocol as P
 from hina.generated import tofino_bf_pb2
 
-from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection, pipeline_prefix
 
 __all__ = ["FORMATS", "PipelineProfile", "CompilerOutput", "TofinoOutputError",
            "pi_device_config", "parse_pi_device_config", "bf_pipeline_config",
@@ -352,11 +352,11 @@ class TofinoNames:
             for inst in ext.instances:
                 found.append((P4Object(kind, inst.preamble.name, inst.preamble.id, False,
                                        ext.extern_type_id), inst.preamble.alias))
+        prefix = pipeline_prefix(p4info)            # "pipe" in the default flavour, else ""
         for obj, alias in found:
             self.objects[(obj.kind, obj.name)] = obj
-            pipe, _, rest = obj.name.partition(".")
-            if not obj.standard and rest:
-                self.objects.setdefault((obj.kind, rest), obj)
+            if prefix and obj.name.startswith(prefix + "."):
+                self.objects.setdefault((obj.kind, obj.name[len(prefix) + 1:]), obj)
             if alias:
                 aliases.setdefault((obj.kind, alias), []).append(obj)
         for key, objs in aliases.items():
