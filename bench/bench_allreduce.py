@@ -48,7 +48,7 @@ def make_codec(name: str, n: int, rank: int, size: int):
 
 
 def _worker(rank, n, seat, codec_name, size, init, out, transport_kwargs):
-    from hina.worker.transport import allreduce
+    from hina.worker.collective import allreduce
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
     try:

@@ -143,7 +143,7 @@ def test_block_sparse_codec_run_replayed_on_bmv2():
     from hina.testing.switchjob import WORDS, LocalJob, run_workers
     from hina.testing.targets import compile_embedded
     from hina.worker.codecs import FixedPointCodec, reference_allreduce, registry
-    from hina.worker.transport import allreduce
+    from hina.worker.collective import allreduce
 
     n = 3
     gen = torch.Generator().manual_seed(5)

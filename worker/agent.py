@@ -70,7 +70,7 @@ def follow_generation(client: Optional[JobClient], transport, changed) -> int:
 def allreduce_following(client: Optional[JobClient], tensor, codec, transport, key=0,
                         max_changes: int = MAX_GENERATION_CHANGES,
                         call_id: Optional[int] = None):
-    """:func:`worker.transport.allreduce` that survives a restart of other workers.
+    """:func:`worker.collective.allreduce` that survives a restart of other workers.
 
     When the switch answers that the job moved to another generation (a worker restarted and
     took its seat again), the call follows it (:func:`follow_generation`: the seat re-read with
@@ -102,10 +102,11 @@ def allreduce_following(client: Optional[JobClient], tensor, codec, transport, k
     Raises:
         GenerationChanged: more than ``max_changes`` changes in this one call.
         CallMismatch: this worker is behind the others (or ahead and they never caught up).
-        TransportError: as :func:`~worker.transport.allreduce` (e.g. TransportTimeout when the
+        TransportError: as :func:`~worker.collective.allreduce` (e.g. TransportTimeout when the
             restarted worker does not come back within the transport's ``give_up_s``).
     """
-    from .transport import CallMismatch, GenerationChanged, allreduce
+    from .collective import allreduce
+    from .transport import CallMismatch, GenerationChanged
     snapshot = codec.snapshot(key)
     cid = transport.calls if call_id is None else call_id
     try:

@@ -105,7 +105,7 @@ def hina_hook(state: HinaState, bucket: dist.GradBucket) -> torch.futures.Future
            ``lanes`` > 1, the next bucket's rounds on the wire while the previous one's are, each
            bucket on its own lane of the job's slots): the codec's agreement round (switch MAX),
            encode, stream through the switch, decode to the mean
-           (:func:`worker.transport.allreduce`).
+           (:func:`worker.collective.allreduce`).
         3. All workers vote (one all-reduce on the engine's own process group, in bucket order
            on every rank) on whether every
            one of them got its result, on the newest job generation a NOTICE of the switch

@@ -19,7 +19,7 @@ engine owns its transport until :meth:`AggregationEngine.close`, which continues
 past the lanes' rounds.
 
 The engine owns the codec steps (agreement, encode, the switch rounds, decode: one
-:func:`worker.transport.allreduce` per bucket) and the fallback decision; the transport moves
+:func:`worker.collective.allreduce` per bucket) and the fallback decision; the transport moves
 packets. Every rank hands the engine the same buckets in the same order (DDP's reducer does), so
 the engine's collectives are the same on every rank, in the same order: they use a process group
 of their own (:func:`engine_group`), so they never interleave with DDP's collectives on the
@@ -61,7 +61,8 @@ import torch.distributed as dist
 from hina import protocol as P
 
 from .codecs.base import Codec
-from .transport import GenerationChanged, Transport, TransportError, allreduce
+from .collective import allreduce
+from .transport import GenerationChanged, Transport, TransportError
 
 __all__ = ["AggregationEngine", "engine_group", "fallback_cause", "new_stats", "default_lanes",
            "DEFAULT_LANES"]

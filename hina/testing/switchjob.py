@@ -15,7 +15,8 @@ from hina import protocol as P
 from hina.softswitch.ports import PortLoss, UdpPort
 from hina.softswitch.switch import Switch
 from hina.worker.link import Endpoint, FrameLink
-from hina.worker.transport import JobParams, Transport, allreduce
+from hina.worker.collective import allreduce
+from hina.worker.transport import JobParams, Transport
 
 WORDS = 64                       # small packets keep the embedded target quick in tests
 SWITCH = Endpoint.make("02:00:00:00:00:fe", "10.0.0.254", P.UDP_PORT_BASE)

@@ -88,7 +88,7 @@ def _stats(transport) -> dict:
 def run_allreduce(args, codecs: list[str]) -> list[dict]:
     """Each codec ``args.rounds`` times on the workload of :mod:`hina_mn.workloads`."""
     from hina import protocol as P
-    from hina.worker.transport import allreduce
+    from hina.worker.collective import allreduce
     transport = make_transport(args)
     results = []
     try:

@@ -302,7 +302,7 @@ def join_and_allreduce(address: str, job_id: int, steps, timeout: float = 60.0,
     from concurrent.futures import ThreadPoolExecutor
 
     from hina.worker.jobclient import JobClient
-    from hina.worker.transport import allreduce
+    from hina.worker.collective import allreduce
     n_workers = len(steps[0])
 
     def worker(_):

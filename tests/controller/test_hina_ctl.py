@@ -229,7 +229,8 @@ def test_allreduce_after_switch_restart_and_resync(ctl, embedded_switch):
 
     from hina.worker.codecs import ThcCodec, reference_allreduce
     from hina.worker.link import Endpoint, FrameLink
-    from hina.worker.transport import JobParams, Transport, TransportTimeout, allreduce
+    from hina.worker.collective import allreduce
+    from hina.worker.transport import JobParams, Transport, TransportTimeout
 
     sw, n = embedded_switch, 2
     ctl.run("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")

@@ -112,7 +112,7 @@ def test_barrier_timeout_leave_and_lease(service, embedded_switch):
 def test_workers_aggregate_with_what_the_service_gave_them(service, embedded_switch,
                                                            embedded_pipeline):
     """End to end: job installed by the controller, parameters from the service, allreduce."""
-    from hina.worker.transport import allreduce
+    from hina.worker.collective import allreduce
     address, jobs, _ = service
     with SwitchConnection(embedded_switch.address) as conn:
         conn.set_pipeline(*embedded_pipeline.build())

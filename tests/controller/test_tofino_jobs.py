@@ -91,7 +91,8 @@ def _allreduce(sw, job: dict, codec_of, seed: int) -> None:
     """Two worker threads all-reduce a gradient through the switch; bit-exact with the
     codec's reference aggregation."""
     from hina.worker.codecs import reference_allreduce
-    from hina.worker.transport import JobParams, Transport, allreduce
+    from hina.worker.collective import allreduce
+    from hina.worker.transport import JobParams, Transport
     n = 2
     params = JobParams(job["job_id"], n, job["n_slots"], job["words"],
                        tuple(job["thc_table"]) if job["thc_table"] else None, job["generation"])

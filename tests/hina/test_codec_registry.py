@@ -32,7 +32,7 @@ def test_built_codec_carries_its_registry_name_and_lane_op(name):
     agreed = codec.agreement(x)
     lanes = codec.encode(x, agreed)
     from hina.worker.codecs import reference_aggregate
-    from hina.worker.transport import _OP_OF_LANE      # the codec's lane op -> the wire's op
+    from hina.worker.collective import _OP_OF_LANE     # the codec's lane op -> the wire's op
     ops = {_OP_OF_LANE[s.op].name for s in lanes.streams}
     if name == "sparse_thc":    # an OR round of the rows, then THC's lanes of their union
         assert ops == {"OR"}

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from l3fwd_util import PROGRAM as L3FWD
-from hina.softswitch.stf import (Expectation, StfError, parse_match, parse_wildcard_number,
-                            resolve_name, run_stf, run_stf_text, stf_field_name)
+from hina.softswitch.stf import run_stf, run_stf_text
+from hina.softswitch.stf_syntax import (Expectation, StfError, parse_match, parse_wildcard_number,
+                                        resolve_name, stf_field_name)
 from hina.softswitch.api import Lpm, MatchFieldInfo, Ternary
 
 HERE = Path(__file__).resolve().parent

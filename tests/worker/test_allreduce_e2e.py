@@ -27,7 +27,8 @@ from hina.worker.codecs import (AdaptiveCodec, FixedPointCodec, LosslessSketchCo
                            SparseThcCodec, ThcCodec, reference_allreduce)
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
-from hina.worker.transport import TransportTimeout, allreduce
+from hina.worker.collective import allreduce
+from hina.worker.transport import TransportTimeout
 
 NUMEL = 6000
 SEED = 11

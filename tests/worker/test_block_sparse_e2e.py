@@ -16,7 +16,8 @@ from hina import protocol as P
 from hina.testing.switchjob import WORDS, LocalJob, allreduce_steps, run_workers
 from hina.worker.codecs import BlockSparseCodec, FixedPointCodec, reference_allreduce
 from hina.worker.codecs import registry
-from hina.worker.transport import PAD_BLOCK, allreduce
+from hina.worker.collective import allreduce
+from hina.worker.transport import PAD_BLOCK
 
 NUMEL = 40 * WORDS - 13          # 40 wire blocks, the last one short
 

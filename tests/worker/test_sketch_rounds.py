@@ -11,7 +11,7 @@ from hina.worker.codecs import (EncodedLanes, FixedPointCodec, LaneOp, LaneStrea
                            reference_aggregate, reference_agree, reference_allreduce)
 from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
 from hina.worker.codecs.subword import fields_per_lane, from_subword, lanes_for, magnitude_bits, to_subword
-from hina.worker.transport import allreduce
+from hina.worker.collective import allreduce
 
 N = 4
 

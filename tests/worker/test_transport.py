@@ -14,7 +14,8 @@ import torch
 from hina import pipeline
 from hina import protocol as P
 from hina.testing.switchjob import WORDS, LocalJob, run_workers
-from hina.worker.transport import OverflowFlagged, TransportTimeout, allreduce
+from hina.worker.collective import allreduce
+from hina.worker.transport import OverflowFlagged, TransportTimeout
 
 
 @pytest.mark.parametrize("n_workers", [2, 4, 8])

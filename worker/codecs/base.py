@@ -249,7 +249,7 @@ def reference_allreduce(codecs: Sequence["Codec"], grads: Sequence[torch.Tensor]
                         key: Hashable = 0) -> List[torch.Tensor]:
     """Emulate one all-reduce of ``grads`` (one per worker) through the switch, every round.
 
-    Drives each worker's codec exactly as :func:`worker.transport.allreduce` does: agreement
+    Drives each worker's codec exactly as :func:`worker.collective.allreduce` does: agreement
     (MAX), encode, then :meth:`Codec.followup` rounds until it returns None, then decode.
 
     Args:
