@@ -22,11 +22,11 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from hina.demo.local import LocalDeployment, connect_worker, free_tcp_port
 from hina import codecs as codec_registry
 from hina import protocol as P
+from hina.procs import rank_processes
 from hina.worker.link import Endpoint, FrameLink
 from hina.worker.packetizer import build_aggregates, layout_for
 
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
                 table = (tuple(make_codec(codec_name, n, 0, size).table)
                          if codec_registry.lookup(codec_name).lut else None)
                 seats = deployment.create_job(job_id=1, n_slots=args.slots, thc_table=table)
-                ctx = mp.get_context("spawn")
+                ctx = rank_processes()
                 out = ctx.Queue()
                 init = f"tcp://127.0.0.1:{free_tcp_port()}"
                 procs = [ctx.Process(target=_worker, args=(r, n, seats[r], codec_name, size, init, out,

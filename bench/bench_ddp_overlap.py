@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import statistics
 import time
@@ -41,6 +40,8 @@ import time
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from hina.procs import rank_processes
 
 WARMUP = 3          # iterations before measuring: DDP's bucket rebuild and the hook's start_iter
 #: The modes, in the order each round runs them.
@@ -212,7 +213,7 @@ def main(argv=None) -> int:
         if codec_registry.lookup(args.codec).lut:     # THC indices: the switch maps them
             table = tuple(make_codec(args.codec, args.workers, 0).table)
         seats = dep.create_job(job_id=1, n_slots=32, thc_table=table)
-        ctx = mp.get_context("spawn")
+        ctx = rank_processes()
         out = ctx.Queue()
         init = f"tcp://127.0.0.1:{free_tcp_port()}"
         procs = [ctx.Process(target=_worker, args=(r, args.workers, init, seats[r], args, out))

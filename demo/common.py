@@ -39,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from hina import codecs as codec_registry
 from hina import protocol as P
+from hina.procs import rank_processes
 
 from .local import LocalDeployment, WorkerSeat, connect_worker, free_tcp_port
 
@@ -493,7 +494,7 @@ def run_mode(workload: Workload, run: RunSpec, args, deployment: Optional[LocalD
                       getattr(args, "device", "cpu"), getattr(args, "hook", "async"),
                       getattr(args, "max_steps", None), getattr(args, "hina_bucket_mb", None))
     try:
-        ctx = mp.get_context("spawn")
+        ctx = rank_processes(__name__, type(workload).__module__)
         out = ctx.Queue()
         init = f"tcp://127.0.0.1:{free_tcp_port()}"
         procs = [ctx.Process(target=_train_worker, args=(r, cfg, seats[r], init, out))

@@ -1,4 +1,6 @@
-"""Child processes that die with the thread that started them, started without a ``preexec_fn``.
+"""Child processes: commands that die with the thread that started them, started without a
+``preexec_fn`` (:func:`with_parent_death_signal`); and Python ranks forked from a server that
+has imported torch once (:func:`rank_processes`).
 
 A ``preexec_fn`` makes ``subprocess.Popen`` use fork() instead of vfork(), and in a process where
 gRPC runs (the controller, the job service, a worker's job client) gRPC's fork handlers then
@@ -16,11 +18,12 @@ Example::
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from typing import Sequence
 
-__all__ = ["with_parent_death_signal"]
+__all__ = ["with_parent_death_signal", "rank_processes"]
 
 #: What :func:`with_parent_death_signal` runs before the command: PR_SET_PDEATHSIG (it survives
 #: exec; prctl option 1), give up if the parent is already gone, exec.
@@ -36,3 +39,20 @@ def with_parent_death_signal(cmd: Sequence[str]) -> list[str]:
     process (same pid, same exit status). Use with ``start_new_session=True`` where the child
     must not get the terminal's signals."""
     return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd]
+
+
+def rank_processes(*preload: str) -> multiprocessing.context.BaseContext:
+    """The multiprocessing context to start training ranks from: a fork server that has imported
+    torch (and the modules named in ``preload``) once, so that each rank starts by forking it
+    instead of importing torch again (``import torch`` costs seconds of CPU, and a demo starts a
+    rank per worker for every mode it compares).
+
+    The server only imports: it never initialises CUDA nor runs torch's thread pools (the
+    reasons PyTorch asks for spawn or forkserver rather than fork), and it is started by exec,
+    not fork, so no gRPC state of this process reaches the ranks (see above). The preload list
+    counts when the server starts, at the first start of a process from this context in this
+    process; later calls reuse that server. It lives until this process exits.
+    """
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", *preload])
+    return ctx

@@ -10,7 +10,6 @@ bounded time, with an error that says so.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import threading
@@ -21,6 +20,7 @@ import pytest
 import torch
 
 from hina import protocol as P
+from hina.procs import rank_processes
 from hina.softswitch.ports import UdpPort
 from hina.testing.switchjob import SWITCH, WORDS, LocalJob, allreduce_steps, run_workers
 from hina.worker.codecs import (AdaptiveCodec, FixedPointCodec, LosslessSketchCodec, SketchCodec, SketchedSgdCodec,
@@ -256,7 +256,7 @@ def test_killed_worker_fails_the_others_in_bounded_time():
     n = 3
     with LocalDeployment(n, words=64) as dep:
         seats = dep.create_job(job_id=1, n_slots=8)
-        ctx = mp.get_context("spawn")
+        ctx = rank_processes()
         out = ctx.Queue()
         procs = [ctx.Process(target=_long_allreduce, args=(seats[w], out)) for w in range(n)]
         for p in procs:

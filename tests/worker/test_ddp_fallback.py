@@ -3,11 +3,12 @@ to gloo's all-reduce, loudly, and training goes on exactly as plain DDP would.""
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
 import socket
 
 import pytest
 import torch
+
+from hina.procs import rank_processes
 
 WORLD = 2
 STEPS = 4
@@ -78,7 +79,7 @@ def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -
 
 
 def _run(use_hook: bool, switch) -> dict:
-    ctx = mp.get_context("spawn")
+    ctx = rank_processes()
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{_free_tcp_port()}"
     procs = [ctx.Process(target=_train, args=(r, init, switch, use_hook, out)) for r in range(WORLD)]
@@ -162,7 +163,7 @@ def test_fallback_after_a_restart_names_the_generation_on_every_worker():
     """Worker 0 gets a NOTICE (the job was restarted in generation 7), worker 1 only a timeout:
     both warnings name the reason and the generation, worker 0 falls back at once, and both
     continue in generation 7."""
-    ctx = mp.get_context("spawn")
+    ctx = rank_processes()
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{_free_tcp_port()}"
     procs = [ctx.Process(target=_train_stale, args=(r, init, out)) for r in range(WORLD)]
@@ -262,7 +263,7 @@ def test_a_fallen_back_bucket_leaves_the_codec_as_it_was_on_every_worker(program
     FetchSGD's sketches, which every worker must hold alike, stay alike."""
     from hina.testing.switchjob import LocalJob
     job = LocalJob(program, WORLD, n_slots=16)    # a window that holds a bucket's whole stream
-    ctx = mp.get_context("spawn")
+    ctx = rank_processes()
     out = ctx.Queue()
     procs = []
     try:

@@ -4,7 +4,6 @@ training (join with uneven inputs included) gives what plain DDP gives."""
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from hina.procs import rank_processes
 from hina.testing.switchjob import LocalJob
 from hina.worker.codecs import FixedPointCodec
 from hina.worker.engine import AggregationEngine
@@ -264,7 +264,7 @@ class _nothing:
 
 
 def _run(seats, steps: int, join: bool, device: str = "cpu") -> dict:
-    ctx = mp.get_context("spawn")
+    ctx = rank_processes()
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{_free_tcp_port()}"
     procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out, device))
