@@ -369,7 +369,13 @@ class JobManager:
         """
         if spec.job_id in self.jobs:
             raise JobError(f"job {spec.job_id} already exists; delete it first")
-        program_words = _program_words(self.switch.require_index())
+        index = self.switch.require_index()
+        layout = program_layout(index)
+        try:           # the program's own word counts first: says why, and what works
+            layout.check_words(spec.words, f"job {spec.job_id}: words")
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+        program_words = _program_words(index)
         if program_words and spec.words != program_words:
             raise JobError(f"job {spec.job_id}: words={spec.words}, but the pushed program has "
                            f"HINA_WORDS={program_words}")
@@ -382,8 +388,6 @@ class JobManager:
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except ValueError as exc:
             raise JobError(str(exc)) from None
-        index = self.switch.require_index()
-        layout = program_layout(index)
         if thc_table is not None:
             if spec.lut_id == 0:
                 spec = dataclasses.replace(spec, lut_id=self._free_lut_id())
