@@ -209,7 +209,23 @@ class JobManager:
         return held
 
     def create_job(self, config: JobConfig) -> JobConfig:
-        """Allocate, check and install ``config`` (all or nothing); returns it as installed."""
+        """Allocate, check and install ``config`` (all or nothing); returns it as installed.
+
+        Raises:
+            JobError: as :meth:`prepare` and :meth:`create`; also a job with block-sparse
+                rounds on a TNA build without the block-sparse profile (its parser takes no
+                block header: every such packet would be MALFORMED).
+        """
+        layout = program_layout(self.switch.require_index())
+        if isinstance(layout, pipeline.TnaLayout) and not layout.block_sparse \
+                and config.uses_blocks:
+            what = ("codec block_sparse" if config.codec == "block_sparse"
+                    else "codec adaptive with block_sparse among its choices")
+            raise JobError(f"job {config.job_id}: {what} needs the TNA program's block-sparse "
+                           "profile, which the pushed build is not: push it with -D "
+                           "TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)"
+                           + (", or give --adaptive-choices without block_sparse"
+                              if config.codec == "adaptive" else ""))
         config = self.prepare(config)
         record = self.create(config.to_spec(), thc_table=config.thc_table)
         record.config = config

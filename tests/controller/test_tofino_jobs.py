@@ -327,7 +327,7 @@ def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
     """The build a Tofino 1 takes (p4/tna/hina_tna.p4 with no defines: 16 lanes, two blocks
     per packet, 32 words), pushed with the compiler's own P4Info of it: ``job create`` takes
     the job's 32 words from that P4Info and refuses 64 (what the TNA program carries at 32
-    lanes) saying why; workers all-reduce through it at 32 words per packet, bit-exact with
+    lanes) saying why, and block-sparse rounds (not in this build: its profile is); workers all-reduce through it at 32 words per packet, bit-exact with
     the codecs' reference: fixed point (MAX, then SUM) and THC (MAX, then LUT-SUM through the
     16 ``lut_<i>`` tables the job's create filled: 4,096 entries)."""
     from hina.worker.codecs import FixedPointCodec, ThcCodec
@@ -341,6 +341,12 @@ def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
     assert status == 1 and len(err.strip().splitlines()) == 1
     assert ("job 1: words=64, but the TNA program carries 32 words per packet (TNA_LANES=16, "
             "two blocks)") in err
+    for codec, extra in (("block_sparse", ""), ("adaptive", ", or give --adaptive-choices")):
+        status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", codec,
+                                  "--worker", sw.worker_arg(0))
+        assert status == 1 and len(err.strip().splitlines()) == 1
+        assert ("needs the TNA program's block-sparse profile, which the pushed build is not: "
+                "push it with -D TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)" + extra) in err
     job = _create(hina_ctl, sw, 1)
     assert (job["words"], job["codec"]) == (P.TNA_TOFINO1_WORDS, "fixed")
     _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=5)
