@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1000000,16000000")
     ap.add_argument("--codecs", default="fixed,thc,fetchsgd")
     ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS)
+    ap.add_argument("--words", type=int, default=P.WORDS, choices=P.V1MODEL_WORDS)
     ap.add_argument("--slots", type=int, default=64, help="the job's slots (window)")
     ap.add_argument("--min-rto", type=float, help="the workers' smallest retransmission timeout "
                     "(default: the transport's)")

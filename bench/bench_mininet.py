@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--loss", type=float, nargs="+", default=[0.0, 2.0], help="percent")
     p.add_argument("--loss-method", default="auto")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS)
+    p.add_argument("--words", type=int, default=P.WORDS, choices=P.V1MODEL_WORDS)
     p.add_argument("--slots", type=int, default=32)
     p.add_argument("--min-rto", type=float, help="the workers' smallest retransmission "
                    "timeout, seconds (default: the transport's)")

@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the run with unlimited links (then 'limited by' is '?')")
     p.add_argument("--repeat", type=int, default=1, help="runs per rate and mode (the median "
                    "by seconds to target is reported)")
-    p.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS)
+    p.add_argument("--words", type=int, default=P.WORDS, choices=P.V1MODEL_WORDS)
     p.add_argument("--slots", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-rto", type=float, help="the workers' smallest retransmission "

@@ -3,7 +3,10 @@
 Frame = Ethernet 14 + IPv4 20 + UDP 8 + HINA header 16 (v2) + payload (no preamble, FCS or gap), for
 the program's payload sizes. Compared with fp32's 4 bytes per coordinate.
 
-    python bench/bench_wire.py [--words 64 128 256] [--dim 1000000] [--density 0.01 0.05 0.1]
+    python bench/bench_wire.py [--words 32 64 128 256] [--dim 1000000] [--density 0.01 0.05 0.1]
+
+Words per packet: 64, 128, 256 are the v1model program's HINA_WORDS, 32 the TNA program's Tofino 1
+build (TNA_LANES=16); the sketch and block-sparse rows are at the default HINA_WORDS.
 
 THC goals: at most 0.75 B/coordinate up and 2.25 down.
 """
@@ -76,13 +79,15 @@ def block_sparse(words: int, density: float, n_workers: int = 4) -> tuple[float,
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--words", type=int, nargs="+", default=list(P.SUPPORTED_WORDS))
+    ap.add_argument("--words", type=int, nargs="+", default=list(P.WORKER_WORDS),
+                    choices=P.WORKER_WORDS, help="words per packet (default: every one a "
+                    "worker speaks, hina.protocol.WORKER_WORDS)")
     ap.add_argument("--dim", type=int, default=1_000_000)
     ap.add_argument("--density", type=float, nargs="+", default=[0.01, 0.05, 0.10])
     ap.add_argument("--block-density", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
     args = ap.parse_args(argv)
     print(f"bytes per gradient coordinate (headers {HEADERS} B per frame; fp32 = {FP32:.2f})")
-    print(f"{'codec':<34}{'HINA_WORDS':>11}{'up':>8}{'down':>8}{'vs fp32 up':>12}")
+    print(f"{'codec':<34}{'words':>11}{'up':>8}{'down':>8}{'vs fp32 up':>12}")
     ok = True
     for w in args.words:
         up, down = thc(w)

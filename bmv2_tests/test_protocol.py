@@ -197,6 +197,29 @@ def test_payload_sizes():
         P.payload_bytes(P.MsgType.AGGREGATE)
 
 
+def test_word_counts_are_the_programs():
+    """V1MODEL_WORDS are the HINA_WORDS p4/include/config.p4 accepts; TNA_TOFINO1_WORDS is two
+    blocks of the TNA program's Tofino 1 default TNA_LANES; workers speak both, nothing else."""
+    config = (INCLUDE / "config.p4").read_text()
+    assert tuple(int(v) for v in re.findall(r"#(?:el)?if HINA_WORDS == (\d+)", config)) == \
+        P.V1MODEL_WORDS
+    tna = (INCLUDE.parent / "tna" / "hina_tna.p4").read_text()
+    m = re.search(r"#if __TARGET_TOFINO__ == 2\s*#define TNA_LANES (\d+)\s*#else\s*"
+                  r"#define TNA_LANES (\d+)", tna)
+    assert m and 2 * int(m.group(2)) == P.TNA_TOFINO1_WORDS and 2 * int(m.group(1)) == 64
+    assert set(P.WORKER_WORDS) == {P.TNA_TOFINO1_WORDS, *P.V1MODEL_WORDS}
+    for words in P.WORKER_WORDS:
+        assert P.check_worker_words(words) == words
+    for bad in (16, 48, 512, True):
+        with pytest.raises(ValueError, match="workers speak 32, 64, 128 or 256 words"):
+            P.check_worker_words(bad)
+    with pytest.raises(ValueError, match=r"words=32: the v1model program \(p4/hina.p4\) is "
+                       r"compiled with HINA_WORDS 64, 128 or 256 .*Tofino 1 build"):
+        P.check_v1model_words(32)
+    assert P.payload_bytes(P.MsgType.AGGREGATE, P.Op.LUT_SUM, words=32) == 32
+    assert P.payload_bytes(P.MsgType.RESULT, P.Op.LUT_SUM, words=32) == 128
+
+
 # -- hina.pipeline -----------------------------------------------------------------------------
 def _workers(n):
     return tuple(pipeline.WorkerAddress(port=i + 1, mac=i + 1, ip=0x0A000001 + i, udp_port=40000)
@@ -318,6 +341,18 @@ def test_tna_layout_lut_entries_and_refusals():
     assert ternary.matches[2] == pipeline.Ternary(0x3C, 0xFF) and ternary.priority > 0
     with pytest.raises(ValueError, match="words=128"):
         pipeline.lut_entries(2, words=128, layout=tna)
+    # Tofino 1's build: 16 lanes, 32 words per packet; the v1model program refuses 32
+    tofino1 = pipeline.TnaLayout(16, ["exact"] * 16)
+    job = pipeline.JobSpec(job_id=1, workers=_workers(2), n_slots=4, reg_base=0, words=32)
+    assert len(pipeline.job_entries(job, tofino1)) == 10
+    assert len(pipeline.lut_entries(2, words=32, layout=tofino1)) == 16 * 256
+    with pytest.raises(ValueError, match="words=64, but the TNA program carries 32 words"):
+        pipeline.job_entries(dataclasses.replace(job, words=64), tofino1)
+    for build in (lambda: pipeline.job_entries(job), lambda: pipeline.lut_entries(2, words=32)):
+        with pytest.raises(ValueError, match="Tofino 1 build .*: use 64, 128 or 256 words"):
+            build()
+    with pytest.raises(ValueError, match="workers speak"):
+        dataclasses.replace(job, words=48)
     unaligned = pipeline.JobSpec(job_id=1, workers=_workers(1), n_slots=3, reg_base=2, words=64)
     with pytest.raises(ValueError, match="multiple of 4"):
         pipeline.job_entries(unaligned, tna)

@@ -65,13 +65,14 @@ def cmd_job_create(ctx: Context) -> int:
     workers = tuple(parse_worker(text, i) for i, text in enumerate(a.workers))
     k_count, k_fraction = a.sketch_k or (0, 0.0)
     words = a.words or _words_default(ctx)
-    if ctx.target == "tofino" and words not in P.SUPPORTED_WORDS:
+    if ctx.target == "tofino" and words not in P.WORKER_WORDS:
         raise ConfigError(
             f"'job create': the pushed TNA program carries {words} words per packet (two "
             f"blocks of TNA_LANES={words // 2}); workers speak "
-            f"{', '.join(map(str, P.SUPPORTED_WORDS))} (hina.protocol.SUPPORTED_WORDS): push "
-            f"it with -D TNA_LANES={min(P.SUPPORTED_WORDS) // 2} or more (Tofino 1 fits 16 "
-            "lanes: no job runs on a Tofino 1 yet)")
+            f"{', '.join(map(str, P.WORKER_WORDS))} (hina.protocol.WORKER_WORDS): push it with "
+            f"-D TNA_LANES={P.TNA_TOFINO1_WORDS // 2} (Tofino 1's default: "
+            f"{P.TNA_TOFINO1_WORDS} words) or -D TNA_LANES={min(P.V1MODEL_WORDS) // 2} "
+            f"(Tofino 2's default: {min(P.V1MODEL_WORDS)} words)")
     config = JobConfig(
         job_id=a.id, codec=a.codec, workers=workers, n_slots=a.slots, reg_base=a.reg_base,
         words=words, thc_table=a.thc_table, rht_seed=a.rht_seed,

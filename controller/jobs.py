@@ -209,7 +209,23 @@ class JobManager:
         return held
 
     def create_job(self, config: JobConfig) -> JobConfig:
-        """Allocate, check and install ``config`` (all or nothing); returns it as installed."""
+        """Allocate, check and install ``config`` (all or nothing); returns it as installed.
+
+        Raises:
+            JobError: as :meth:`prepare` and :meth:`create`; also a job with block-sparse
+                rounds on a TNA build without the block-sparse profile (its parser takes no
+                block header: every such packet would be MALFORMED).
+        """
+        layout = program_layout(self.switch.require_index())
+        if isinstance(layout, pipeline.TnaLayout) and not layout.block_sparse \
+                and config.uses_blocks:
+            what = ("codec block_sparse" if config.codec == "block_sparse"
+                    else "codec adaptive with block_sparse among its choices")
+            raise JobError(f"job {config.job_id}: {what} needs the TNA program's block-sparse "
+                           "profile, which the pushed build is not: push it with -D "
+                           "TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)"
+                           + (", or give --adaptive-choices without block_sparse"
+                              if config.codec == "adaptive" else ""))
         config = self.prepare(config)
         record = self.create(config.to_spec(), thc_table=config.thc_table)
         record.config = config
@@ -369,7 +385,13 @@ class JobManager:
         """
         if spec.job_id in self.jobs:
             raise JobError(f"job {spec.job_id} already exists; delete it first")
-        program_words = _program_words(self.switch.require_index())
+        index = self.switch.require_index()
+        layout = program_layout(index)
+        try:           # the program's own word counts first: says why, and what works
+            layout.check_words(spec.words, f"job {spec.job_id}: words")
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+        program_words = _program_words(index)
         if program_words and spec.words != program_words:
             raise JobError(f"job {spec.job_id}: words={spec.words}, but the pushed program has "
                            f"HINA_WORDS={program_words}")
@@ -382,8 +404,6 @@ class JobManager:
             pipeline.check_isolated([r.spec for r in self.jobs.values()] + [spec])
         except ValueError as exc:
             raise JobError(str(exc)) from None
-        index = self.switch.require_index()
-        layout = program_layout(index)
         if thc_table is not None:
             if spec.lut_id == 0:
                 spec = dataclasses.replace(spec, lut_id=self._free_lut_id())

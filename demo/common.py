@@ -634,7 +634,7 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
     parser.add_argument("--modes", default=default_modes,
                         help=f"comma-separated, from {','.join(modes)}; mode@SEED runs it with "
                              "another seed (model initialisation, data order, codec)")
-    parser.add_argument("--words", type=int, default=P.WORDS, choices=P.SUPPORTED_WORDS,
+    parser.add_argument("--words", type=int, default=P.WORDS, choices=P.V1MODEL_WORDS,
                         help="HINA_WORDS the switch program is compiled with")
     parser.add_argument("--slots", type=int, default=32, help="aggregation slots of the job")
     parser.add_argument("--loss", type=float, default=0.0, help="packet loss per switch port")

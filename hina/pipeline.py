@@ -129,6 +129,10 @@ class JobSpec:
             [sketch_base, sketch_base + sketch_columns) of every row and its hash seed
             (sketch_columns = 0: no in-switch sketch).
         pair_stream_base: first PAIRS sequence register; worker w uses pair_stream_base + w.
+        words: words per packet of the program the job runs on, one of
+            ``hina.protocol.WORKER_WORDS``; whether the program takes it is its
+            :class:`Layout`'s to say (:meth:`Layout.check_words`: the v1model program takes
+            HINA_WORDS 64, 128 or 256, the TNA program two blocks of its TNA_LANES).
         generation: the job's current generation, written into its admission entries; packets
             of any other generation are STALE_GENERATION (docs/protocol.md, "Generations").
     """
@@ -173,8 +177,7 @@ class JobSpec:
         _check_range("sketch_seed", self.sketch_seed, 0, _U32, "32-bit hash seed")
         _check_range("pair_stream_base", self.pair_stream_base, 0, P.PAIR_STREAMS - n,
                      f"{P.PAIR_STREAMS} PAIRS streams in the switch")
-        if self.words not in P.SUPPORTED_WORDS:
-            raise ValueError(f"words={self.words}: must be one of {P.SUPPORTED_WORDS}")
+        P.check_worker_words(self.words)     # which ones a program takes: its Layout
         P.check_generation(self.generation)
 
 
@@ -222,8 +225,7 @@ def _check_lut(lut_id: int, table: Sequence[int], words: int) -> tuple[int, ...]
         raise ValueError(f"THC table has {len(table)} values: need {P.THC_TABLE_SIZE} (b=4)")
     for i, v in enumerate(table):
         _check_range(f"table[{i}]", v, 0, _U16, "16-bit lane values")
-    if words not in P.SUPPORTED_WORDS:
-        raise ValueError(f"words={words}: must be one of {P.SUPPORTED_WORDS}")
+    P.check_worker_words(words)
     return table
 
 
@@ -284,7 +286,14 @@ class Layout:
     #: to the control plane: register reads and writes)
     switch_harvest = True
 
+    def check_words(self, words: int, what: str = "words") -> int:
+        """``words`` if the program's packets carry that many words, else ValueError saying
+        why and what does (v1model: HINA_WORDS 64, 128 or 256, never the TNA Tofino 1 build's
+        32)."""
+        return P.check_v1model_words(words, what)
+
     def job_entries(self, job: JobSpec) -> list[TableEntry]:
+        self.check_words(job.words, f"job {job.job_id}: words")
         mask = job.sketch_columns - 1 if job.sketch_columns else 0
         entries = [TableEntry(JOB_CONFIG, (Exact(job.job_id),),
                               ActionCall(SET_JOB, (job.n_slots, job.lut_id, job.sketch_base, mask,
@@ -313,6 +322,7 @@ class Layout:
         return [("MODIFY", e) for e in self.admission_entries(new)]
 
     def lut_entries(self, lut_id: int, table: tuple[int, ...], words: int) -> list[TableEntry]:
+        self.check_words(words)
         entries = []
         for word in range(words):
             for tname, aname in lut_table_names(word):
@@ -417,10 +427,14 @@ class TnaLayout(Layout):
     def words(self) -> int:
         return 2 * self.lanes
 
+    def check_words(self, words: int, what: str = "words") -> int:
+        if words != self.words:
+            raise ValueError(f"{what}={words}, but the TNA program carries {self.words} words "
+                             f"per packet (TNA_LANES={self.lanes}, two blocks)")
+        return words
+
     def _check(self, job: JobSpec) -> None:
-        if job.words != self.words:
-            raise ValueError(f"job {job.job_id}: words={job.words}, but the TNA program carries "
-                             f"{self.words} words per packet (TNA_LANES={self.lanes})")
+        self.check_words(job.words, f"job {job.job_id}: words")
         align = 1 << (job.n_slots - 1).bit_length()
         if job.reg_base % align:
             raise ValueError(f"job {job.job_id}: reg_base={job.reg_base} must be a multiple of "
@@ -491,9 +505,7 @@ class TnaLayout(Layout):
                 + [("MODIFY", e) for e in self._generation(new)])
 
     def lut_entries(self, lut_id: int, table: tuple[int, ...], words: int) -> list[TableEntry]:
-        if words != self.words:
-            raise ValueError(f"words={words}: the TNA program carries {self.words} words per "
-                             f"packet (TNA_LANES={self.lanes})")
+        self.check_words(words)
         entries = []
         for i, kind in enumerate(self.lut_kinds):
             tname, aname = _tna(f"thc_lut.lut_{i}"), _tna(f"thc_lut.set_word_{i}")

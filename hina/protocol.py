@@ -77,8 +77,18 @@ BLOCK_HEADER_BYTES = 8
 BLOCK_END = 0xFFFFFFFF
 #: 32-bit payload words per packet (P4 ``HINA_WORDS``; 64, 128 or 256).
 WORDS = 128
-#: Values of ``HINA_WORDS`` the P4 program can be compiled with.
-SUPPORTED_WORDS = (64, 128, 256)
+#: Values of ``HINA_WORDS`` the v1model program (``p4/hina.p4``) compiles with
+#: (``p4/include/config.p4``): its packets carry one of these word counts, nothing else.
+V1MODEL_WORDS = (64, 128, 256)
+#: Words per packet of the TNA program's Tofino 1 build (``p4/tna/hina_tna.p4`` at its default
+#: ``TNA_LANES=16``: two blocks of 16 lanes). ``TNA_LANES=32`` makes 64-word packets (the
+#: v1model program's smallest), which only a Tofino 2 would hold.
+TNA_TOFINO1_WORDS = 32
+#: Words per packet a worker (packetizer, transport, codecs) and the controller's jobs speak:
+#: the v1model program's :data:`V1MODEL_WORDS` and the Tofino 1 build's
+#: :data:`TNA_TOFINO1_WORDS`. The wire format is the same at every one (docs/protocol.md); which
+#: one a job uses is the pushed program's (``HINA_WORDS``, or two blocks of ``TNA_LANES``).
+WORKER_WORDS = (TNA_TOFINO1_WORDS,) + V1MODEL_WORDS
 #: Bits per THC table index on the wire.
 THC_INDEX_BITS = 4
 #: Entries of a THC table (2 ** THC_INDEX_BITS).
@@ -102,7 +112,8 @@ SLOT_CAPACITY = 512
 SKETCH_ROWS = 3
 #: Counters per row shared by all jobs (P4 ``HINA_SKETCH_CAPACITY``).
 SKETCH_CAPACITY = 65536
-#: Sketch columns of one job: at least one harvest block, a power of two.
+#: Sketch columns of one job at the default ``WORDS``: at least one harvest block (``words``
+#: counters), a power of two (:class:`hina.pipeline.JobSpec` checks ``columns >= words``).
 SKETCH_MIN_COLUMNS = WORDS
 #: Workers per job whose PAIRS sequence numbers the switch tracks (P4 ``HINA_PAIR_STREAMS``).
 PAIR_STREAMS = 1024
@@ -272,6 +283,38 @@ def check_generation(generation: int, what: str = "generation") -> int:
                          f"{MAX_GENERATION}] ({GENERATION_BITS}-bit header field; 0 is what "
                          "zeroed switch registers hold)")
     return generation
+
+
+def _listed(values) -> str:
+    return ", ".join(map(str, values[:-1])) + f" or {values[-1]}"
+
+
+def check_worker_words(words: int, what: str = "words") -> int:
+    """``words`` if a worker speaks it (:data:`WORKER_WORDS`), else ValueError saying which do."""
+    if isinstance(words, bool) or words not in WORKER_WORDS:
+        raise ValueError(f"{what}={words!r}: workers speak {_listed(WORKER_WORDS)} words per "
+                         f"packet ({_listed(V1MODEL_WORDS)}: the v1model program's HINA_WORDS; "
+                         f"{TNA_TOFINO1_WORDS}: the TNA program's Tofino 1 build, "
+                         f"TNA_LANES={TNA_TOFINO1_WORDS // 2})")
+    return words
+
+
+def check_v1model_words(words: int, what: str = "words") -> int:
+    """``words`` if the v1model program (``p4/hina.p4``) compiles with it, else ValueError
+    saying why not and what does work.
+
+    Example::
+        >>> check_v1model_words(64)
+        64
+    """
+    if isinstance(words, bool) or words not in V1MODEL_WORDS:
+        tna = (f"; {TNA_TOFINO1_WORDS} words per packet is the TNA program's Tofino 1 build "
+               f"(p4/tna/hina_tna.p4, TNA_LANES={TNA_TOFINO1_WORDS // 2}), not this one"
+               if words == TNA_TOFINO1_WORDS else "")
+        raise ValueError(f"{what}={words!r}: the v1model program (p4/hina.p4) is compiled with "
+                         f"HINA_WORDS {_listed(V1MODEL_WORDS)} (p4/include/config.p4){tna}: "
+                         f"use {_listed(V1MODEL_WORDS)} words on a v1model target")
+    return words
 
 
 # --------------------------------------------------------------------------------------------

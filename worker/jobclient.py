@@ -215,7 +215,7 @@ class Seat:
                                   "carries integers, there is no worker-side codec",
                                   "UNIMPLEMENTED")
         try:
-            return registry.from_job(c, self.n_workers, self.worker_index)
+            return registry.from_job(c, self.n_workers, self.worker_index, words=self.words)
         except ValueError as exc:
             raise JobServiceError(f"codec {c.name}: {exc}", "FAILED_PRECONDITION") from None
 

@@ -77,11 +77,12 @@ def layout_for(op: P.Op, elements: int, words: int = P.WORDS) -> ChunkLayout:
     """The chunking of a stream of ``elements`` wire elements for a program of ``words`` words.
 
     Raises:
-        ValueError: ``words`` is not one the P4 program supports, or ``elements`` is negative.
+        ValueError: ``words`` is not one a worker speaks (``hina.protocol.WORKER_WORDS``: the
+            v1model program's HINA_WORDS and the TNA Tofino 1 build's 32), or ``elements`` is
+            negative.
     """
     op = P.Op(op)
-    if words not in P.SUPPORTED_WORDS:
-        raise ValueError(f"words={words}: the P4 program supports {P.SUPPORTED_WORDS}")
+    P.check_worker_words(words)
     if elements < 0:
         raise ValueError(f"elements={elements}: must be >= 0")
     chunks = -(-elements // words)

@@ -92,7 +92,8 @@ class JobParams:
         job_id: the job.
         n_workers: workers whose contributions complete a slot.
         n_slots: slots of the job (the window: at most this many chunks in flight).
-        words: ``HINA_WORDS`` of the P4 program.
+        words: words per packet of the pushed program (``HINA_WORDS`` of the v1model program,
+            two blocks of ``TNA_LANES`` of the TNA program): ``hina.protocol.WORKER_WORDS``.
         thc_table: the THC table installed for the job (LUT-SUM streams must use it).
         generation: the job's generation this worker belongs to (docs/protocol.md,
             "Generations"); every packet carries it, replies of another one are ignored.
@@ -111,8 +112,7 @@ class JobParams:
             raise ValueError(f"n_workers={self.n_workers}: must be in [1, {P.MAX_WORKERS}]")
         if not 1 <= self.n_slots <= P.SLOT_CAPACITY:
             raise ValueError(f"n_slots={self.n_slots}: must be in [1, {P.SLOT_CAPACITY}]")
-        if self.words not in P.SUPPORTED_WORDS:
-            raise ValueError(f"words={self.words}: the P4 program supports {P.SUPPORTED_WORDS}")
+        P.check_worker_words(self.words)
         P.check_generation(self.generation)
 
 

@@ -35,11 +35,14 @@ class LocalJob:
         self.switch = Switch()
         self.switch.load(program)
         dp = self.switch.dataplane
-        self.spec = pipeline.JobSpec(job_id=3, workers=tuple(_worker(w) for w in range(n_workers)),
-                                     n_slots=n_slots, reg_base=0, lut_id=lut_id, words=WORDS)
         self.layout = pipeline.layout_for(program.info.tables)
+        # the TNA program's packets carry two blocks of its lanes (32 words at Tofino 1's 16);
+        # the v1model program is compiled with WORDS
+        words = self.layout.words if isinstance(self.layout, pipeline.TnaLayout) else WORDS
+        self.spec = pipeline.JobSpec(job_id=3, workers=tuple(_worker(w) for w in range(n_workers)),
+                                     n_slots=n_slots, reg_base=0, lut_id=lut_id, words=words)
         for entry in (pipeline.job_entries(self.spec, self.layout)
-                      + pipeline.lut_entries(lut_id, table, words=WORDS, layout=self.layout)):
+                      + pipeline.lut_entries(lut_id, table, words=words, layout=self.layout)):
             dp.table_insert(entry)
         group, replicas = pipeline.multicast_group(self.spec)
         dp.mcast_group_set(group, replicas)
@@ -53,7 +56,7 @@ class LocalJob:
             self.switch.add_port(port)
             self.links.append(link_sock)
         self.params = JobParams(job_id=self.spec.job_id, n_workers=n_workers, n_slots=n_slots,
-                                words=WORDS, thc_table=tuple(table),
+                                words=words, thc_table=tuple(table),
                                 generation=self.spec.generation)
 
     def set_generation(self, generation: int) -> None:

@@ -292,7 +292,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, code: int, text: str) -> 
     assert len(lines) == 1 and text in lines[0], proc.stderr
 
 
-def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_pipeline):
+def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_pipeline, capsys):
     _one_line_error(ctl.run("job", "show", "4", ok=False), 1, "job 4 does not exist")
     _one_line_error(ctl.run("state", "--job", "4", ok=False), 1, "job 4 does not exist")
     _one_line_error(ctl.run("job", "create", "--id", "1", "--codec", "thc", "--worker",
@@ -309,6 +309,22 @@ def test_cli_user_errors_are_one_line(ctl, tmp_path, embedded_switch, embedded_p
                         "another controller is primary")
         # reads still work beside the primary
         assert ctl.json("counters")["reasons"]["MALFORMED"] == 0
+    # 32 words per packet is the TNA program's Tofino 1 build, never the v1model program's
+    # (hina-ctl's main in this process: a command costs no interpreter start)
+    from hina.controller import cli
+
+    def main(*args: str):
+        status = cli.main(["--switch", embedded_switch.address, "--state",
+                           str(tmp_path / "inproc.json"), *args])
+        return status, capsys.readouterr().err
+    assert main("pipeline", "push", "-D", f"HINA_WORDS={TEST_WORDS}")[0] == 0
+    status, err = main("job", "create", "--id", "1", "--codec", "fixed", "--words", "32",
+                       "--worker", "10.0.1.1:1")
+    assert status == 1 and len(err.strip().splitlines()) == 1, err
+    assert ("job 1: words=32: the v1model program (p4/hina.p4) is compiled with HINA_WORDS 64, "
+            "128 or 256 (p4/include/config.p4); 32 words per packet is the TNA program's "
+            "Tofino 1 build (p4/tna/hina_tna.p4, TNA_LANES=16), not this one: use 64, 128 or "
+            "256 words on a v1model target") in err
 
 
 def test_cli_help_has_examples():

@@ -575,6 +575,10 @@ def test_allocation_avoids_jobs_installed_as_specs(conn, embedded_switch):
                             reg_base=0, pair_stream_base=0)
     with pytest.raises(JobError, match="words=128, but the pushed program has HINA_WORDS=64"):
         jobs.create(spec)
+    with pytest.raises(JobError, match=r"job 9: words=32: the v1model program \(p4/hina.p4\) "
+                       r"is compiled with HINA_WORDS 64, 128 or 256 .*TNA program's Tofino 1 "
+                       r"build .*: use 64, 128 or 256 words on a v1model target"):
+        jobs.create(dataclasses.replace(spec, words=32))
     jobs.create(dataclasses.replace(spec, words=TEST_WORDS))
     config = jobs.create_job(embedded_switch.job(job_id=1))
     assert (config.reg_base, config.pair_stream_base) == (6, 1)

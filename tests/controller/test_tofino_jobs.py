@@ -9,11 +9,13 @@ write; ``--p4runtime-force-std-externs``: unprefixed tables, standard registers)
 for a Tofino: the device config (the embedded target's program, not bf-p4c's binary, whose
 packing ``test_tofino_ctl.py`` checks byte for byte) and the dataplane.
 
-The program has ``TNA_LANES=32``: 64 words per packet, the fewest the workers speak
-(``hina.protocol.SUPPORTED_WORDS``). That compile does not fit Tofino 1 (its PHV), but the
-compiler writes the P4Info after its front end, before placing anything, so its cache entry
-has it. The tests read the compile cache only (``hina.tofino_build.cached_build``) and skip,
-saying which command fills it, when these sources are not compiled (about 3.5 min each).
+Most tests push the program at ``TNA_LANES=32``: 64 words per packet, the v1model program's
+smallest. That compile does not fit Tofino 1 (its PHV), but the compiler writes the P4Info after
+its front end, before placing anything, so its cache entry has it. One pushes the build a
+Tofino 1 takes (no defines: 16 lanes, 32 words per packet, ``hina.protocol.TNA_TOFINO1_WORDS``)
+and runs a job on it. The tests read the compile cache only (``hina.tofino_build.cached_build``)
+and skip, saying which command fills it, when these sources are not compiled (1.5 to 3.5 min
+each).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import json
 import shutil
 import threading
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import torch
@@ -39,14 +42,19 @@ LANES = 32
 WORDS = 2 * LANES
 
 
-def _compiled(flavour: str) -> Path:
-    """The compiler's output folder (with ``p4info.bin``) of the program at ``LANES`` lanes."""
-    build = tofino_build.cached_build(defines={"TNA_LANES": LANES}, p4info_externs=flavour)
+def _compiled(flavour: str, lanes: Optional[int] = LANES) -> Path:
+    """The compiler's output folder (with ``p4info.bin``) of the program at ``lanes`` lanes
+    (None: no defines, the Tofino 1 build)."""
+    defines = {} if lanes is None else {"TNA_LANES": lanes}
+    build = tofino_build.cached_build(defines=defines, p4info_externs=flavour)
     if build is None or not build.p4info_bin.exists():
-        pytest.skip(f"p4/tna is not compiled with TNA_LANES={LANES} and a {flavour} P4Info at "
-                    "these sources: run 'python bench/bench_tofino_fit.py --target tofino "
-                    f"--lanes {LANES} --p4info-externs {flavour}' (about 3.5 min on 2 cores; "
-                    "it does not fit, the P4Info is written before that shows)")
+        what = "with no defines (the Tofino 1 build)" if lanes is None else \
+            f"with TNA_LANES={lanes}"
+        command = "" if lanes is None else f" --lanes {lanes}"
+        pytest.skip(f"p4/tna is not compiled {what} and a {flavour} P4Info at these sources: "
+                    f"run 'python bench/bench_tofino_fit.py --target tofino{command} "
+                    f"--p4info-externs {flavour}' (1.5 to 3.5 min on 2 cores; a build that "
+                    "does not fit has its P4Info too, written before that shows)")
     return build.out
 
 
@@ -60,10 +68,16 @@ def _device_config(lanes: int) -> bytes:
 def hina_ctl(embedded_switch, tmp_path, monkeypatch, capsys):
     """``hina-ctl`` (its main, in process) against the embedded switch; a tofino push sends
     the compiler's P4Info from ``--tofino-out`` with the embedded device config of the
-    program at the lanes it was pushed with (``-D TNA_LANES``, default ``LANES``)."""
+    program at the P4Info's lanes (its ``lane_<i>`` registers or tables)."""
+    from hina.controller.jobs import program_layout
+    from hina.controller.p4runtime_client import P4InfoIndex
+
     def build(config):
-        lanes = int(config.defines.get("TNA_LANES", LANES))
-        return tofino.read_p4info(config.tofino_out), _device_config(lanes)
+        p4info = tofino.read_p4info(config.tofino_out)
+        lanes = program_layout(P4InfoIndex(p4info)).lanes
+        if "TNA_LANES" in config.defines:
+            assert int(config.defines["TNA_LANES"]) == lanes
+        return p4info, _device_config(lanes)
     monkeypatch.setattr(PipelineConfig, "_build_tofino", build)
 
     def run(*args: str):
@@ -292,8 +306,8 @@ def test_bad_input_is_one_line(hina_ctl, embedded_switch, tmp_path):
 
 
 def test_too_few_lanes_for_the_workers(hina_ctl, embedded_switch):
-    """A program of fewer than 32 lanes carries fewer words per packet than the workers speak
-    (Tofino 1's 16 lanes included): job create says so, and what to push instead."""
+    """A program of fewer than 16 lanes carries fewer words per packet than the workers speak:
+    job create says so, and what to push instead."""
     sw = embedded_switch
     one = tofino_build.cached_build(defines={"TNA_LANES": 1}, p4info_externs="tofino")
     if one is None or not one.p4info_bin.exists():
@@ -306,4 +320,39 @@ def test_too_few_lanes_for_the_workers(hina_ctl, embedded_switch):
     status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", "fixed",
                               "--worker", sw.worker_arg(0))
     assert status == 1 and "carries 2 words per packet (two blocks of TNA_LANES=1)" in err
-    assert "push it with -D TNA_LANES=32 or more" in err
+    assert "workers speak 32, 64, 128, 256" in err
+    assert "push it with -D TNA_LANES=16 (Tofino 1's default: 32 words)" in err
+
+
+def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
+    """The build a Tofino 1 takes (p4/tna/hina_tna.p4 with no defines: 16 lanes, two blocks
+    per packet, 32 words), pushed with the compiler's own P4Info of it: ``job create`` takes
+    the job's 32 words from that P4Info and refuses 64 (what the TNA program carries at 32
+    lanes) saying why, and block-sparse rounds (not in this build: its profile is); workers all-reduce through it at 32 words per packet, bit-exact with
+    the codecs' reference: fixed point (MAX, then SUM) and THC (MAX, then LUT-SUM through the
+    16 ``lut_<i>`` tables the job's create filled: 4,096 entries)."""
+    from hina.worker.codecs import FixedPointCodec, ThcCodec
+    sw = embedded_switch
+    out = _compiled("tofino", lanes=None)
+    status, text, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out",
+                                 str(out))
+    assert status == 0 and "tofino P4Info externs" in text, err
+    status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", "fixed", "--words", "64",
+                              "--worker", sw.worker_arg(0))
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    assert ("job 1: words=64, but the TNA program carries 32 words per packet (TNA_LANES=16, "
+            "two blocks)") in err
+    for codec, extra in (("block_sparse", ""), ("adaptive", ", or give --adaptive-choices")):
+        status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", codec,
+                                  "--worker", sw.worker_arg(0))
+        assert status == 1 and len(err.strip().splitlines()) == 1
+        assert ("needs the TNA program's block-sparse profile, which the pushed build is not: "
+                "push it with -D TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)" + extra) in err
+    job = _create(hina_ctl, sw, 1)
+    assert (job["words"], job["codec"]) == (P.TNA_TOFINO1_WORDS, "fixed")
+    _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=5)
+    job = _create(hina_ctl, sw, 2, "thc")
+    assert job["words"] == P.TNA_TOFINO1_WORDS and job["lut_id"] > 0
+    assert len(_entries(sw, "pipe.HinaTnaIngress.thc_lut.lut_15")) == 256
+    table = tuple(job["thc_table"])
+    _allreduce(sw, job, lambda w: ThcCodec(2, rank=w, seed=7, table=table), seed=6)

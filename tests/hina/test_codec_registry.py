@@ -2,6 +2,7 @@
 codec is built by the one registry of builders, and old or ambiguous names get a clear error."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from hina import codecs as names
+from hina import protocol as P
 from hina.controller.config import CODECS, ConfigError, JobConfig, WorkerConfig
 from hina.worker.codecs import registry
 
@@ -102,7 +104,10 @@ def test_an_adaptive_job_declares_the_codecs_its_buckets_may_use():
                          job.sketch_rows, job.sketch_columns, job.sketch_seed,
                          adaptive_choices=job.adaptive_choices)
     codec = registry.from_job(params, 2, 0)
-    assert codec.choices == ("block_sparse", "lossless")
+    assert codec.choices == ("block_sparse", "lossless") and codec.words == P.WORDS
+    # the job's words per packet are its block-sparse blocks (Tofino 1's build: 32)
+    assert registry.from_job(params, 2, 0, words=P.TNA_TOFINO1_WORDS).words == 32
+    assert registry.from_job(dataclasses.replace(params, name="thc"), 2, 0, words=32).name == "thc"
     assert codec.choose(1 << 16, 1 << 16, 512) == "block_sparse"     # dense, yet never THC
     for bad, match in ((("lossless",), "for dense buckets"),
                        (("thc", "zip"), "distinct names"), (("thc", "thc"), "distinct names")):

@@ -34,3 +34,17 @@ def tna_program():
     return compile_file(str(programs.HINA_TNA_P4),
                         defines={"TNA_LANES": str(WORDS // 2),
                                  "HINA_PAIRS": str(P.PAIRS_PER_PACKET)})
+
+
+@pytest.fixture(scope="session")
+def tofino1_program():
+    """The TNA program as a Tofino 1 takes it: p4/tna/hina_tna.p4 with no defines (its default
+    TNA_LANES=16, two blocks per packet: 32 words, hina.protocol.TNA_TOFINO1_WORDS), for the
+    embedded target's TNA dataplane."""
+    from hina.softswitch.compiler import compile_file
+    from hina import pipeline
+    from hina import protocol as P
+    program = compile_file(str(programs.HINA_TNA_P4), defines={})
+    layout = pipeline.layout_for(program.info.tables)
+    assert (layout.lanes, layout.words) == (P.TNA_TOFINO1_WORDS // 2, P.TNA_TOFINO1_WORDS)
+    return program

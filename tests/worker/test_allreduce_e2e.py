@@ -146,19 +146,37 @@ def test_loss_changes_nothing_but_retransmissions(program, name, loss):
     assert retransmissions > 0, "loss on every port must cost retransmissions"
 
 
-def test_allreduce_through_the_tna_program(tna_program):
-    """THC allreduces through the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
-    dataplane: the LUT in the switch, two passes per packet), with 2% loss on every port: bit
-    for bit the reference, as through p4/hina.p4. One codec, for the suite's time (the
-    dataplane cases of every op run in bmv2_tests on embedded-tna)."""
-    name, n = "thc", 4
+@pytest.mark.parametrize("build, name", [
+    ("tna_program", "thc"),
+    ("tofino1_program", "thc"), ("tofino1_program", "fixed"), ("tofino1_program", "sparse_thc")])
+def test_allreduce_through_the_tna_program(request, build, name):
+    """Allreduces through the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
+    dataplane: the LUT in the switch, two passes per packet): bit for bit the reference, as
+    through p4/hina.p4. ``tna_program``: 64 words per packet (32 lanes, Tofino 2's build), THC
+    only, with 2% loss on every port; ``tofino1_program``: the Tofino 1 build (its default
+    16 lanes) at 32 words per packet, every lane op a worker uses: THC (a MAX agreement round,
+    then LUT-SUM), fixed point (MAX, then SUM), sparse THC (OR, then LUT-SUM). The program
+    refuses a payload of any other length (``message_check``: MALFORMED), so the results are
+    the 32-word packets'. The dataplane cases of every op run in bmv2_tests on embedded-tna."""
+    program = request.getfixturevalue(build)
+    # the Tofino 1 cases: 2 workers, one step (error feedback's second step is the codec's,
+    # checked above on p4/hina.p4), no loss (the 64-word case has it) and a window of 4 slots
+    # (8 outrun the two-pass dataplane on a loaded machine: timeouts, resends), for the suite's
+    # time
+    n, steps, loss, slots = (4, 2, 0.02, 8) if build == "tna_program" else (2, 1, 0.0, 4)
     grads = _grads(CODECS[name][1], n)
-    results, retransmissions = _through_switch(tna_program, name, n, grads, loss=0.02)
-    reference = _reference(name, n, grads)
+    factory = CODECS[name][0]
+    codecs = [factory(n, w) for w in range(n)]
+    job = LocalJob(program, n, n_slots=slots, loss=loss, table=tuple(ThcCodec(n).table))
+    words = P.TNA_TOFINO1_WORDS if build == "tofino1_program" else WORDS
+    assert job.params.words == job.spec.words == words
+    results, transports = allreduce_steps(job, codecs, grads, steps=steps)
+    reference = _reference(name, n, grads, steps)
     for w in range(n):
-        for step in range(2):
+        for step in range(steps):
             assert torch.equal(results[w][step], reference[step][w]), (w, step)
-    assert retransmissions > 0
+    if loss:
+        assert sum(t.total.retransmissions for t in transports) > 0
 
 
 # ----------------------------------------------------------------------- a forger

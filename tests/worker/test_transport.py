@@ -130,6 +130,25 @@ def test_allreduce_thc_mean_within_bound(program):
         assert nmse < 0.5, nmse
 
 
+def test_workers_speak_the_tofino1_builds_32_words():
+    """32 words per packet (the TNA program's Tofino 1 build) besides the v1model program's
+    64/128/256: the packetizer chunks by it (a THC result: 64 sums per packet) and a job takes
+    it; any other count is refused saying which work."""
+    from hina.worker.packetizer import build_aggregates, layout_for
+    from hina.worker.transport import JobParams
+    layout = layout_for(P.Op.LUT_SUM, 100, P.TNA_TOFINO1_WORDS)
+    assert (layout.chunks, layout.per_chunk, layout.result_per_chunk) == (4, 32, 64)
+    assert (layout.up_bytes, layout.down_bytes) == (32, 128)
+    msgs = build_aggregates(layout, np.zeros(100, np.uint8), job_id=1, first_seq=0, n_slots=4)
+    assert msgs.shape == (4, P.HEADER_BYTES + 32)
+    assert JobParams(job_id=1, n_workers=2, n_slots=4, words=32).words == 32
+    for bad in (16, 48):
+        with pytest.raises(ValueError, match="workers speak 32, 64, 128 or 256 words per packet"):
+            layout_for(P.Op.SUM, 100, bad)
+        with pytest.raises(ValueError, match="TNA program's Tofino 1 build, TNA_LANES=16"):
+            JobParams(job_id=1, n_workers=2, n_slots=4, words=bad)
+
+
 def test_lanes_number_their_chunks_on_their_own_slots_alternating_pools():
     """A lane's chunk k goes to one of its own slots; each slot's uses get increasing sequence
     numbers whose pool copies alternate (the protocol's rule); results of other lanes' slots are

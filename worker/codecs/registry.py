@@ -18,7 +18,7 @@ as keyword arguments of the codec's class; the job service's parameters go throu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from hina import codecs as names
 
@@ -46,6 +46,8 @@ class Builder:
     """
     make: Callable[..., Codec]
     job_kwargs: Callable[[Any], dict]
+    #: the codec takes the job's words per packet (``words=``): its byte model counts blocks
+    takes_words: bool = False
 
 
 def _sketched_sgd_k(c) -> float:
@@ -88,7 +90,8 @@ _BUILDERS: dict[str, Builder] = {
         lambda c: dict(seed=c.rht_seed, table=c.thc_table, granularity=c.thc_granularity,
                        columns=c.sketch_columns, sketch_seed=c.sketch_seed,
                        **({"choices": tuple(c.adaptive_choices)}
-                          if getattr(c, "adaptive_choices", ()) else {}))),
+                          if getattr(c, "adaptive_choices", ()) else {})),
+        takes_words=True),
 }
 
 
@@ -118,7 +121,12 @@ def build(name: str, n_workers: int, rank: int = 0, **kwargs) -> Codec:
     return _builder(name).make(n_workers, rank, **kwargs)
 
 
-def from_job(params, n_workers: int, rank: int) -> Codec:
-    """The codec of a job's codec parameters (``params.name`` and its fields) for ``rank``."""
+def from_job(params, n_workers: int, rank: int, words: Optional[int] = None) -> Codec:
+    """The codec of a job's codec parameters (``params.name`` and its fields) for ``rank``;
+    ``words``: the job's words per packet (its block-sparse blocks), for a codec that counts
+    them (``adaptive``'s byte model); None: the codec's default."""
     b = _builder(params.name)
-    return b.make(n_workers, rank, **b.job_kwargs(params))
+    kwargs = b.job_kwargs(params)
+    if b.takes_words and words is not None:
+        kwargs["words"] = words
+    return b.make(n_workers, rank, **kwargs)
