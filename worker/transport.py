@@ -75,7 +75,8 @@ class Transport:
             ``bench/bench_allreduce.py --min-rto``: 0.05 s cost 2,978 retransmissions per worker
             and 1.8x the time of 0.2 s for THC on 1M coordinates). Loss is mostly recovered by
             fast retransmit, which does not wait for the timeout.
-        max_rto: largest retransmission timeout after backoff (seconds).
+        max_rto: largest retransmission timeout after backoff (seconds), unless the measured
+            round trip sets a longer one (up to ``give_up_s`` / 2; ``_Timers`` says why).
         initial_rto: timeout before the first round-trip sample (seconds).
         give_up_s: fail when a chunk has had no result for this long.
         first_seq: the job's sequence number to start from (all workers of a job must start
@@ -113,7 +114,7 @@ class Transport:
         self.next_seq = first_seq % self.seq_space
         # a lane's calls are counted in its transport's ``total`` too (under the lock)
         self._parent: Optional[tuple[CallStats, threading.Lock]] = None
-        self.timers = _Timers(min_rto, max_rto, initial_rto)
+        self.timers = _Timers(min_rto, max_rto, initial_rto, ceiling=give_up_s / 2)
         self.last = CallStats()
         self.total = CallStats()
         #: The id the next :meth:`begin_call` takes by default (calls begun so far).
@@ -307,7 +308,7 @@ class Transport:
             stats.bytes_sent += (b - a) * message_bytes
             now = time.monotonic()
             sent_at[a:b] = now
-            deadline[a:b] = now + min(self.timers.rto, self.timers.max_rto)
+            deadline[a:b] = now + self.timers.rto
             attempts[a:b] = 1
 
         def resend(ks: np.ndarray) -> None:
@@ -320,9 +321,8 @@ class Transport:
             stats.packets_sent += len(ks)
             stats.bytes_sent += rows.size
             now = time.monotonic()
-            backoff = self.timers.rto * (2.0 ** np.minimum(attempts[ks], 6))
-            deadline[ks] = now + np.minimum(backoff, self.timers.max_rto)
             attempts[ks] += 1
+            deadline[ks] = now + self.timers.backoff(attempts[ks])
 
         while n_done < n:
             # Open the window: chunk k needs the result of chunk k - window (same slot). Chunks
@@ -356,6 +356,8 @@ class Transport:
                 # retransmitting all of it would only lengthen the queue.
                 now = time.monotonic()
                 expired = low + np.flatnonzero(deadline[low:next_new] <= now)
+                if len(expired):
+                    self.timers.expired()
                 resend(expired[:_RETRANSMIT_BURST])
                 deadline[expired[_RETRANSMIT_BURST:]] = now + self.timers.rto
                 continue
@@ -486,8 +488,7 @@ class Transport:
                 _, message = build(s, int(P.Flag.RETRANSMIT))
                 stats.retransmissions += 1
                 entry[3] += 1
-                entry[2] = now + min(self.timers.rto * 2.0 ** min(entry[3] - 1, 6),
-                                     self.timers.max_rto)
+                entry[2] = now + float(self.timers.backoff(entry[3]))
             else:
                 seq, message = build(s)
                 flight[s] = [seq, message, now + self.timers.rto, 1, now]
@@ -522,7 +523,10 @@ class Transport:
             message = self.link.recv(wait)
             if message is None:
                 now = time.monotonic()
-                for s in [s for s, e in flight.items() if e[2] <= now]:
+                expired = [s for s, e in flight.items() if e[2] <= now]
+                if expired:
+                    self.timers.expired()
+                for s in expired:
                     transmit(s, retransmit=True)
                 continue
             stats.bytes_received += len(message)

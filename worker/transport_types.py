@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
+import numpy as np
+
 from hina import protocol as P
 
 __all__ = ["Link", "TransportError", "TransportTimeout", "OverflowFlagged", "CallMismatch",
@@ -149,10 +151,21 @@ class _Timers:
     Until the first RTT sample the timeout is ``initial_rto``, conservative as in RFC 6298: a
     full window of every worker queues in the switch, and a timeout shorter than that queue
     retransmits the whole window (Karn's rule then leaves no sample to learn from).
+
+    ``max_rto`` caps the backoff, not what the round trip measures: where the round trip
+    itself is longer (a slow link or a slow switch with a window of frames queued in front of
+    it), a timeout held at ``max_rto`` would resend every chunk that is still queued, and the
+    resends queue behind them on the same slow path (measured: bench_tta.py on BMv2 at 0.05
+    Mbit/s doubled THC's bytes per step with the timeout held at 1 s). So the timeout follows
+    ``srtt + 4 rttvar`` up to ``ceiling`` (the transport's ``give_up_s`` / 2, so that a
+    chunk is still resent before the call gives up), backoff goes up to the larger of
+    ``max_rto`` and that, and an expired timeout doubles the timeout of later chunks too
+    until the next sample (:meth:`expired`).
     """
     min_rto: float
     max_rto: float
     initial_rto: float
+    ceiling: float = float("inf")
     srtt: Optional[float] = None
     rttvar: float = 0.0
     rto: float = field(default=0.0)
@@ -166,4 +179,23 @@ class _Timers:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self.rto = min(self.max_rto, max(self.min_rto, self.srtt + 4 * self.rttvar))
+        self.rto = min(self.ceiling, max(self.min_rto, self.srtt + 4 * self.rttvar))
+
+    def expired(self) -> None:
+        """A timeout expired: back the timer off for the chunks sent from now on too (RFC 6298
+        5.5), so that a path slower than the timeout, whose chunks are all resent before their
+        results arrive (Karn's rule then gives no sample), still lets a chunk through once and
+        measure the path; the next sample sets the timeout again. Once the path has been
+        measured, this doubling stops at the larger of ``max_rto`` and twice the smoothed round
+        trip: a switch that stopped answering (restarting, say) is then still probed about as
+        often as before, so the job resumes soon after it is back."""
+        limit = self.ceiling
+        if self.srtt is not None:
+            limit = min(limit, max(self.max_rto, 2 * self.srtt))
+        self.rto = max(self.rto, min(limit, self.rto * 2))
+
+    def backoff(self, attempts):
+        """The timeout after ``attempts`` transmissions (an int or a numpy array of them):
+        ``rto * 2 ** (attempts - 1)`` (at most 64x), capped at ``max(max_rto, rto)``."""
+        return np.minimum(self.rto * 2.0 ** np.minimum(np.asarray(attempts) - 1, 6),
+                          max(self.max_rto, self.rto))

@@ -110,6 +110,98 @@ def test_an_overflowed_sum_raises_on_every_worker(program, batched):
     assert "seq=30" in str(errors[0])
 
 
+class _SlowPath:
+    """A worker's link whose results arrive ``delay`` seconds late (a slow link or a slow
+    switch with a queue in front of it): a thread holds each received frame until it is due."""
+
+    def __init__(self, inner, delay: float):
+        import collections
+        import threading
+        self.inner, self.delay = inner, delay
+        self.held = collections.deque()
+        self.ready = threading.Condition()
+        self.stopping = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while not self.stopping:
+            message = self.inner.recv(0.02)
+            if message is not None:
+                with self.ready:
+                    self.held.append((time.monotonic() + self.delay, message))
+                    self.ready.notify()
+
+    def send(self, message: bytes) -> None:
+        self.inner.send(message)
+
+    def recv(self, timeout: float):
+        end = time.monotonic() + timeout
+        with self.ready:
+            while True:
+                now = time.monotonic()
+                if self.held and self.held[0][0] <= now:
+                    return self.held.popleft()[1]
+                due = self.held[0][0] if self.held else end
+                if now >= end:
+                    return None
+                self.ready.wait(min(due, end) - now)
+
+    def close(self) -> None:
+        self.stopping = True
+        self.reader.join()
+        self.inner.close()
+
+
+def test_retransmission_timer_follows_a_round_trip_longer_than_max_rto():
+    """RFC 6298's timer with two additions: max_rto caps the backoff, not the measured round
+    trip (up to give_up_s / 2); an expiry backs off the timer of later chunks too, up to the
+    ceiling before the first sample and up to max(max_rto, 2 srtt) after it."""
+    from hina.worker.transport_types import _Timers
+    timers = _Timers(min_rto=0.05, max_rto=0.2, initial_rto=0.25, ceiling=5.0)
+    assert timers.rto == 0.2
+    for _ in range(3):
+        timers.expired()                     # nothing measured yet: doubles to the ceiling
+    assert timers.rto == pytest.approx(1.6)
+    timers.sample(0.6)
+    assert timers.rto == pytest.approx(0.6 + 4 * 0.3)       # not held at max_rto
+    assert float(timers.backoff(1)) == pytest.approx(timers.rto)
+    assert float(timers.backoff(7)) == pytest.approx(timers.rto)   # capped at max(max_rto, rto)
+    for _ in range(30):
+        timers.sample(100.0)
+    assert timers.rto == 5.0                                 # the ceiling
+    fast = _Timers(min_rto=0.05, max_rto=0.2, initial_rto=0.25, ceiling=5.0)
+    for _ in range(20):
+        fast.sample(0.01)
+    assert fast.rto == 0.05
+    assert list(fast.backoff(np.array([1, 2, 3, 8]))) == pytest.approx([0.05, 0.1, 0.2, 0.2])
+    for _ in range(10):
+        fast.expired()                       # a switch gone quiet is still probed every 0.2 s
+    assert fast.rto == 0.2
+
+
+def test_a_path_slower_than_max_rto_is_not_resent_chunk_after_chunk(program):
+    """Results 0.4 s late with max_rto 0.1 s: the timer learns the round trip instead of
+    resending every chunk that is still on its way (and the resends queueing behind them)."""
+    n, chunks = 2, 24
+    job = LocalJob(program, n, n_slots=4)
+    job.links = [_SlowPath(link, 0.4) for link in job.links]
+    data = [np.arange(chunks * WORDS, dtype=np.int32) * (w + 1) for w in range(n)]
+    try:
+        transports = job.transports(min_rto=0.02, max_rto=0.1, initial_rto=0.1, give_up_s=10.0)
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, data[w]), transports)
+    finally:
+        job.close()
+    assert errors == [None] * n
+    for r in results:
+        np.testing.assert_array_equal(r, data[0] + data[1])
+    resent = [t.total.retransmissions for t in transports]
+    # the first windows go out before the timer has backed off past the round trip (0.1, 0.2,
+    # 0.4 s: 12 resends measured); after the first clean sample, none. A timer held at max_rto
+    # resends every chunk again and again (82 and 77 measured before the change).
+    assert max(resent) <= 16, resent
+
+
 def test_allreduce_thc_mean_within_bound(program):
     from hina.worker.codecs.thc import ThcCodec
     n = 4
