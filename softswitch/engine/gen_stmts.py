@@ -217,13 +217,26 @@ class StmtGen:
             if len(o.lines) == n:
                 o.line("pass")
         elif isinstance(s, ir.Assign):
+            if isinstance(s.value, (ir.ListExpr, ir.StructExpr)) or (
+                    isinstance(s.value, ir.Cast) and isinstance(s.value.expr, (ir.ListExpr, ir.StructExpr))):
+                self.count_header_made_valid(s.target)
             self.assign(s.target, self.value_for(s.value, s.target.type), s.value.type)
+            if isinstance(s.target, ir.Member) and isinstance(s.target.expr.type, StructT) \
+                    and s.target.expr.type.kind == "header_union":
+                # a union member assigned a valid header: the other members become invalid
+                o.line(f"if {self.g(s.target)}._v:")
+                o.indent()
+                self.union_siblings_invalid(s.target)
+                o.dedent()
         elif isinstance(s, ir.VarDecl):
             name = self.fresh(f"v_{s.name}_")
             sym = self._find_sym(s)
             self.names[sym] = name
             if s.init is not None:
                 val = self.value_for(s.init, s.resolved)
+                if isinstance(s.init, (ir.ListExpr, ir.StructExpr)) and isinstance(s.resolved, StructT) \
+                        and s.resolved.kind == "header" and self.counts_packet_length():
+                    o.line(f"C.plen += {self.class_of(s.resolved)}.NBYTES")   # p4c: add_header
                 if isinstance(s.resolved, (StructT, StackT)) and not isinstance(s.init, (ir.ListExpr, ir.StructExpr)):
                     val += ".copy()"
                 o.line(f"{name} = {val}")
@@ -349,6 +362,55 @@ class StmtGen:
             if name != header.member:
                 self.out.line(f"{u}.{pyfield(name)}._v = False")
 
+    # ------------------------------------------------------------------------------ packet length
+    def counts_packet_length(self) -> bool:
+        """v1model (BMv2): the packet's length follows setValid/setInvalid (``C.plen``, what
+        egress reads as ``standard_metadata.packet_length``); TNA has no such length."""
+        return self.ck.main is None or self.ck.main.type_ref.name != "Switch"
+
+    def set_validity_counted(self, header: ir.Expr, h: str, valid: bool) -> None:
+        """``setValid()``/``setInvalid()`` as BMv2's ``add_header``/``remove_header`` (p4c's
+        primitives for them): when the header's validity changes, the packet's length
+        (``C.plen``) grows or shrinks by the header's size; a header already valid (invalid)
+        changes nothing. A union member made valid leaves the length of the member it makes
+        invalid counted, as BMv2 does (``tests/conformance/programs/packet_length_*``)."""
+        o = self.out
+        if "(" in h:                  # a run-time stack index: evaluated once
+            t = self.fresh("hv")
+            o.line(f"{t} = {h}")
+            h = t
+        size = self.header_size_text(header.type, h)
+        if valid:
+            o.line(f"if not {h}._v:")
+            o.indent()
+            o.line(f"{h}.set_valid()")
+            o.line(f"C.plen += {size}")
+            o.dedent()
+            self.union_siblings_invalid(header)
+        else:
+            o.line(f"if {h}._v:")
+            o.indent()
+            o.line(f"C.plen -= {size}")
+            o.line(f"{h}._v = False")
+            o.dedent()
+
+    @staticmethod
+    def header_size_text(t, h: str) -> str:
+        """The bytes header ``h`` (of type ``t``) takes in the packet: its size, or with a
+        varbit field the size its current length gives."""
+        if isinstance(t, StructT) and t.varbit is not None:
+            return f"{h}.bits()[1]"
+        return f"{h}.NBYTES"
+
+    def count_header_made_valid(self, target: ir.Expr) -> None:
+        """A list or struct expression assigned to a header: p4c emits ``add_header`` for it,
+        so the packet's length grows by the header's size when the header was invalid."""
+        t = target.type
+        if not (isinstance(t, StructT) and t.kind == "header" and self.counts_packet_length()):
+            return
+        h = self.g(target)
+        self.out.line(f"if not {h}._v: C.plen += {self.header_size_text(t, h)}")
+
     def call_stmt(self, e) -> None:
         o = self.out
         if isinstance(e, ir.CtorCall):
@@ -357,7 +419,9 @@ class StmtGen:
         k0 = kind[0]
         if k0 == "header":
             h = self.g(e.func.expr)
-            if kind[1] == "setValid":
+            if kind[1] in ("setValid", "setInvalid") and self.counts_packet_length():
+                self.set_validity_counted(e.func.expr, h, kind[1] == "setValid")
+            elif kind[1] == "setValid":
                 o.line(f"{h}.set_valid()")
                 self.union_siblings_invalid(e.func.expr)
             elif kind[1] == "setInvalid":
