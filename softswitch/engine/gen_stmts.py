@@ -236,7 +236,7 @@ class StmtGen:
                 val = self.value_for(s.init, s.resolved)
                 if isinstance(s.init, (ir.ListExpr, ir.StructExpr)) and isinstance(s.resolved, StructT) \
                         and s.resolved.kind == "header" and self.counts_packet_length():
-                    o.line(f"C.plen += {self.class_of(s.resolved)}.NBYTES")   # p4c: add_header
+                    o.line(f"C.plen += {(s.resolved.width + 7) // 8}")   # p4c: add_header
                 if isinstance(s.resolved, (StructT, StackT)) and not isinstance(s.init, (ir.ListExpr, ir.StructExpr)):
                     val += ".copy()"
                 o.line(f"{name} = {val}")
@@ -400,7 +400,7 @@ class StmtGen:
         varbit field the size its current length gives."""
         if isinstance(t, StructT) and t.varbit is not None:
             return f"{h}.bits()[1]"
-        return f"{h}.NBYTES"
+        return str((t.width + 7) // 8)
 
     def count_header_made_valid(self, target: ir.Expr) -> None:
         """A list or struct expression assigned to a header: p4c emits ``add_header`` for it,
