@@ -316,23 +316,38 @@ class StmtGen:
         return action
 
     def out_args(self, e: ir.Call, params: list) -> tuple:
-        """(argument texts, [(index of out param, target expr)])"""
-        args, outs = [], []
+        """(argument texts, [(index of out param, target expr)], [(temporary, target expr)]).
+        Structs and stacks go by reference, but a header (or union) bound to an ``out``
+        parameter: P4_16 6.8 starts it invalid, so the callee gets a new, invalid one (made
+        here, before the call) that the caller copies back (:meth:`copy_back_fresh`), as p4c's
+        temporary for it in BMv2 (programs/out_header_param)."""
+        args, outs, fresh = [], [], []
         for i, (a, p) in enumerate(zip(e.args, params)):
-            if p.direction == "out":
+            if p.direction == "out" and isinstance(p.resolved, StructT) \
+                    and p.resolved.kind in ("header", "header_union"):
+                t = self.fresh("o")
+                self.out.line(f"{t} = {self.default_value(p.resolved)}")
+                args.append(t)
+                fresh.append((t, a))
+            elif p.direction == "out":
                 args.append("None" if not isinstance(p.resolved, (StructT, StackT)) else self.g(a))
             else:
                 args.append(self.value_for(a, p.resolved))
             if p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT)):
                 outs.append((i, a))
-        return args, outs
+        return args, outs, fresh
+
+    def copy_back_fresh(self, fresh: list) -> None:
+        """The new headers given to ``out`` parameters (:meth:`out_args`) into their arguments."""
+        for t, a in fresh:
+            self.assign(a, t)
 
     def call_with_outs(self, e: ir.Call, callee, params: list) -> None:
         """Call ``callee`` (an action, function or control instance), then copy what it
         returns for its out/inout parameters back into the arguments."""
-        args, outs = self.out_args(e, params)
+        args, outs, fresh = self.out_args(e, params)
         call = f"{self.names[callee]}({', '.join(args)})"
-        if not outs:
+        if not outs and not fresh:
             self.out.line(call)
             return
         r = self.fresh("r")
@@ -341,13 +356,14 @@ class StmtGen:
         if _is_parser(callee):
             # a sub-parser that ends in reject or an error still copies its outs back
             self.call_copying_back_on_exit(f"{r} = {call}", outs,
-                                           catch="(RT.ParserError, RT.ParserReject)")
+                                           catch="(RT.ParserError, RT.ParserReject)", fresh=fresh)
         elif _callee_may_exit(callee):
-            self.call_copying_back_on_exit(f"{r} = {call}", outs)
+            self.call_copying_back_on_exit(f"{r} = {call}", outs, fresh=fresh)
         else:
             self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{first + j}]")
+        self.copy_back_fresh(fresh)
 
     def union_siblings_invalid(self, header: ir.Expr) -> None:
         """After ``header`` became valid: if it is a member of a header_union, the union's
