@@ -217,8 +217,7 @@ class StmtGen:
             if len(o.lines) == n:
                 o.line("pass")
         elif isinstance(s, ir.Assign):
-            if isinstance(s.value, (ir.ListExpr, ir.StructExpr)) or (
-                    isinstance(s.value, ir.Cast) and isinstance(s.value.expr, (ir.ListExpr, ir.StructExpr))):
+            if _is_initializer(s.value):
                 self.count_header_made_valid(s.target)
             self.assign(s.target, self.value_for(s.value, s.target.type), s.value.type)
             if isinstance(s.target, ir.Member) and isinstance(s.target.expr.type, StructT) \
@@ -234,7 +233,7 @@ class StmtGen:
             self.names[sym] = name
             if s.init is not None:
                 val = self.value_for(s.init, s.resolved)
-                if isinstance(s.init, (ir.ListExpr, ir.StructExpr)) and isinstance(s.resolved, StructT) \
+                if _is_initializer(s.init) and isinstance(s.resolved, StructT) \
                         and s.resolved.kind == "header" and self.counts_packet_length():
                     o.line(f"C.plen += {(s.resolved.width + 7) // 8}")   # p4c: add_header
                 if isinstance(s.resolved, (StructT, StackT)) and not isinstance(s.init, (ir.ListExpr, ir.StructExpr)):
@@ -542,3 +541,11 @@ def _returns_value(callee) -> bool:
 def _is_parser(callee) -> bool:
     t = getattr(callee, "type", None)
     return getattr(t, "kind", None) == "parser"
+
+
+def _is_initializer(e) -> bool:
+    """A list or struct expression (``{1, 2}``, ``{a = 1}``, ``(H){1, 2}``): assigned to a
+    header, p4c-bm2-ss emits ``add_header`` for it (it makes the header valid)."""
+    if isinstance(e, ir.Cast):
+        e = e.expr
+    return isinstance(e, (ir.ListExpr, ir.StructExpr))
