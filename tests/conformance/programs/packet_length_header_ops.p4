@@ -59,6 +59,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         } else if (op == 14) {          // a local initialised by a list expression: +3 (add_header on it)
             x_t t = { 0x4321, 0x65 };
             hdr.x = t;
+        } else if (op == 15) {          // a cast list expression assigned: +3
+            hdr.x = (x_t){ 0x2468, 0x9A };
         } else if (op == 13) {          // ingress writes packet_length: egress does not see it
             std.packet_length = 1000;
         }
