@@ -2,11 +2,11 @@
 
 Usage::
 
-    .venv/bin/python bench/bench_softswitch.py [PROGRAM.p4 ...] [--packets N]
+    .venv/bin/python bench/bench_softswitch.py [PROGRAM.p4 ...] [--packets N] [--frame HEX]
 
 Always measures ``bench/programs/basic.p4`` (tutorials-style IPv4 LPM forwarding with a few
 routes, TTL decrement and checksum update); each extra program is fed minimal Ethernet frames
-(with no table entries) to measure its parser/control overhead. Prints one line per program:
+(with no table entries), or the frame ``--frame`` gives, to measure its parser/control overhead. Prints one line per program:
 kpps and microseconds per packet of the best round, and the median round's kpps.
 """
 from __future__ import annotations
@@ -74,9 +74,11 @@ def bench_basic(n: int, rounds: int) -> None:
     report("basic.p4 (ipv4_lpm, 4 routes)", measure(dp, frames, n, rounds), n)
 
 
-def bench_program(path: str, n: int, rounds: int) -> None:
+def bench_program(path: str, n: int, rounds: int, frame: bytes = b"") -> None:
     dp = compile_file(path).instantiate()
-    frames = [ipv4_frame(0x0A000105)]
+    frames = [frame or ipv4_frame(0x0A000105)]
+    if frame and not dp.process(1, frame).outputs:
+        raise SystemExit(f"{path}: the --frame given does not come out of the program")
     report(os.path.basename(path), measure(dp, frames, n, rounds), n)
 
 
@@ -85,10 +87,12 @@ def main(argv=None) -> int:
     ap.add_argument("programs", nargs="*", help="extra .p4 programs to measure")
     ap.add_argument("--packets", type=int, default=DEFAULT_PACKETS, help="packets per round")
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds (best is reported)")
+    ap.add_argument("--frame", type=bytes.fromhex, default=b"",
+                    help="the frame (hex) fed to the extra programs, instead of a minimal IPv4 one")
     args = ap.parse_args(argv)
     bench_basic(args.packets, args.rounds)
     for p in args.programs:
-        bench_program(p, args.packets, args.rounds)
+        bench_program(p, args.packets, args.rounds, args.frame)
     return 0
 
 

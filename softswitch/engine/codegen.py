@@ -605,25 +605,27 @@ class ProgramGen(CodeGen):
         o = self.out
         dparams = [p for p in decl.params if p.direction]
         call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
-        args, outs = self.out_args(call, dparams)
+        args, outs, fresh = self.out_args(call, dparams)     # (fresh: lines using no cell)
         text = f"{fn}({''.join(a + ', ' for a in args)}*cp)"
-        if not outs:
+        if not outs and not fresh:
             o.line(f"return {text}")
             return
         if self.cells:
             o.line(f"nonlocal {', '.join(self.cells)}")
         r = self.fresh("r")
         if may_exit(decl.body):
-            self.call_copying_back_on_exit(f"{r} = {text}", outs)
+            self.call_copying_back_on_exit(f"{r} = {text}", outs, fresh=fresh)
         else:
             o.line(f"{r} = {text}")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{j}]")
+        self.copy_back_fresh(fresh)
 
     def call_copying_back_on_exit(self, line: str, outs: list,
-                                  catch: str = "RT.ExitControl") -> None:
+                                  catch: str = "RT.ExitControl", fresh: list = ()) -> None:
         """``line`` (a call of an action that may exit), then on ``exit`` the action's
-        out/inout arguments (``outs``: [(index, target)]) copied back before it goes on.
+        out/inout arguments (``outs``: [(index, target)]; ``fresh``: the new headers given to
+        ``out`` header parameters) copied back before it goes on.
         ``catch``: the exceptions that end the callee early (a sub-parser's reject and parser
         errors carry its outs too)."""
         o = self.out
@@ -635,6 +637,7 @@ class ProgramGen(CodeGen):
         o.indent()
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"exc.outs[{j}]")
+        self.copy_back_fresh(fresh)
         o.line("raise")
         o.dedent()
 

@@ -215,11 +215,12 @@ class ExprGen:
         if self._lazy:
             raise unsupported(e, "a function with out/inout parameters called where it may not "
                                  "run (after && or ||, in a branch of ?:)")
-        args, outs = self.out_args(e, d.params)
+        args, outs, fresh = self.out_args(e, d.params)
         r = self.fresh("r")
         self.out.line(f"{r} = {self.names[e.func.sym]}({', '.join(args)})")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{1 + j}]")
+        self.copy_back_fresh(fresh)
         return f"{r}[0]"
 
     def table_apply(self, e: ir.Call) -> str:

@@ -217,13 +217,25 @@ class StmtGen:
             if len(o.lines) == n:
                 o.line("pass")
         elif isinstance(s, ir.Assign):
+            if _is_initializer(s.value):
+                self.count_header_made_valid(s.target)
             self.assign(s.target, self.value_for(s.value, s.target.type), s.value.type)
+            if isinstance(s.target, ir.Member) and isinstance(s.target.expr.type, StructT) \
+                    and s.target.expr.type.kind == "header_union":
+                # a union member assigned a valid header: the other members become invalid
+                o.line(f"if {self.g(s.target)}._v:")
+                o.indent()
+                self.union_siblings_invalid(s.target)
+                o.dedent()
         elif isinstance(s, ir.VarDecl):
             name = self.fresh(f"v_{s.name}_")
             sym = self._find_sym(s)
             self.names[sym] = name
             if s.init is not None:
                 val = self.value_for(s.init, s.resolved)
+                if _is_initializer(s.init) and isinstance(s.resolved, StructT) \
+                        and s.resolved.kind == "header" and self.counts_packet_length():
+                    o.line(f"C.plen += {(s.resolved.width + 7) // 8}")   # p4c: add_header
                 if isinstance(s.resolved, (StructT, StackT)) and not isinstance(s.init, (ir.ListExpr, ir.StructExpr)):
                     val += ".copy()"
                 o.line(f"{name} = {val}")
@@ -303,23 +315,38 @@ class StmtGen:
         return action
 
     def out_args(self, e: ir.Call, params: list) -> tuple:
-        """(argument texts, [(index of out param, target expr)])"""
-        args, outs = [], []
+        """(argument texts, [(index of out param, target expr)], [(temporary, target expr)]).
+        Structs and stacks go by reference, but a header (or union) bound to an ``out``
+        parameter: P4_16 6.8 starts it invalid, so the callee gets a new, invalid one (made
+        here, before the call) that the caller copies back (:meth:`copy_back_fresh`), as p4c's
+        temporary for it in BMv2 (programs/out_header_param)."""
+        args, outs, fresh = [], [], []
         for i, (a, p) in enumerate(zip(e.args, params)):
-            if p.direction == "out":
+            if p.direction == "out" and isinstance(p.resolved, StructT) \
+                    and p.resolved.kind in ("header", "header_union"):
+                t = self.fresh("o")
+                self.out.line(f"{t} = {self.default_value(p.resolved)}")
+                args.append(t)
+                fresh.append((t, a))
+            elif p.direction == "out":
                 args.append("None" if not isinstance(p.resolved, (StructT, StackT)) else self.g(a))
             else:
                 args.append(self.value_for(a, p.resolved))
             if p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT)):
                 outs.append((i, a))
-        return args, outs
+        return args, outs, fresh
+
+    def copy_back_fresh(self, fresh: list) -> None:
+        """The new headers given to ``out`` parameters (:meth:`out_args`) into their arguments."""
+        for t, a in fresh:
+            self.assign(a, t)
 
     def call_with_outs(self, e: ir.Call, callee, params: list) -> None:
         """Call ``callee`` (an action, function or control instance), then copy what it
         returns for its out/inout parameters back into the arguments."""
-        args, outs = self.out_args(e, params)
+        args, outs, fresh = self.out_args(e, params)
         call = f"{self.names[callee]}({', '.join(args)})"
-        if not outs:
+        if not outs and not fresh:
             self.out.line(call)
             return
         r = self.fresh("r")
@@ -328,13 +355,14 @@ class StmtGen:
         if _is_parser(callee):
             # a sub-parser that ends in reject or an error still copies its outs back
             self.call_copying_back_on_exit(f"{r} = {call}", outs,
-                                           catch="(RT.ParserError, RT.ParserReject)")
+                                           catch="(RT.ParserError, RT.ParserReject)", fresh=fresh)
         elif _callee_may_exit(callee):
-            self.call_copying_back_on_exit(f"{r} = {call}", outs)
+            self.call_copying_back_on_exit(f"{r} = {call}", outs, fresh=fresh)
         else:
             self.out.line(f"{r} = {call}")
         for j, (_, a) in enumerate(outs):
             self.assign(a, f"{r}[{first + j}]")
+        self.copy_back_fresh(fresh)
 
     def union_siblings_invalid(self, header: ir.Expr) -> None:
         """After ``header`` became valid: if it is a member of a header_union, the union's
@@ -349,6 +377,55 @@ class StmtGen:
             if name != header.member:
                 self.out.line(f"{u}.{pyfield(name)}._v = False")
 
+    # ------------------------------------------------------------------------------ packet length
+    def counts_packet_length(self) -> bool:
+        """v1model (BMv2): the packet's length follows setValid/setInvalid (``C.plen``, what
+        egress reads as ``standard_metadata.packet_length``); TNA has no such length."""
+        return self.ck.main is None or self.ck.main.type_ref.name != "Switch"
+
+    def set_validity_counted(self, header: ir.Expr, h: str, valid: bool) -> None:
+        """``setValid()``/``setInvalid()`` as BMv2's ``add_header``/``remove_header`` (p4c's
+        primitives for them): when the header's validity changes, the packet's length
+        (``C.plen``) grows or shrinks by the header's size; a header already valid (invalid)
+        changes nothing. A union member made valid leaves the length of the member it makes
+        invalid counted, as BMv2 does (``tests/conformance/programs/packet_length_*``)."""
+        o = self.out
+        if "(" in h:                  # a run-time stack index: evaluated once
+            t = self.fresh("hv")
+            o.line(f"{t} = {h}")
+            h = t
+        size = self.header_size_text(header.type, h)
+        if valid:
+            o.line(f"if not {h}._v:")
+            o.indent()
+            o.line(f"{h}.set_valid()")
+            o.line(f"C.plen += {size}")
+            o.dedent()
+            self.union_siblings_invalid(header)
+        else:
+            o.line(f"if {h}._v:")
+            o.indent()
+            o.line(f"C.plen -= {size}")
+            o.line(f"{h}._v = False")
+            o.dedent()
+
+    @staticmethod
+    def header_size_text(t, h: str) -> str:
+        """The bytes header ``h`` (of type ``t``) takes in the packet: its size, or with a
+        varbit field the size its current length gives."""
+        if isinstance(t, StructT) and t.varbit is not None:
+            return f"{h}.bits()[1]"
+        return str((t.width + 7) // 8)
+
+    def count_header_made_valid(self, target: ir.Expr) -> None:
+        """A list or struct expression assigned to a header: p4c emits ``add_header`` for it,
+        so the packet's length grows by the header's size when the header was invalid."""
+        t = target.type
+        if not (isinstance(t, StructT) and t.kind == "header" and self.counts_packet_length()):
+            return
+        h = self.g(target)
+        self.out.line(f"if not {h}._v: C.plen += {self.header_size_text(t, h)}")
+
     def call_stmt(self, e) -> None:
         o = self.out
         if isinstance(e, ir.CtorCall):
@@ -357,7 +434,9 @@ class StmtGen:
         k0 = kind[0]
         if k0 == "header":
             h = self.g(e.func.expr)
-            if kind[1] == "setValid":
+            if kind[1] in ("setValid", "setInvalid") and self.counts_packet_length():
+                self.set_validity_counted(e.func.expr, h, kind[1] == "setValid")
+            elif kind[1] == "setValid":
                 o.line(f"{h}.set_valid()")
                 self.union_siblings_invalid(e.func.expr)
             elif kind[1] == "setInvalid":
@@ -462,3 +541,11 @@ def _returns_value(callee) -> bool:
 def _is_parser(callee) -> bool:
     t = getattr(callee, "type", None)
     return getattr(t, "kind", None) == "parser"
+
+
+def _is_initializer(e) -> bool:
+    """A list or struct expression (``{1, 2}``, ``{a = 1}``, ``(H){1, 2}``): assigned to a
+    header, p4c-bm2-ss emits ``add_header`` for it (it makes the header valid)."""
+    if isinstance(e, ir.Cast):
+        e = e.expr
+    return isinstance(e, (ir.ListExpr, ir.StructExpr))

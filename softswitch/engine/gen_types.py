@@ -225,6 +225,12 @@ class TypesGen:
         # "TNA on the embedded target")
         if not (self.ck.main is not None and self.ck.main.type_ref.name == "Switch"):
             for (n, ft), pf in zip(t.fields, fields):
-                o.line(f"self.{pf} = {self.default_value(ft)}")
+                if isinstance(ft, Varbit):
+                    # BMv2 zeroes a varbit field's value and keeps its length (the length the
+                    # header was last extracted with in this packet; 0 if it was not):
+                    # programs/packet_length_varbit
+                    o.line(f"self.{pf} = (self.{pf}[0], 0)")
+                else:
+                    o.line(f"self.{pf} = {self.default_value(ft)}")
         o.dedent()
         o.dedent()

@@ -187,6 +187,10 @@ class Context:
         self.off = 0
         self.n = 0
         self.length = 0
+        # The packet's length as BMv2 keeps it (its packet register 0): the length received,
+        # changed by every setValid/setInvalid that changes a header's validity (p4c's
+        # add_header/remove_header), in the parser too. Egress reads it as packet_length.
+        self.plen = 0
         self.out: list = []
         self.checksum_error = 0
         self.clone_req = None
@@ -197,7 +201,8 @@ class Context:
         self.trace: Optional[list] = None
 
     def start(self, frame: bytes) -> None:
-        self.buf, self.off, self.n, self.length = frame, 0, len(frame), len(frame)
+        self.buf, self.off, self.n = frame, 0, len(frame)
+        self.length = self.plen = len(frame)
         self.checksum_error = 0
         self.clone_req = None
         self.learn = None
@@ -347,6 +352,7 @@ class V1Dataplane:
             except ExitControl:
                 pass
         payload = data[payload_off:]
+        plen = C.plen             # the length egress sees: ingress's headers counted
         clone_req, resubmit = C.clone_req, C.resubmit
         cut = C.truncate          # truncate() in ingress: BMv2 keeps it with the packet
         if clone_req is not None and clone_req[0] == CLONE_I2E:
@@ -375,17 +381,17 @@ class V1Dataplane:
                 # The last replica takes the packet's own headers and metadata: every earlier
                 # replica has copied them already and nothing reads them afterwards.
                 if i == last:
-                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work, cut)
+                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work, plen, cut)
                 else:
                     self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work,
-                                      cut)
+                                      plen, cut)
             return
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:
                 C.trace.append("dropped in ingress (egress_spec == drop port)")
             return
         std.instance_type = PKT_INSTANCE_TYPE_NORMAL
-        self._egress_pass(hdr, meta, std, payload, std.egress_spec, result, work, cut)
+        self._egress_pass(hdr, meta, std, payload, std.egress_spec, result, work, plen, cut)
 
     def _clone_i2e(self, port, data, meta, req, result, work) -> None:
         _, session, fl = req
@@ -395,26 +401,29 @@ class V1Dataplane:
         preserved = self._preserve(meta, fl) if fl else None
         for r in sess.replicas:
             # BMv2 parses the original frame again (with the same ingress_port), then resets
-            # the metadata and copies the preserved field list into it.
+            # the metadata and copies the preserved field list into it. Its length is the
+            # length received and what that parse added (setValid in the parser).
             hdr, m2, std = self._H(), self._M(), self._STD()
             std.ingress_port = port
             self._parse(data, hdr, m2, std)
-            payload = data[self.C.off:]
+            payload, plen = data[self.C.off:], self.C.plen
             m2, std = self._M(), self._STD()
             if preserved:
                 self._restore(m2, preserved)
             std.instance_type = PKT_INSTANCE_TYPE_INGRESS_CLONE
             std.egress_rid = r.rid
-            std.packet_length = len(data)
-            self._egress_pass(hdr, m2, std, payload, r.port, result, work,
+            self._egress_pass(hdr, m2, std, payload, r.port, result, work, plen,
                               truncate=sess.packet_length_bytes)
 
-    def _egress_pass(self, hdr, meta, std, payload, port, result, work, truncate=0,
+    def _egress_pass(self, hdr, meta, std, payload, port, result, work, plen, truncate=0,
                      depth=0) -> None:
         """Egress for one packet instance; E2E clones run after it (bounded by MAX_PASSES).
+        ``plen``: the packet's length as BMv2 keeps it (``Context.plen``), what egress reads
+        as packet_length (not what ingress wrote there); truncate() does not change it.
         ``truncate``: the length the frame is cut to (a clone session's, or what ingress
         asked), unless egress calls truncate() itself."""
         C = self.C
+        C.plen = std.packet_length = plen
         std.egress_port = port
         std.egress_spec = 0
         C.clone_req = None
@@ -439,8 +448,8 @@ class V1Dataplane:
                         self._restore(m2, preserved)
                     s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
                     s2.egress_rid = r.rid
-                    s2.packet_length = std.packet_length
-                    clones.append((hdr.copy(), m2, s2, r.port, sess.packet_length_bytes))
+                    # the length as egress left it (its setValid/setInvalid counted)
+                    clones.append((hdr.copy(), m2, s2, r.port, C.plen, sess.packet_length_bytes))
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:
                 C.trace.append("dropped in egress (mark_to_drop)")
@@ -462,12 +471,12 @@ class V1Dataplane:
                 if C.trace is not None:
                     C.trace.append(f"output port {port}, {len(frame)} bytes")
                 result.outputs.append((port, frame))
-        for h2, m2, s2, p2, cut2 in clones:
+        for h2, m2, s2, p2, plen2, cut2 in clones:
             if depth + 1 >= MAX_PASSES:
                 if C.trace is not None:
                     C.trace.append(f"dropped: more than {MAX_PASSES} egress clones")
                 break
-            self._egress_pass(h2, m2, s2, payload, p2, result, work, cut2, depth + 1)
+            self._egress_pass(h2, m2, s2, payload, p2, result, work, plen2, cut2, depth + 1)
 
     @staticmethod
     def _run(block, *args) -> None:

@@ -43,12 +43,18 @@ def test_generator_is_deterministic():
 
 def test_the_generator_covers_every_feature_it_lists():
     """Each of p4smith.FEATURES (the coverage report's rows) appears in some of 100 programs,
-    and a program's features are the ones its source shows."""
+    and a program's features are the ones its source shows; some programs read packet_length in
+    egress after ingress changed a header's validity (how seed 3149 found issue 17)."""
     seen = set()
+    length_after_validity = 0       # issue 17: egress reads packet_length after ingress's setValid
     for seed in range(100):
         prog = p4smith.generate(seed)
         seen |= prog.features
         src, used = prog.source, prog.features
+        ingress = src[src.index("control MyIngress"):src.index("control MyEgress")]
+        egress = src[src.index("control MyEgress"):src.index("control MyCompute")]
+        length_after_validity += ("std.packet_length" in egress
+                                  and (".setValid()" in ingress or ".setInvalid()" in ingress))
         assert ("table t0" in src) == bool({"const entries", "entries with priority"} & used)
         assert ("switch (t" in src) == ("switch (apply().action_run)" in used)
         assert ("pkt.extract(hdr.s.next)" in src) == ("header stack .next/.last" in used)
@@ -56,6 +62,7 @@ def test_the_generator_covers_every_feature_it_lists():
         assert ("hash(" in src) == any(f.startswith("hash ") for f in used)
         assert (".setValid()" in src) == ("setValid" in used)
     assert seen == set(p4smith.FEATURES)
+    assert length_after_validity >= 5, length_after_validity
 
 
 def test_frames_follow_the_parser():

@@ -56,8 +56,8 @@ def _builds() -> list:
     builds = []
     for program in discover_programs():
         # a program the embedded target cannot compile says so (tests/conformance); one it
-        # compiles but runs differently from BMv2 says so too, and its P4Info is still checked
-        # (programs/egress_packet_length_after_ingress): an xfail only for a compile error
+        # compiles but runs differently from BMv2 says so too, and its P4Info is still
+        # checked: an xfail only for a compile error
         unsupported = _EMBEDDED_XFAIL.search((REPO / program).read_text(encoding="utf-8"))
         marks = ([pytest.mark.xfail(reason=unsupported.group(1), strict=False,
                                     raises=P4CompileError)]

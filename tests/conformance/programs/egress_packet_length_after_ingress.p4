@@ -1,5 +1,4 @@
-// standard_metadata.packet_length in egress after ingress added a header: BMv2 gives the length of the packet as ingress left it (the frame in plus the 3-byte header ingress made valid), not the length received. Found by the random differential test (hina.testing.p4smith, seed 3149).
-// xfail-embedded: the embedded target keeps the received length in egress (softswitch/engine/runtime.py, _egress_pass); not fixed yet
+// standard_metadata.packet_length in egress after ingress added a header: BMv2 gives the length of the packet as ingress left it (the frame in plus the 3-byte header ingress made valid), not the length received. Found by the random differential test (hina.testing.p4smith, seed 3149); the other ways a header's validity changes, and the copies of a packet, are in programs/packet_length_*.
 #include <core.p4>
 #include <v1model.p4>
 
