@@ -186,6 +186,9 @@ class JobConfig:
         generation: the job's current generation (docs/protocol.md, "Generations"), written
             into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`
             moves it on when the job's workers restart.
+        sum_saturates: the switch's SUM saturates instead of flagging overflow (set at creation
+            on the TNA program); its workers then bound every SUM contribution (see
+            :class:`worker.transport.JobParams`).
         generation_cause: why the job last moved to a new generation (``hina-ctl serve``: which
             worker's seat was taken again, and why its holder had gone); "" before any bump.
     """
@@ -216,6 +219,7 @@ class JobConfig:
     switch_mac: str = DEFAULT_SWITCH_MAC
     generation: int = P.FIRST_GENERATION
     generation_cause: str = ""
+    sum_saturates: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "workers", tuple(self.workers))

@@ -557,7 +557,7 @@ def _join_reply(job: JobConfig, index: int, session: str, lease_s: float,
     return pb.JoinReply(
         job_id=job.job_id, worker_index=index, n_workers=len(job.workers), n_slots=job.n_slots,
         words=job.words, session=session, lease_s=lease_s, codec=codec, link=link,
-        generation=generation,
+        generation=generation, sum_saturates=job.sum_saturates,
         me=pb.Endpoint(mac=w.mac, ip=w.ip, udp_port=w.udp_port),
         switch=pb.Endpoint(mac=job.switch_mac, ip=job.switch_ip, udp_port=P.UDP_PORT_BASE))
 

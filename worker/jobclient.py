@@ -138,6 +138,8 @@ class Seat:
     lease_s: float
     #: the job's generation when the seat was handed out (or last re-read: JobClient.refresh)
     generation: int = 1
+    #: the switch's SUM saturates (the TNA program): SUM contributions are bounded
+    sum_saturates: bool = False
 
     @classmethod
     def from_reply(cls, r: pb.JoinReply) -> "Seat":
@@ -153,7 +155,7 @@ class Seat:
                                c.sketch.k, c.sketch.k_fraction, c.sketch.sketch_bits,
                                c.sketch.value_bits, c.sketch.value_blocks, c.sketch.rotate,
                                tuple(c.adaptive_choices)),
-                   r.lease_s, r.generation or 1)
+                   r.lease_s, r.generation or 1, r.sum_saturates)
 
     def to_json(self) -> dict:
         """A JSON-able dict (e.g. for a child process: ``HINA_SEAT``); see :meth:`from_json`."""
@@ -177,7 +179,7 @@ class Seat:
         """The :class:`worker.transport.JobParams` of this seat."""
         from .transport import JobParams
         return JobParams(self.job_id, self.n_workers, self.n_slots, self.words,
-                         self.codec_params.thc_table, self.generation)
+                         self.codec_params.thc_table, self.generation, self.sum_saturates)
 
     def link(self):
         """A :class:`~worker.link.FrameLink` (loopback tunnel) or :class:`~worker.link.UdpLink`."""

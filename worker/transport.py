@@ -247,17 +247,33 @@ class Transport:
 
         Raises:
             TransportTimeout: a chunk had no result within ``give_up_s``.
-            OverflowFlagged: the switch flagged an overflow in a SUM result.
+            OverflowFlagged: the switch flagged an overflow in a SUM result; or, before
+                anything is sent, SUM data outside ``job.sum_bound`` on a job whose switch
+                saturates instead of flagging (``JobParams.sum_saturates``: the other workers
+                then get no result for the call and time out, never a wrong sum).
             GenerationChanged: the switch answered that the job is in another generation.
         """
         op = P.Op(op)
         data = np.ascontiguousarray(data, dtype=_NP_UP[op]).reshape(-1)
+        if self.job.sum_saturates and op is P.Op.SUM and data.size:
+            self._check_sum_bound(data)
         if op is P.Op.BLOCK_SUM:
             return self.reduce_block_sparse(data)
         layout = layout_for(op, data.size, self.job.words)
         results = self._run(layout, data)
         count = 2 * data.size if op is P.Op.LUT_SUM else data.size
         return results.reshape(-1)[:count].astype(result_payload_dtype(op).newbyteorder("="))
+
+    def _check_sum_bound(self, data: np.ndarray) -> None:
+        bound = self.job.sum_bound
+        low, high = int(data.min()), int(data.max())
+        if high > bound or low < -bound:
+            at = int(np.flatnonzero((data > bound) | (data < -bound))[0])
+            raise OverflowFlagged(
+                f"job {self.job.job_id}: SUM value {int(data[at])} at index {at} is outside "
+                f"+-{bound} = (2**31 - 1) // {self.job.n_workers} workers: this job's switch "
+                "saturates instead of flagging overflows (the TNA program), and only values "
+                "within that bound sum correctly in any order; nothing was sent")
 
     def _run(self, layout: ChunkLayout, data: np.ndarray) -> np.ndarray:
         """Stream the chunks of ``data`` through the switch; their results, in chunk order.
@@ -452,6 +468,8 @@ class Transport:
                 that skips this worker's).
         """
         data = np.ascontiguousarray(data, dtype=np.int32).reshape(-1)
+        if self.job.sum_saturates and data.size:
+            self._check_sum_bound(data)
         job, words, n_slots = self.job, self.job.words, self.window
         stats = CallStats()
         started = progress = time.monotonic()

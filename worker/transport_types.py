@@ -99,6 +99,11 @@ class JobParams:
         thc_table: the THC table installed for the job (LUT-SUM streams must use it).
         generation: the job's generation this worker belongs to (docs/protocol.md,
             "Generations"); every packet carries it, replies of another one are ignored.
+        sum_saturates: the switch's SUM saturates at the int32 bounds instead of flagging an
+            overflow (the TNA program). Saturation is not sticky (a saturated partial sum and a
+            later negative contribution give a wrong word at neither bound), so the transport
+            refuses SUM data outside ``+-(2**31 - 1) // n_workers`` (:meth:`sum_bound`): within
+            it no order of partial sums leaves int32.
     """
     job_id: int
     n_workers: int
@@ -106,6 +111,13 @@ class JobParams:
     words: int = P.WORDS
     thc_table: Optional[tuple[int, ...]] = None
     generation: int = P.FIRST_GENERATION
+    sum_saturates: bool = False
+
+    @property
+    def sum_bound(self) -> int:
+        """The largest magnitude of one worker's SUM value that no order of partial sums of the
+        job's workers can take out of int32."""
+        return (2**31 - 1) // self.n_workers
 
     def __post_init__(self):
         if not 0 <= self.job_id <= P.MAX_JOB_ID:

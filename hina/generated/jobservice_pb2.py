@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10jobservice.proto\x12\x12hina.jobservice.v1\"5\n\x08\x45ndpoint\x12\x0b\n\x03mac\x18\x01 \x01(\t\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08udp_port\x18\x03 \x01(\r\"}\n\x04Link\x12+\n\x04kind\x18\x01 \x01(\x0e\x32\x1d.hina.jobservice.v1.Link.Kind\x12\x14\n\x0ctunnel_local\x18\x02 \x01(\t\x12\x15\n\rtunnel_switch\x18\x03 \x01(\t\"\x1b\n\x04Kind\x12\x07\n\x03UDP\x10\x00\x12\n\n\x06TUNNEL\x10\x01\"\xa8\x01\n\x0bSketchShape\x12\x0c\n\x04rows\x18\x01 \x01(\r\x12\x0f\n\x07\x63olumns\x18\x02 \x01(\r\x12\x0c\n\x04seed\x18\x03 \x01(\r\x12\t\n\x01k\x18\x04 \x01(\r\x12\x12\n\nk_fraction\x18\x05 \x01(\x01\x12\x13\n\x0bsketch_bits\x18\x06 \x01(\r\x12\x12\n\nvalue_bits\x18\x07 \x01(\r\x12\x14\n\x0cvalue_blocks\x18\x08 \x01(\r\x12\x0e\n\x06rotate\x18\t \x01(\r\"\xb5\x01\n\x0b\x43odecParams\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07lane_op\x18\x02 \x01(\t\x12\x11\n\tthc_table\x18\x03 \x03(\r\x12\x17\n\x0fthc_granularity\x18\x04 \x01(\r\x12\x10\n\x08rht_seed\x18\x05 \x01(\r\x12/\n\x06sketch\x18\x06 \x01(\x0b\x32\x1f.hina.jobservice.v1.SketchShape\x12\x18\n\x10\x61\x64\x61ptive_choices\x18\x07 \x03(\t\"^\n\x0bJoinRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08udp_port\x18\x03 \x01(\r\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x13\n\x0bincarnation\x18\x05 \x01(\t\"\xca\x02\n\tJoinReply\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x14\n\x0cworker_index\x18\x02 \x01(\r\x12\x11\n\tn_workers\x18\x03 \x01(\r\x12\x0f\n\x07n_slots\x18\x04 \x01(\r\x12\r\n\x05words\x18\x05 \x01(\r\x12\x0f\n\x07session\x18\x06 \x01(\t\x12(\n\x02me\x18\x07 \x01(\x0b\x32\x1c.hina.jobservice.v1.Endpoint\x12,\n\x06switch\x18\x08 \x01(\x0b\x32\x1c.hina.jobservice.v1.Endpoint\x12&\n\x04link\x18\t \x01(\x0b\x32\x18.hina.jobservice.v1.Link\x12.\n\x05\x63odec\x18\n \x01(\x0b\x32\x1f.hina.jobservice.v1.CodecParams\x12\x0f\n\x07lease_s\x18\x0b \x01(\x01\x12\x12\n\ngeneration\x18\x0c \x01(\r\"R\n\x0e\x42\x61rrierRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\ttimeout_s\x18\x04 \x01(\x01\"\"\n\x0c\x42\x61rrierReply\x12\x12\n\ngeneration\x18\x01 \x01(\r\"/\n\x0cLeaveRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\"\x0c\n\nLeaveReply\"3\n\x10HeartbeatRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\r2\xc7\x02\n\nJobService\x12\x46\n\x04Join\x12\x1f.hina.jobservice.v1.JoinRequest\x1a\x1d.hina.jobservice.v1.JoinReply\x12O\n\x07\x42\x61rrier\x12\".hina.jobservice.v1.BarrierRequest\x1a .hina.jobservice.v1.BarrierReply\x12I\n\x05Leave\x12 .hina.jobservice.v1.LeaveRequest\x1a\x1e.hina.jobservice.v1.LeaveReply\x12U\n\tHeartbeat\x12$.hina.jobservice.v1.HeartbeatRequest\x1a\".hina.jobservice.v1.HeartbeatReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10jobservice.proto\x12\x12hina.jobservice.v1\"5\n\x08\x45ndpoint\x12\x0b\n\x03mac\x18\x01 \x01(\t\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08udp_port\x18\x03 \x01(\r\"}\n\x04Link\x12+\n\x04kind\x18\x01 \x01(\x0e\x32\x1d.hina.jobservice.v1.Link.Kind\x12\x14\n\x0ctunnel_local\x18\x02 \x01(\t\x12\x15\n\rtunnel_switch\x18\x03 \x01(\t\"\x1b\n\x04Kind\x12\x07\n\x03UDP\x10\x00\x12\n\n\x06TUNNEL\x10\x01\"\xa8\x01\n\x0bSketchShape\x12\x0c\n\x04rows\x18\x01 \x01(\r\x12\x0f\n\x07\x63olumns\x18\x02 \x01(\r\x12\x0c\n\x04seed\x18\x03 \x01(\r\x12\t\n\x01k\x18\x04 \x01(\r\x12\x12\n\nk_fraction\x18\x05 \x01(\x01\x12\x13\n\x0bsketch_bits\x18\x06 \x01(\r\x12\x12\n\nvalue_bits\x18\x07 \x01(\r\x12\x14\n\x0cvalue_blocks\x18\x08 \x01(\r\x12\x0e\n\x06rotate\x18\t \x01(\r\"\xb5\x01\n\x0b\x43odecParams\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07lane_op\x18\x02 \x01(\t\x12\x11\n\tthc_table\x18\x03 \x03(\r\x12\x17\n\x0fthc_granularity\x18\x04 \x01(\r\x12\x10\n\x08rht_seed\x18\x05 \x01(\r\x12/\n\x06sketch\x18\x06 \x01(\x0b\x32\x1f.hina.jobservice.v1.SketchShape\x12\x18\n\x10\x61\x64\x61ptive_choices\x18\x07 \x03(\t\"^\n\x0bJoinRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08udp_port\x18\x03 \x01(\r\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x13\n\x0bincarnation\x18\x05 \x01(\t\"\xe1\x02\n\tJoinReply\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x14\n\x0cworker_index\x18\x02 \x01(\r\x12\x11\n\tn_workers\x18\x03 \x01(\r\x12\x0f\n\x07n_slots\x18\x04 \x01(\r\x12\r\n\x05words\x18\x05 \x01(\r\x12\x0f\n\x07session\x18\x06 \x01(\t\x12(\n\x02me\x18\x07 \x01(\x0b\x32\x1c.hina.jobservice.v1.Endpoint\x12,\n\x06switch\x18\x08 \x01(\x0b\x32\x1c.hina.jobservice.v1.Endpoint\x12&\n\x04link\x18\t \x01(\x0b\x32\x18.hina.jobservice.v1.Link\x12.\n\x05\x63odec\x18\n \x01(\x0b\x32\x1f.hina.jobservice.v1.CodecParams\x12\x0f\n\x07lease_s\x18\x0b \x01(\x01\x12\x12\n\ngeneration\x18\x0c \x01(\r\x12\x15\n\rsum_saturates\x18\r \x01(\x08\"R\n\x0e\x42\x61rrierRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\ttimeout_s\x18\x04 \x01(\x01\"\"\n\x0c\x42\x61rrierReply\x12\x12\n\ngeneration\x18\x01 \x01(\r\"/\n\x0cLeaveRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\"\x0c\n\nLeaveReply\"3\n\x10HeartbeatRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07session\x18\x02 \x01(\t\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\r2\xc7\x02\n\nJobService\x12\x46\n\x04Join\x12\x1f.hina.jobservice.v1.JoinRequest\x1a\x1d.hina.jobservice.v1.JoinReply\x12O\n\x07\x42\x61rrier\x12\".hina.jobservice.v1.BarrierRequest\x1a .hina.jobservice.v1.BarrierReply\x12I\n\x05Leave\x12 .hina.jobservice.v1.LeaveRequest\x1a\x1e.hina.jobservice.v1.LeaveReply\x12U\n\tHeartbeat\x12$.hina.jobservice.v1.HeartbeatRequest\x1a\".hina.jobservice.v1.HeartbeatReplyb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jobservice_pb2', globals())
@@ -33,19 +33,19 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _JOINREQUEST._serialized_start=577
   _JOINREQUEST._serialized_end=671
   _JOINREPLY._serialized_start=674
-  _JOINREPLY._serialized_end=1004
-  _BARRIERREQUEST._serialized_start=1006
-  _BARRIERREQUEST._serialized_end=1088
-  _BARRIERREPLY._serialized_start=1090
-  _BARRIERREPLY._serialized_end=1124
-  _LEAVEREQUEST._serialized_start=1126
-  _LEAVEREQUEST._serialized_end=1173
-  _LEAVEREPLY._serialized_start=1175
-  _LEAVEREPLY._serialized_end=1187
-  _HEARTBEATREQUEST._serialized_start=1189
-  _HEARTBEATREQUEST._serialized_end=1240
-  _HEARTBEATREPLY._serialized_start=1242
-  _HEARTBEATREPLY._serialized_end=1278
-  _JOBSERVICE._serialized_start=1281
-  _JOBSERVICE._serialized_end=1608
+  _JOINREPLY._serialized_end=1027
+  _BARRIERREQUEST._serialized_start=1029
+  _BARRIERREQUEST._serialized_end=1111
+  _BARRIERREPLY._serialized_start=1113
+  _BARRIERREPLY._serialized_end=1147
+  _LEAVEREQUEST._serialized_start=1149
+  _LEAVEREQUEST._serialized_end=1196
+  _LEAVEREPLY._serialized_start=1198
+  _LEAVEREPLY._serialized_end=1210
+  _HEARTBEATREQUEST._serialized_start=1212
+  _HEARTBEATREQUEST._serialized_end=1263
+  _HEARTBEATREPLY._serialized_start=1265
+  _HEARTBEATREPLY._serialized_end=1301
+  _JOBSERVICE._serialized_start=1304
+  _JOBSERVICE._serialized_end=1631
 # @@protoc_insertion_point(module_scope)

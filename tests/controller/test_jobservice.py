@@ -209,6 +209,24 @@ def test_an_adaptive_seat_carries_the_jobs_declared_codecs(service, embedded_swi
     assert seat.codec().choices == ("block_sparse", "thc")
 
 
+def test_a_saturating_switchs_seat_bounds_sum(service, embedded_switch):
+    """A job on a switch whose SUM saturates (the TNA program) reaches its workers so (seat,
+    its JSON form, the transport's JobParams), and their transport bounds SUM values; a job
+    on the v1model program does not."""
+    import dataclasses
+    address, jobs, _ = service
+    jobs[8] = dataclasses.replace(embedded_switch.job(job_id=8, n_workers=2, codec="fixed"),
+                                  sum_saturates=True)
+    jobs[9] = embedded_switch.job(job_id=9, n_workers=2, codec="fixed")
+    with JobClient(address) as client:
+        seat, plain = client.join(8), client.join(9)
+    assert seat.sum_saturates and not plain.sum_saturates
+    assert Seat.from_json(json.loads(json.dumps(seat.to_json()))) == seat
+    params = seat.job_params()
+    assert params.sum_saturates and params.sum_bound == (2**31 - 1) // 2
+    assert not plain.job_params().sum_saturates
+
+
 def _hina_worker(address: str, job_id: int, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "hina.worker.cli", "join", "--controller", address,
                              "--job", str(job_id), "--barrier-timeout", "30", *args],

@@ -109,7 +109,8 @@ def _allreduce(sw, job: dict, codec_of, seed: int) -> None:
     from hina.worker.transport import JobParams, Transport
     n = 2
     params = JobParams(job["job_id"], n, job["n_slots"], job["words"],
-                       tuple(job["thc_table"]) if job["thc_table"] else None, job["generation"])
+                       tuple(job["thc_table"]) if job["thc_table"] else None, job["generation"],
+                       job["sum_saturates"])
     gen = torch.Generator().manual_seed(seed)
     grads = [torch.randn(1500, generator=gen) for _ in range(n)]
     links = [sw.link(sw.worker(w)) for w in range(n)]
@@ -350,6 +351,7 @@ def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
                 "push it with -D TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)" + extra) in err
     job = _create(hina_ctl, sw, 1)
     assert (job["words"], job["codec"]) == (P.TNA_TOFINO1_WORDS, "fixed")
+    assert job["sum_saturates"]          # the job service tells its workers to bound SUM
     _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=5)
     job = _create(hina_ctl, sw, 2, "thc")
     assert job["words"] == P.TNA_TOFINO1_WORDS and job["lut_id"] > 0

@@ -179,6 +179,35 @@ def test_allreduce_through_the_tna_program(request, build, name):
         assert sum(t.total.retransmissions for t in transports) > 0
 
 
+def test_sums_on_a_saturating_switch_stay_within_the_bound(tofino1_program):
+    """TNA's SUM saturates (no overflow flag), and saturation is not sticky, so a job on it
+    (``sum_saturates``) takes SUM values within +-(2**31 - 1) // n only: at the bound the sum
+    is exact; one value past it is refused on that worker before anything is sent, naming it,
+    and the others get no result (they time out: never a wrong sum)."""
+    from hina.worker.transport import OverflowFlagged
+    n = 2
+    job = LocalJob(tofino1_program, n, n_slots=4)
+    assert job.params.sum_saturates and job.params.sum_bound == (2**31 - 1) // 2
+    bound = job.params.sum_bound
+    at_bound = [np.full(3 * P.TNA_TOFINO1_WORDS, (-1) ** w * bound, dtype=np.int32)
+                for w in range(n)]
+    at_bound[0][5] = at_bound[1][5] = bound                  # 2 * bound = 2**31 - 2: no wrap
+    past = [a.copy() for a in at_bound]
+    past[1][7] = -bound - 1
+    try:
+        transports = job.transports(min_rto=0.03, give_up_s=1.5)
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, at_bound[w]), transports)
+        assert errors == [None] * n, errors
+        for r in results:
+            np.testing.assert_array_equal(r, at_bound[0].astype(np.int64) + at_bound[1])
+        _, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, past[w]), transports)
+    finally:
+        job.close()
+    assert isinstance(errors[1], OverflowFlagged) and "index 7" in str(errors[1]) \
+        and "nothing was sent" in str(errors[1]), errors
+    assert isinstance(errors[0], TransportTimeout), errors
+
+
 # ----------------------------------------------------------------------- a forger
 FORGER_PORT = 9          # a switch port of the forger's own: a host wired to the switch
 FORGED_SEQS = 256        # every chunk of the run below (two steps of fixed point at 64 words)
