@@ -191,6 +191,9 @@ def cmd_job_show(ctx: Context) -> int:
         head.add_row(key, str(data[key]))
     if config.generation_cause:
         head.add_row("generation cause", config.generation_cause)
+    if config.sum_saturates:
+        head.add_row("SUM", f"saturates (TNA): each value within "
+                            f"+-{(2**31 - 1) // len(config.workers)}")
     if config.thc_table:
         head.add_row("thc_table", ",".join(map(str, config.thc_table)))
     if config.sketch_rows:
