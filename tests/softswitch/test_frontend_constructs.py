@@ -2,6 +2,8 @@
 ProgramInfo gives them (p4c's naming)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hina.softswitch.api import ActionCall, Exact, P4UnsupportedError, TableEntry
@@ -135,3 +137,21 @@ def test_type_parameter_names_stay_usable_as_variables():
     dp = compile_source(src, "params.p4").instantiate()
     dp.process(0, ETH + bytes([8, 5, 9, 0, 7]))
     assert dp.register_read("top_reg", 0) == 0 + 1 + 2 - 2
+
+
+CTOR_TMP = Path(__file__).resolve().parents[1] / "conformance" / "programs" / "ctor_arg_temporaries.p4"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    # p4c-bm2-ss 1.2.5.16: SideEffectOrdering declares tmp, tmp_0 for the lookahead, so the moved
+    # externs become tmp_1, ... (checked with --p4runtime-files); the embedded target refuses
+    ("transition accept; }", "transition select(pkt.lookahead<bit<8>>()) { default: accept; } }",
+     "a call inside an expression"),
+    ("bit<8> v;\n        r.read(v, 1);", "bit<8> tmp_0;\n        r.read(tmp_0, 1);", "the name tmp_0"),
+])
+def test_moved_ctor_temporaries_refused_where_p4c_numbers_its_own_first(old, new, why):
+    src = CTOR_TMP.read_text()
+    assert old in src
+    with pytest.raises(P4UnsupportedError) as exc:
+        compile_source(src.replace(old, new, 1), "t.p4")
+    assert why in str(exc.value) and "t.p4:" in str(exc.value)
