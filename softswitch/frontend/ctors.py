@@ -14,10 +14,10 @@ import re
 from dataclasses import fields
 
 from . import ir
-from .exprs import expr_text, struct_const
+from .exprs import expr_text, struct_const, wrap
 from ..api import P4CompileError
 from .scope import Scope, Sym, error, unsupported
-from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, StructT, TypeVar
+from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, ListT, StructT, TypeVar
 
 # Externs whose methods p4c-bm2-ss cannot call in a parser ("not supported in parser on this
 # target").
@@ -66,15 +66,28 @@ class CtorChecker:
                                    "or a constructor call")
                 values.append(sym)
                 continue
-            if isinstance(p.resolved, StructT) and p.resolved.kind == "struct":
+            if isinstance(p.resolved, StructT) and p.resolved.kind in ("struct", "header"):
                 if isinstance(a, (ir.ListExpr, ir.StructExpr)):
                     # p4c types it as a tuple and refuses the fields' uses in the body
                     raise error(a, f"{what}: argument for {p.name}: an initializer without a "
                                    f"type (p4c: a tuple); cast it: ({p.resolved.name}) {{...}}")
-                c = struct_const(a, p.resolved)
+                c = struct_const(a, p.resolved, header_ok=True)
                 if c is None:
                     raise error(a, f"{what}: argument for {p.name} is not a compile-time constant")
                 values.append(c)
+                continue
+            if isinstance(p.resolved, ListT):
+                # a tuple ({8w3, 8w4}): its elements are constants, indexed by constants
+                items = a.items if isinstance(a, ir.ListExpr) else None
+                if items is None or len(items) != len(p.resolved.items) or any(
+                        getattr(x, "const", None) is None
+                        or not isinstance(t, (Bits, Bool, InfInt, EnumT, ErrorT))
+                        for x, t in zip(items, p.resolved.items)):
+                    raise error(a, f"{what}: argument for {p.name} is not a tuple of "
+                                   "compile-time constants")
+                values.append(tuple(wrap(x.const, t) if isinstance(t, Bits)
+                                    and not isinstance(x.const, bool) else x.const
+                                    for x, t in zip(items, p.resolved.items)))
                 continue
             if not isinstance(p.resolved, (Bits, Bool, InfInt, EnumT, ErrorT)):
                 raise unsupported(p, f"constructor parameter {p.name} of type {p.resolved}")
