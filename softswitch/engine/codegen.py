@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..frontend import ir
 from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
-from ..frontend.scope import Sym, unsupported
+from ..frontend.scope import Sym, error, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
 from .gen_base import Emitter, Names, has_return, may_exit, pyfield
 from .gen_exprs import ExprGen
@@ -128,6 +128,11 @@ class ProgramGen(CodeGen):
             o.dedent()
             return o.source()
         if main.type_ref.name != "V1Switch":
+            if "V1Switch" in self.ck.types and "Switch" not in self.ck.types:
+                # a v1model program: p4c-bm2-ss 1.2.5.16 says "package P: main package  match
+                # the expected model" (sic) at the instantiation
+                raise error(main, f"package {main.type_ref.name}: main package does not "
+                                  "match the expected model (v1model: V1Switch)")
             raise unsupported(main, f"package {main.type_ref.name} (only V1Switch is supported)")
         if len(main.args) != len(V1SWITCH_BLOCKS):
             raise unsupported(main, "V1Switch with a number of arguments other than 6")
