@@ -310,7 +310,11 @@ class ProgramGen(CodeGen):
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
         start = len(o.lines)
-        self.stmt(d.body)
+        saved_function, self.in_function = getattr(self, "in_function", False), True
+        try:
+            self.stmt(d.body)
+        finally:
+            self.in_function = saved_function
         if outs and d.ret.kind != "void":
             # returns (value, outs...): every path returns a value (the type checker made sure)
             tail = "".join(", " + x for x in outs)
@@ -395,6 +399,7 @@ class ProgramGen(CodeGen):
         o = self.out
         o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
+        saved_factory, self.in_factory = getattr(self, "in_factory", False), True
         saved_cells = self.cells
         cells, var_inits = self._factory_cells(d, instances_allowed=True)
         self.cells = cells
@@ -415,6 +420,7 @@ class ProgramGen(CodeGen):
         o.line("return apply")
         o.dedent()
         self.cells = saved_cells
+        self.in_factory = saved_factory
 
     def gen_instance(self, d: ir.Instantiation, prefix_var: str) -> None:
         o = self.out
@@ -650,6 +656,7 @@ class ProgramGen(CodeGen):
         o = self.out
         o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
+        saved_factory, self.in_factory = getattr(self, "in_factory", False), True
         cells, var_inits = self._factory_cells(d, instances_allowed=False)
         for loc in d.locals:
             if isinstance(loc, ir.Instantiation):           # a sub-parser
@@ -705,6 +712,7 @@ class ProgramGen(CodeGen):
         o.line("return apply")
         o.dedent()
         self.cells = saved
+        self.in_factory = saved_factory
 
     def gen_value_set(self, d: ir.ValueSetDecl, parser: ir.ParserDecl) -> None:
         """A parser value set: ``x_<name>.members`` is the set of its member tuples, which the
