@@ -139,13 +139,39 @@ class CtorChecker:
                                  "p4c does not specialise (a struct, error or extern-instance "
                                  "argument): p4c names it tmp, tmp_0, ... after its own "
                                  f"temporaries, and this program has {why} at {node.span}")
-        n = getattr(self, "n_ctor_tmp", 0)
-        self.n_ctor_tmp = n + 1
+        hoisted = self.__dict__.setdefault("ctor_temporaries", [])
+        n = len(hoisted)
         name = "tmp" if n == 0 else f"tmp_{n - 1}"
         inst = ir.Instantiation(name, a.type_ref, a.args, span=a.span)
         self.check_instantiation(inst, scope)
         owner.locals.insert(owner.locals.index(self.current_local), inst)
-        return scope.lookup(name)
+        sym = scope.lookup(name)
+        hoisted.append((inst, sym, owner))
+        return sym
+
+    def number_ctor_temporaries(self, roots: list) -> None:
+        """p4c removes the controls and parsers nothing instantiates before MoveConstructors
+        runs: their moved externs take no number. Renumber the others in order (``roots``:
+        the blocks ``main`` instantiates)."""
+        hoisted = getattr(self, "ctor_temporaries", [])
+        if not hoisted:
+            return
+        used, todo = set(), list(roots)
+        while todo:
+            d = todo.pop()
+            if id(d) in used:
+                continue
+            used.add(id(d))
+            for loc in getattr(d, "locals", ()):
+                t = getattr(loc, "resolved", None) if isinstance(loc, ir.Instantiation) else None
+                if t is not None and getattr(t, "kind", None) in ("control_type", "parser_type"):
+                    todo.append(t.decl)
+        n = 0
+        for inst, sym, owner in hoisted:
+            if id(owner) not in used:
+                continue
+            inst.name = sym.name = "tmp" if n == 0 else f"tmp_{n - 1}"
+            n += 1
 
     def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
         vt = self.check_expr(e, scope, t)

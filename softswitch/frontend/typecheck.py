@@ -107,6 +107,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         if self.main is None:
             raise P4CompileError("no 'main' package instantiation (V1Switch(...) main;)",
                                  self.program.span.file, self.program.span.line, self.program.span.col)
+        self.number_ctor_temporaries([getattr(a, "decl", None) for a in self.main.args
+                                      if getattr(a, "decl", None) is not None])
 
     def declare_top(self, d: ir.Node) -> None:
         if isinstance(d, ir.ErrorDecl):

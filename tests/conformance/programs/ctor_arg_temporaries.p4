@@ -1,4 +1,4 @@
-// Externs constructed in the constructor arguments of instances p4c does not specialise (an argument that is a struct value, an error member or an extern instance named, not a simple constant): p4c's MoveConstructors declares each just before the instance in the enclosing control as tmp, tmp_0, tmp_1, ..., numbered over the program in declaration order (Outer's first: MyIngress.o.tmp); the control plane reads them by those names.
+// Externs constructed in the constructor arguments of instances p4c does not specialise (an argument that is a struct value, an error member or an extern instance named, not a simple constant): p4c's MoveConstructors declares each just before the instance in the enclosing control as tmp, tmp_0, tmp_1, ..., numbered over the program in declaration order (Outer's first: MyIngress.o.tmp; Unused, which nothing instantiates, is removed by p4c before and takes no number); the control plane reads them by those names.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -42,6 +42,11 @@ control ErrC(inout headers_t hdr)(counter c, error e) {
             c.count(1);
         }
     }
+}
+
+control Unused(inout headers_t hdr) {
+    Acc(register<bit<8>>(5), (cfg_t) { 3, 0x0F }) never;
+    apply { never.apply(hdr.k.r2); }
 }
 
 control Outer(inout headers_t hdr) {
