@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..frontend import ir
 from ..frontend.controlplane import block_name, local_name, qualified_name
 from ..frontend.exprs import expr_text
-from ..frontend.scope import Sym, unsupported
+from ..frontend.scope import Sym, error, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
 from .gen_base import Emitter, Names, has_return, may_exit, pyfield
 from .gen_exprs import ExprGen
@@ -128,6 +128,11 @@ class ProgramGen(CodeGen):
             o.dedent()
             return o.source()
         if main.type_ref.name != "V1Switch":
+            if "V1Switch" in self.ck.types and "Switch" not in self.ck.types:
+                # a v1model program: p4c-bm2-ss 1.2.5.16 says "package P: main package  match
+                # the expected model" (sic) at the instantiation
+                raise error(main, f"package {main.type_ref.name}: main package does not "
+                                  "match the expected model (v1model: V1Switch)")
             raise unsupported(main, f"package {main.type_ref.name} (only V1Switch is supported)")
         if len(main.args) != len(V1SWITCH_BLOCKS):
             raise unsupported(main, "V1Switch with a number of arguments other than 6")
@@ -305,7 +310,11 @@ class ProgramGen(CodeGen):
         o.line(f"def {fname}({', '.join(params)}):")
         o.indent()
         start = len(o.lines)
-        self.stmt(d.body)
+        saved_function, self.in_function = getattr(self, "in_function", False), True
+        try:
+            self.stmt(d.body)
+        finally:
+            self.in_function = saved_function
         if outs and d.ret.kind != "void":
             # returns (value, outs...): every path returns a value (the type checker made sure)
             tail = "".join(", " + x for x in outs)
@@ -390,6 +399,7 @@ class ProgramGen(CodeGen):
         o = self.out
         o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
+        saved_factory, self.in_factory = getattr(self, "in_factory", False), True
         saved_cells = self.cells
         cells, var_inits = self._factory_cells(d, instances_allowed=True)
         self.cells = cells
@@ -410,6 +420,7 @@ class ProgramGen(CodeGen):
         o.line("return apply")
         o.dedent()
         self.cells = saved_cells
+        self.in_factory = saved_factory
 
     def gen_instance(self, d: ir.Instantiation, prefix_var: str) -> None:
         o = self.out
@@ -645,6 +656,7 @@ class ProgramGen(CodeGen):
         o = self.out
         o.line(f"def make_{d.name}(prefix{self._extern_params(d)}):")
         o.indent()
+        saved_factory, self.in_factory = getattr(self, "in_factory", False), True
         cells, var_inits = self._factory_cells(d, instances_allowed=False)
         for loc in d.locals:
             if isinstance(loc, ir.Instantiation):           # a sub-parser
@@ -700,6 +712,7 @@ class ProgramGen(CodeGen):
         o.line("return apply")
         o.dedent()
         self.cells = saved
+        self.in_factory = saved_factory
 
     def gen_value_set(self, d: ir.ValueSetDecl, parser: ir.ParserDecl) -> None:
         """A parser value set: ``x_<name>.members`` is the set of its member tuples, which the

@@ -231,6 +231,7 @@ class StmtGen:
             name = self.fresh(f"v_{s.name}_")
             sym = self._find_sym(s)
             self.names[sym] = name
+            hl = self.local_header_redeclared(s)
             if s.init is not None:
                 val = self.value_for(s.init, s.resolved)
                 if _is_initializer(s.init) and isinstance(s.resolved, StructT) \
@@ -241,6 +242,8 @@ class StmtGen:
                 o.line(f"{name} = {val}")
             else:
                 o.line(f"{name} = {self.default_value(s.resolved)}")
+            if hl is not None:
+                o.line(f"{hl[0]}[{hl[1]}] = {name}")
         elif isinstance(s, ir.ConstDecl):
             pass
         elif isinstance(s, ir.CallStmt):
@@ -408,6 +411,31 @@ class StmtGen:
             o.line(f"C.plen -= {size}")
             o.line(f"{h}._v = False")
             o.dedent()
+
+    def local_header_redeclared(self, s: ir.VarDecl):
+        """A local header declared: p4c-bm2-ss keeps one header per declaration (per control
+        instance) for the whole packet and emits ``remove_header`` at the declaration, so a
+        declaration run again while the header from the last run is still valid takes its size
+        off BMv2's length (``programs/packet_length_local_redeclared``). Emits that check and
+        returns ``(dict, key)`` under which the new header is to be remembered, or None."""
+        t = s.resolved
+        if not (isinstance(t, StructT) and t.kind == "header" and self.counts_packet_length()):
+            return None
+        if getattr(self, "in_function", False):
+            return None     # p4c inlines a function per call, with locals of its own each time
+        o = self.out
+        # one key per declaration (an action's body is inlined at each direct call), per
+        # control instance where the code runs in a control's or parser's factory
+        keys = self.__dict__.setdefault("local_header_keys", {})
+        n = keys.setdefault(s.span, len(keys) + 1)
+        key = f"(prefix, {n})" if getattr(self, "in_factory", False) else str(n)
+        hl, prev = self.fresh("hl"), self.fresh("hp")
+        o.line(f"{hl} = C.hdr_locals")
+        o.line(f"if {hl} is None: {hl} = C.hdr_locals = {{}}")
+        o.line(f"{prev} = {hl}.get({key})")
+        o.line(f"if {prev} is not None and {prev}._v: C.plen -= "
+               f"{self.header_size_text(t, prev)}")
+        return hl, key
 
     @staticmethod
     def header_size_text(t, h: str) -> str:

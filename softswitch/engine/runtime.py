@@ -191,6 +191,9 @@ class Context:
         # changed by every setValid/setInvalid that changes a header's validity (p4c's
         # add_header/remove_header), in the parser too. Egress reads it as packet_length.
         self.plen = 0
+        # the local headers declared in this packet, by declaration and control instance
+        # (StmtGen.local_header_redeclared): None until the first
+        self.hdr_locals = None
         self.out: list = []
         self.checksum_error = 0
         self.clone_req = None
@@ -203,6 +206,7 @@ class Context:
     def start(self, frame: bytes) -> None:
         self.buf, self.off, self.n = frame, 0, len(frame)
         self.length = self.plen = len(frame)
+        self.hdr_locals = None
         self.checksum_error = 0
         self.clone_req = None
         self.learn = None

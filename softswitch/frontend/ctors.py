@@ -10,11 +10,14 @@ Also the checks on extern instances inside a parser: p4c-bm2-ss accepts their de
 from __future__ import annotations
 
 import copy
+import re
+from dataclasses import fields
 
 from . import ir
-from .exprs import expr_text, struct_const
+from .exprs import expr_text, struct_const, wrap
+from ..api import P4CompileError
 from .scope import Scope, Sym, error, unsupported
-from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, StructT, TypeVar
+from .types import Bits, Bool, EnumT, ErrorT, ExternT, InfInt, ListT, StructT, TypeVar
 
 # Externs whose methods p4c-bm2-ss cannot call in a parser ("not supported in parser on this
 # target").
@@ -42,16 +45,17 @@ class CtorChecker:
                                f"type of parameter '{p.name}' ({p.resolved})")
         self.check_call_args(call, decl.ctor_params, call.args, scope, what)
         values = []
+        specialized_by_p4c = all(self.p4c_simple_constant(a, scope) for a in call.args)
         for a, p in zip(call.args, decl.ctor_params):
             if isinstance(p.resolved, ExternT) and isinstance(a, ir.CtorCall):
-                # constructed in the argument list: the instance's own, named after the
-                # parameter (p4c: MyIngress.cnt.c); but where the control also takes a struct
-                # p4c names it as a temporary of the enclosing control (MyIngress.tmp, tmp_0..)
-                if any(isinstance(q.resolved, StructT) for q in decl.ctor_params):
-                    raise unsupported(a, f"{what}: an extern constructed in the arguments of a "
-                                         "control or parser that also takes a struct (p4c "
-                                         "names it tmp, tmp_0, ... in the enclosing control)")
-                values.append(a)
+                if specialized_by_p4c:
+                    # constructed in the argument list of an instance p4c specialises: the
+                    # instance's own, named after the parameter (p4c: MyIngress.cnt.c)
+                    values.append(a)
+                    continue
+                # otherwise p4c's MoveConstructors declares it in the enclosing control or
+                # parser as a temporary (MyIngress.tmp, tmp_0, ...): the instance uses it
+                values.append(self.hoist_ctor_arg(a, decl, scope, what))
                 continue
             if isinstance(p.resolved, ExternT):
                 # an extern instance declared outside (p4c: the inner control uses that very
@@ -62,15 +66,28 @@ class CtorChecker:
                                    "or a constructor call")
                 values.append(sym)
                 continue
-            if isinstance(p.resolved, StructT) and p.resolved.kind == "struct":
+            if isinstance(p.resolved, StructT) and p.resolved.kind in ("struct", "header"):
                 if isinstance(a, (ir.ListExpr, ir.StructExpr)):
                     # p4c types it as a tuple and refuses the fields' uses in the body
                     raise error(a, f"{what}: argument for {p.name}: an initializer without a "
                                    f"type (p4c: a tuple); cast it: ({p.resolved.name}) {{...}}")
-                c = struct_const(a, p.resolved)
+                c = struct_const(a, p.resolved, header_ok=True)
                 if c is None:
                     raise error(a, f"{what}: argument for {p.name} is not a compile-time constant")
                 values.append(c)
+                continue
+            if isinstance(p.resolved, ListT):
+                # a tuple ({8w3, 8w4}): its elements are constants, indexed by constants
+                items = a.items if isinstance(a, ir.ListExpr) else None
+                if items is None or len(items) != len(p.resolved.items) or any(
+                        getattr(x, "const", None) is None
+                        or not isinstance(t, (Bits, Bool, InfInt, EnumT, ErrorT))
+                        for x, t in zip(items, p.resolved.items)):
+                    raise error(a, f"{what}: argument for {p.name} is not a tuple of "
+                                   "compile-time constants")
+                values.append(tuple(wrap(x.const, t) if isinstance(t, Bits)
+                                    and not isinstance(x.const, bool) else x.const
+                                    for x, t in zip(items, p.resolved.items)))
                 continue
             if not isinstance(p.resolved, (Bits, Bool, InfInt, EnumT, ErrorT)):
                 raise unsupported(p, f"constructor parameter {p.name} of type {p.resolved}")
@@ -80,6 +97,81 @@ class CtorChecker:
         for p in decl.ctor_params[len(call.args):]:
             values.append(self.const_value(p.default, scope, p.resolved))
         return values
+
+    def p4c_simple_constant(self, a: ir.Expr, scope: Scope) -> bool:
+        """Whether p4c's SpecializeAll takes ``a`` for a constant (``isSimpleConstant``, after
+        constant folding): an integer, a boolean, an enum member, a list of those, or a
+        constructor call whose arguments are. Not an error member, a struct or header value, an
+        extern instance named: p4c then does not specialise the instance."""
+        if isinstance(a, ir.CtorCall):
+            return all(self.p4c_simple_constant(x, scope) for x in a.args)
+        if isinstance(a, ir.ListExpr):
+            return all(self.p4c_simple_constant(x, scope) for x in a.items)
+        if a.type is None:
+            # not checked yet (a constructor call's argument): check a copy
+            a = copy.deepcopy(a)
+            try:
+                self.check_expr(a, scope)
+            except P4CompileError:
+                return False
+        return getattr(a, "const", None) is not None and isinstance(
+            a.type, (Bits, Bool, InfInt, EnumT))
+
+    def hoist_ctor_arg(self, a: ir.CtorCall, decl, scope: Scope, what: str) -> Sym:
+        """An extern constructed in the constructor arguments of an instance p4c does not
+        specialise: p4c's MoveConstructors declares it just before the instance, in the
+        enclosing control or parser, as ``tmp``, ``tmp_0``, ``tmp_1``, ... numbered over the
+        whole program in declaration order, after every name the program already uses (its
+        MinimalNameGenerator). The name is reproduced where the program has no other name of
+        that form and no construct for which p4c's front end made temporaries of its own
+        (SideEffectOrdering: a call inside an expression); otherwise refused."""
+        owner = scope.owner
+        if owner is None or getattr(owner, "base_name", None) is not None or not isinstance(
+                owner, (ir.ControlDecl, ir.ParserDecl)):
+            raise unsupported(a, f"{what}: an extern constructed in the arguments of an instance "
+                                 "p4c does not specialise, declared in a control or parser "
+                                 "with constructor parameters or at top level (p4c names it "
+                                 "tmp, tmp_0, ... in its own order)")
+        clash = p4c_temporaries(self.program)
+        if clash is not None:
+            node, why = clash
+            raise unsupported(a, f"{what}: an extern constructed in the arguments of an instance "
+                                 "p4c does not specialise (a struct, error or extern-instance "
+                                 "argument): p4c names it tmp, tmp_0, ... after its own "
+                                 f"temporaries, and this program has {why} at {node.span}")
+        hoisted = self.__dict__.setdefault("ctor_temporaries", [])
+        n = len(hoisted)
+        name = "tmp" if n == 0 else f"tmp_{n - 1}"
+        inst = ir.Instantiation(name, a.type_ref, a.args, span=a.span)
+        self.check_instantiation(inst, scope)
+        owner.locals.insert(owner.locals.index(self.current_local), inst)
+        sym = scope.lookup(name)
+        hoisted.append((inst, sym, owner))
+        return sym
+
+    def number_ctor_temporaries(self, roots: list) -> None:
+        """p4c removes the controls and parsers nothing instantiates before MoveConstructors
+        runs: their moved externs take no number. Renumber the others in order (``roots``:
+        the blocks ``main`` instantiates)."""
+        hoisted = getattr(self, "ctor_temporaries", [])
+        if not hoisted:
+            return
+        used, todo = set(), list(roots)
+        while todo:
+            d = todo.pop()
+            if id(d) in used:
+                continue
+            used.add(id(d))
+            for loc in getattr(d, "locals", ()):
+                t = getattr(loc, "resolved", None) if isinstance(loc, ir.Instantiation) else None
+                if t is not None and getattr(t, "kind", None) in ("control_type", "parser_type"):
+                    todo.append(t.decl)
+        n = 0
+        for inst, sym, owner in hoisted:
+            if id(owner) not in used:
+                continue
+            inst.name = sym.name = "tmp" if n == 0 else f"tmp_{n - 1}"
+            n += 1
 
     def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
         vt = self.check_expr(e, scope, t)
@@ -150,3 +242,57 @@ class CtorChecker:
         if self.in_parser and extern.name in NOT_IN_PARSER:
             raise error(e, f"{expr_text(e.func)}: not supported in parser on this target "
                            f"(p4c-bm2-ss: no {extern.name} method calls in a parser)")
+
+
+_TMP_NAME = re.compile(r"tmp(_\d+)?")
+
+
+def p4c_temporaries(program: ir.Program):
+    """The first thing in ``program`` that takes a name p4c's MoveConstructors would otherwise
+    give an extern it moves out of an argument list, as ``(node, what)``, or None: a declared
+    or referenced name ``tmp``/``tmp_N``; a call inside an expression, for which p4c's
+    SideEffectOrdering declares a temporary (``tmp``, ...) of its own (conservative: a call
+    that is a whole statement, the whole right side of an assignment or initializer,
+    ``isValid()`` outside a ``?:`` and a table's ``apply().hit``/``miss``/``action_run`` are
+    known not to)."""
+    cached = getattr(program, "_p4c_temporaries", False)
+    if cached is not False:
+        return cached
+    found = _scan(program, top=False, member=None, in_cond=False)
+    program._p4c_temporaries = found
+    return found
+
+
+def _scan(node, top: bool, member, in_cond: bool):
+    if isinstance(node, list):
+        for x in node:
+            r = _scan(x, False, None, in_cond)
+            if r is not None:
+                return r
+        return None
+    if not isinstance(node, ir.Node) or isinstance(node, (ir.Annotation, ir.TypeRef)):
+        return None
+    name = getattr(node, "name", None)
+    if isinstance(name, str) and _TMP_NAME.fullmatch(name):
+        return node, f"the name {name}"
+    if isinstance(node, ir.Call):
+        f = node.func
+        known = isinstance(f, ir.Member) and (
+            (f.member == "isValid" and not in_cond)
+            or (f.member == "apply" and member in ("hit", "miss", "action_run")))
+        if not (top or known):
+            return node, "a call inside an expression"
+    if isinstance(node, ir.TableDecl):
+        return _scan([k.expr for k in node.keys], False, None, in_cond)
+    for f in fields(node):
+        if f.name in ("span", "type", "decl", "annotations"):
+            continue
+        child = getattr(node, f.name, None)
+        top_child = ((isinstance(node, ir.CallStmt) and f.name == "call")
+                     or (isinstance(node, ir.Assign) and f.name == "value")
+                     or (isinstance(node, ir.VarDecl) and f.name == "init"))
+        r = _scan(child, top_child, node.member if isinstance(node, ir.Member) else None,
+                  in_cond or isinstance(node, ir.Cond))
+        if r is not None:
+            return r
+    return None

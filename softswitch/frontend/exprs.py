@@ -89,6 +89,9 @@ class ExprChecker:
                     raise error(e.index, "a tuple index must be a compile-time constant")
                 if not 0 <= i < len(bt.items):
                     raise error(e.index, f"index {i} out of bounds for {bt}")
+                c = getattr(e.expr, "const", None)
+                if isinstance(c, tuple):            # an element of a tuple constructor argument
+                    e.const = c[i]
                 return bt.items[i]
             if not isinstance(bt, StackT):
                 raise error(e, f"cannot index a value of type {bt}")
@@ -452,6 +455,14 @@ class ExprChecker:
                     e.const = bits if name.endswith("Bits") else (bits + BITS_PER_BYTE - 1) // BITS_PER_BYTE
                     e.call_kind = ("const",)
                     return InfInt()
+                if isinstance(getattr(f.expr, "const", None), dict):
+                    # a header constructor parameter ((p_t){5, 6}): valid, and constant
+                    if name != "isValid":
+                        raise error(e, f"{expr_text(f.expr)}: cannot change a constant "
+                                       f"header ({name})")
+                    e.const = True
+                    e.call_kind = ("const",)
+                    return Bool()
                 e.call_kind = ("header", name)
                 return Bool() if name == "isValid" else Void()
             if isinstance(base, StackT):
@@ -531,11 +542,12 @@ class ExprChecker:
         raise error(e, f"{expr_text(f)} is not callable")
 
 
-def struct_const(e: ir.Expr, t: P4Type) -> Optional[dict]:
+def struct_const(e: ir.Expr, t: P4Type, header_ok: bool = False) -> Optional[dict]:
     """The compile-time value of ``e`` as a struct of type ``t`` (``{3, 0x0F}``,
     ``{add = 3, mask = 0x0F}``, ``(cfg_t){...}``, a constant): a dict field -> value, nested
-    structs as dicts; None when a field is not constant or not of a scalar or struct type."""
-    if not (isinstance(t, StructT) and t.kind == "struct"):
+    structs as dicts; None when a field is not constant or not of a scalar or struct type.
+    With ``header_ok`` also a header (a constructor argument ``(p_t){5, 6}``: valid)."""
+    if not (isinstance(t, StructT) and (t.kind == "struct" or header_ok and t.kind == "header")):
         return None
     c = getattr(e, "const", None)
     if isinstance(c, dict):

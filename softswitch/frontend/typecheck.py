@@ -107,6 +107,8 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
         if self.main is None:
             raise P4CompileError("no 'main' package instantiation (V1Switch(...) main;)",
                                  self.program.span.file, self.program.span.line, self.program.span.col)
+        self.number_ctor_temporaries([getattr(a, "decl", None) for a in self.main.args
+                                      if getattr(a, "decl", None) is not None])
 
     def declare_top(self, d: ir.Node) -> None:
         if isinstance(d, ir.ErrorDecl):
@@ -228,7 +230,7 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             self.in_parser = False
 
     def _check_parser_body(self, d: ir.ParserDecl, scope: Scope) -> None:
-        for loc in d.locals:
+        for loc in list(d.locals):      # (ctors.hoist_ctor_arg may declare temporaries)
             self.check_local(loc, scope)
         names = {s.name for s in d.states}
         if "start" not in names:
@@ -284,13 +286,20 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             return          # checked for each instantiation (ctors.CtorChecker.specialize)
         scope = Scope(outer or self.top, owner=d)
         self.declare_params(d.params, scope)
-        for loc in d.locals:
+        for loc in list(d.locals):      # (ctors.hoist_ctor_arg may declare temporaries)
             self.check_local(loc, scope)
         self.check_stmt(d.body, Scope(scope), ctx="control")
         _tables_applied(d.body, frozenset())
 
 
     def check_local(self, loc: ir.Node, scope: Scope) -> None:
+        saved, self.current_local = getattr(self, "current_local", None), loc
+        try:
+            self._check_local(loc, scope)
+        finally:
+            self.current_local = saved
+
+    def _check_local(self, loc: ir.Node, scope: Scope) -> None:
         if isinstance(loc, ir.ConstDecl):
             self.check_const(loc, scope)
         elif isinstance(loc, ir.VarDecl):

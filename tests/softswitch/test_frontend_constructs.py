@@ -2,6 +2,8 @@
 ProgramInfo gives them (p4c's naming)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hina.softswitch.api import ActionCall, Exact, P4UnsupportedError, TableEntry
@@ -135,3 +137,39 @@ def test_type_parameter_names_stay_usable_as_variables():
     dp = compile_source(src, "params.p4").instantiate()
     dp.process(0, ETH + bytes([8, 5, 9, 0, 7]))
     assert dp.register_read("top_reg", 0) == 0 + 1 + 2 - 2
+
+
+CTOR_TMP = Path(__file__).resolve().parents[1] / "conformance" / "programs" / "ctor_arg_temporaries.p4"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    # p4c-bm2-ss 1.2.5.16: SideEffectOrdering declares tmp, tmp_0 for the lookahead, so the moved
+    # externs become tmp_1, ... (checked with --p4runtime-files); the embedded target refuses
+    ("transition accept; }", "transition select(pkt.lookahead<bit<8>>()) { default: accept; } }",
+     "a call inside an expression"),
+    ("bit<8> v;\n        r.read(v, 1);", "bit<8> tmp_0;\n        r.read(tmp_0, 1);", "the name tmp_0"),
+])
+def test_moved_ctor_temporaries_refused_where_p4c_numbers_its_own_first(old, new, why):
+    src = CTOR_TMP.read_text()
+    assert old in src
+    with pytest.raises(P4UnsupportedError) as exc:
+        compile_source(src.replace(old, new, 1), "t.p4")
+    assert why in str(exc.value) and "t.p4:" in str(exc.value)
+
+
+def test_header_constructor_parameter_is_a_valid_constant():
+    """A control constructor parameter of header type, given a header initializer: a valid
+    header whose fields fold as constants (P4_16 spec). Not in the conformance corpus:
+    p4c-bm2-ss 1.2.5.16 crashes on it ("Compiler Bug: def_use.h:320: Null location"), so BMv2
+    cannot run it."""
+    src = (CTOR_TMP.parent / "ctor_param_tuple.p4").read_text()
+    src = src.replace("struct headers_t", "header p_t { bit<8> x; bit<8> y; }\nstruct headers_t")
+    src = src.replace("tuple<bit<8>, bit<8>, bool> t", "p_t t")
+    src = src.replace("t[0] + t[1]", "t.x + t.y").replace("t[2]", "t.isValid()").replace("^ t[0]", "^ t.x")
+    src = src.replace("{ 8w3, 8w4, true }", "(p_t) { 3, 4 }").replace("{ 8w250, 8w10, false }",
+                                                                     "(p_t) { y = 10, x = 250 }")
+    dp = compile_source(src, "hdr_ctor.p4").instantiate()
+    k = dp.process(0, bytes([1, 0, 0, 0, 0]) + bytes(14)).outputs[0][1][:5]
+    assert k == bytes([1, 7, 1 ^ 3, 0, 0])
+    k = dp.process(0, bytes([2, 0, 0, 0, 0]) + bytes(14)).outputs[0][1][:5]
+    assert k == bytes([2, 4, 2 ^ 250, 0, 0])

@@ -1,4 +1,4 @@
-// standard_metadata.packet_length in egress after ingress removed or added a header with a varbit field. BMv2 takes off the header's size with its varbit field's length as extracted; setValid() adds the fixed fields' size plus the varbit field's length, which it keeps (the value zeroed, as every field) from the header's last extract in the same packet, 0 if it had none (P4_16 leaves a header's fields unspecified after setValid()).
+// standard_metadata.packet_length in egress after ingress removed or added a header with a varbit field. BMv2 takes off the header's size with its varbit field's length as extracted; setValid() adds the fixed fields' size plus the varbit field's length, which it keeps (the value zeroed, as every field) from the header's last extract in the same packet, 0 if it had none (P4_16 leaves a header's fields unspecified after setValid()). A list expression assigned to an invalid header: p4c's add_header runs before the fields are assigned, so only the size with the varbit's length then (0 here) is added.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -38,6 +38,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             hdr.v.setValid();
         } else if (op == 4) {           // made valid, not parsed in this packet
             hdr.v.setValid();
+        } else if (op == 5) {           // a list expression assigned to an invalid one: +1 (p4c's add_header before the fields)
+            hdr.w = { hdr.v.n, hdr.v.data };
         }
     }
 }
