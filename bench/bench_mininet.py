@@ -36,6 +36,7 @@ def run_loss(args, loss: float, codecs: list[str]) -> dict:
     hn = HinaNetwork(topo, target=args.target, shape=shape, loss_method=method,
                      words=args.words, n_slots=args.slots)
     rows = {}
+    ok = False
     try:
         hn.start()
         for codec in codecs:
@@ -65,8 +66,11 @@ def run_loss(args, loss: float, codecs: list[str]) -> dict:
                   f"{rows[codec]['retransmissions_per_worker']:6.0f} retx/worker", flush=True)
         rows["_counters"] = hn.counters()
         rows["_loss_method"] = method
+        ok = True
     finally:
         hn.stop()
+        if ok:
+            hn.remove_temporary_logs()
     return rows
 
 

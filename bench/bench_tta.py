@@ -183,6 +183,7 @@ def run_rate(args, rate, codecs: list[str], saved: dict, save) -> None:
     hn = HinaNetwork(topo, target=args.target, shape=shape, loss_method="none",
                      words=args.words, n_slots=args.slots,
                      log_dir=str(log_dir) if log_dir else None)
+    ok = False
     try:
         hn.start()
         shaping = check_shaping(hn, rate)
@@ -212,8 +213,11 @@ def run_rate(args, rate, codecs: list[str], saved: dict, save) -> None:
                   f"{'-' if sec is None else f'{sec:.2f} s'}  {row['ms_per_step']:.1f} ms/step  "
                   f"{row['bytes_per_worker_step'] / 1e3:.1f} kB/worker/step  "
                   f"load {load[0]:.1f}", flush=True)
+        ok = True
     finally:
         hn.stop()
+        if ok:
+            hn.remove_temporary_logs()
 
 
 def combine(runs: list[dict]) -> dict:

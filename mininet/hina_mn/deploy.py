@@ -21,6 +21,7 @@ import atexit
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,6 +144,7 @@ class HinaNetwork:
         self.topo, self.target, self.shape, self.loss_method = topo, target, shape, loss_method
         self.words, self.n_slots, self.job_id = words, n_slots, job_id
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="hina-mn-"))
+        self._temporary_log_dir = log_dir is None
         self.log_dir.mkdir(parents=True, exist_ok=True)
         switch_args = dict(log_dir=str(self.log_dir), pcap_dir=pcap_dir,
                            log_level=switch_log_level)
@@ -434,6 +436,12 @@ class HinaNetwork:
         for name in sorted(self._intf_names & set(leftover_interfaces(self._intf_names))):
             warn(f"*** removing leftover interface {name}\n")
             subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+
+    def remove_temporary_logs(self) -> None:
+        """Remove :attr:`log_dir` if this network made it (no ``log_dir`` given): for a caller
+        whose run went well, after :meth:`stop`. A failed run keeps it (its error names it)."""
+        if self._temporary_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def stray_workers(self) -> list[int]:
         """Pids of this network's worker agents that are running but not recorded (an

@@ -420,6 +420,22 @@ def test_refuses_to_start_over_existing_interfaces_and_leaves_them_alone(tmp_pat
         subprocess.run(["ip", "link", "del", busy], check=False)
 
 
+@needs_mininet
+def test_a_temporary_log_dir_is_removed_on_request_a_given_one_never(tmp_path):
+    """The benchmarks remove the log folder a network made for itself once their run went
+    well (``remove_temporary_logs``); a folder the caller gave is the caller's."""
+    from hina.mininet import topo as T
+    from hina.mininet.deploy import HinaNetwork
+    topo = T.StarTopo(n_workers=1, suffix=_suffix())
+    made = HinaNetwork(topo)
+    assert made.log_dir.is_dir() and made.log_dir.name.startswith("hina-mn-")
+    made.remove_temporary_logs()
+    assert not made.log_dir.exists()
+    given = HinaNetwork(topo, log_dir=str(tmp_path / "logs"))
+    given.remove_temporary_logs()
+    assert given.log_dir.is_dir()
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_launcher_ctrl_c_tears_everything_down(target, tmp_path):
     """``run.py`` interrupted (SIGINT, as Ctrl-C) while the workers run: exit 1, nothing left."""
