@@ -193,7 +193,7 @@ def cmd_job_show(ctx: Context) -> int:
         head.add_row("generation cause", config.generation_cause)
     if config.sum_saturates:
         head.add_row("SUM", f"saturates (TNA): each value within "
-                            f"+-{(2**31 - 1) // len(config.workers)}")
+                            f"+-{P.saturating_sum_bound(len(config.workers))}")
     if config.thc_table:
         head.add_row("thc_table", ",".join(map(str, config.thc_table)))
     if config.sketch_rows:

@@ -226,9 +226,9 @@ class JobManager:
                            "TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)"
                            + (", or give --adaptive-choices without block_sparse"
                               if config.codec == "adaptive" else ""))
-        # TNA's SUM saturates (no overflow flag): the job service tells the workers to bound it
-        config = dataclasses.replace(config,
-                                     sum_saturates=isinstance(layout, pipeline.TnaLayout))
+        # a program whose SUM saturates (TNA: no overflow flag): the job service tells the
+        # workers to bound it
+        config = dataclasses.replace(config, sum_saturates=layout.sum_saturates)
         config = self.prepare(config)
         record = self.create(config.to_spec(), thc_table=config.thc_table)
         record.config = config

@@ -285,6 +285,10 @@ class Layout:
     #: message kinds the program's dataplane answers (the TNA program leaves HARVEST and RESET
     #: to the control plane: register reads and writes)
     switch_harvest = True
+    #: the program's SUM saturates at the int32 bounds instead of flagging an overflow (TNA: a
+    #: stateful ALU has one output), so its jobs' workers bound SUM values
+    #: (``hina.protocol.saturating_sum_bound``)
+    sum_saturates = False
 
     def check_words(self, words: int, what: str = "words") -> int:
         """``words`` if the program's packets carry that many words, else ValueError saying
@@ -402,6 +406,7 @@ class TnaLayout(Layout):
 
     name = "tna"
     switch_harvest = False
+    sum_saturates = True
     slot_registers = (SLOT_GENERATION, SLOT_SEQ)
 
     _NAMES = {SLOT_GENERATION: _tna("slot_state.slot_generation"),

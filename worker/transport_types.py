@@ -116,8 +116,8 @@ class JobParams:
     @property
     def sum_bound(self) -> int:
         """The largest magnitude of one worker's SUM value that no order of partial sums of the
-        job's workers can take out of int32."""
-        return (2**31 - 1) // self.n_workers
+        job's workers can take out of int32 (:func:`hina.protocol.saturating_sum_bound`)."""
+        return P.saturating_sum_bound(self.n_workers)
 
     def __post_init__(self):
         if not 0 <= self.job_id <= P.MAX_JOB_ID:

@@ -58,7 +58,7 @@ class LocalJob:
         self.params = JobParams(job_id=self.spec.job_id, n_workers=n_workers, n_slots=n_slots,
                                 words=words, thc_table=tuple(table),
                                 generation=self.spec.generation,
-                                sum_saturates=isinstance(self.layout, pipeline.TnaLayout))
+                                sum_saturates=self.layout.sum_saturates)
 
     def set_generation(self, generation: int) -> None:
         """What the controller does when the job's workers restart: rewrite the admission
