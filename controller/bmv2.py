@@ -498,6 +498,13 @@ class Bmv2Thrift:
                 raise Bmv2Error(f"BMv2 Thrift {method}{args!r}: {detail} {exc}".strip()) \
                     from None
 
+    def learning_send_at_once(self, list_id: int) -> None:
+        """Learn list ``list_id`` sends each sample alone, at once. P4Runtime configures one
+        BMv2 learn list per digest name, but p4c makes one per ``digest`` call; the others
+        keep BMv2's defaults (16 samples or 1 s)."""
+        self._call("bm_learning_set_buffer_size", list_id, 1)
+        self._call("bm_learning_set_timeout", list_id, 0)
+
     def register_read_all(self, name: str) -> list[int]:
         """Every cell of register array ``name`` (one call)."""
         return list(self._call("bm_register_read_all", name))

@@ -23,8 +23,10 @@ Needs root (veth pairs, raw sockets) and the BMv2 toolchain (:func:`controller.b
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import queue
 import re
 import selectors
 import shutil
@@ -37,12 +39,12 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from p4.v1 import p4runtime_pb2
 
-from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Exact, GroupRef, Lpm,
-                            MemberRef, Optional_,
+from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Digest, Exact, GroupRef,
+                            Lpm, MemberRef, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
 
 from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
-from .p4runtime_client import P4RuntimeClientError, SwitchConnection
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection, p4data_values
 
 __all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
            "harness_missing"]
@@ -379,9 +381,48 @@ class Bmv2Dataplane:
         self._value_sets.clear()
         self._ap_members.clear()        # the pipeline push below empties the profiles
         self._ap_groups.clear()
-        self.conn.set_pipeline(read_p4info_text(str(self.build.p4info)),
-                               self.build.device_config())
+        p4info = read_p4info_text(str(self.build.p4info))
+        self.conn.set_pipeline(p4info, self.build.device_config())
         self.late.clear()
+        self._take_digests()                 # the last program's, if any came late
+        for digest in p4info.digests:        # every digest streams, one per list, at once
+            try:
+                self.conn.configure_digest(digest.preamble.name)
+            except P4RuntimeClientError as exc:
+                raise _control_error(exc) from None
+        if p4info.digests:
+            for learn_list in json.loads(Path(self.build.json).read_text())["learn_lists"]:
+                self.thrift.learning_send_at_once(learn_list["id"])
+
+    # -- digests -----------------------------------------------------------------------------
+    def _decode_digests(self, msg: p4runtime_pb2.DigestList) -> list[Digest]:
+        """A DigestList's data in order, named by the current P4Info (a list of another
+        program's digest id, arriving late, is dropped)."""
+        names = self.conn.index.digest_names if self.conn.index is not None else {}
+        name = names.get(msg.digest_id)
+        return [] if name is None else [Digest(name, p4data_values(d)) for d in msg.data]
+
+    def _take_digests(self) -> list[Digest]:
+        """The digests the switch has sent so far."""
+        out: list[Digest] = []
+        while True:
+            try:
+                out += self._decode_digests(self.conn.digest_lists.get_nowait())
+            except queue.Empty:
+                return out
+
+    def late_digests(self, wait_s: Optional[float] = None) -> list[Digest]:
+        """Digests that arrived after the :meth:`process` call of their frame returned: those
+        in by now, and any that arrive within ``wait_s`` (default :attr:`quiet_s`) of the last.
+        BMv2 learns at the end of ingress and PI streams the list from another thread, so a
+        digest may trail its frame's output."""
+        got = self._take_digests()
+        wait = self.quiet_s if wait_s is None else wait_s
+        while True:
+            try:
+                got += self._decode_digests(self.conn.digest_lists.get(timeout=wait))
+            except queue.Empty:
+                return got
 
     # -- packets -----------------------------------------------------------------------------
     def _drain(self) -> None:
@@ -421,7 +462,7 @@ class Bmv2Dataplane:
                 got += arrived
                 last = time.monotonic()
         got.sort(key=lambda pf: pf[0])            # stable: per-port order kept
-        return ProcessResult(outputs=got)
+        return ProcessResult(outputs=got, digests=self._take_digests())
 
     # -- tables ------------------------------------------------------------------------------
     def _write(self, updates, what: str) -> None:

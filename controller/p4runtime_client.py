@@ -30,7 +30,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from hina.tls import ClientTls, open_channel, wait_ready
 
 __all__ = ["P4RuntimeClientError", "NotPrimaryError", "P4InfoIndex", "SwitchConnection",
-           "TOFINO_ARCHS", "pipeline_prefix",
+           "TOFINO_ARCHS", "pipeline_prefix", "p4data_values",
            "MatchValue", "encode_value"]
 
 log = logging.getLogger("hina.controller")
@@ -81,6 +81,19 @@ def encode_value(value: int, bitwidth: int, what: str) -> bytes:
 
 def _decode_value(data: bytes) -> int:
     return int.from_bytes(data, "big")
+
+
+def p4data_values(data: p4runtime_pb2.P4Data) -> tuple[int, ...]:
+    """The values of a digest's ``P4Data`` (a struct or tuple of bitstrings, or one
+    bitstring), unsigned, in member order."""
+    which = data.WhichOneof("data")
+    if which in ("struct", "tuple"):
+        return tuple(v for member in getattr(data, which).members for v in p4data_values(member))
+    if which == "bitstring":
+        return (_decode_value(data.bitstring),)
+    if which == "bool":
+        return (int(data.bool),)
+    raise P4RuntimeClientError(f"digest data of kind {which!r} is not supported", "UNIMPLEMENTED")
 
 
 def _code_name(code: int) -> str:
@@ -155,6 +168,8 @@ class P4InfoIndex:
         self.actions = {a.preamble.name: a for a in p4info.actions}
         self.counters = {c.preamble.name: c for c in p4info.counters}
         self.registers = {r.preamble.name: r for r in p4info.registers}
+        self.digests = {d.preamble.name: d for d in p4info.digests}
+        self.digest_names = {d.preamble.id: d.preamble.name for d in p4info.digests}
         self.table_names = {t.preamble.id: t.preamble.name for t in p4info.tables}
         self.action_names = {a.preamble.id: a.preamble.name for a in p4info.actions}
         self.pipe_prefix = pipeline_prefix(p4info)
@@ -194,6 +209,9 @@ class P4InfoIndex:
 
     def register(self, name: str) -> p4info_pb2.Register:
         return self._get(self.registers, name, "register")
+
+    def digest(self, name: str) -> p4info_pb2.Digest:
+        return self._get(self.digests, name, "digest")
 
     def register_width(self, name: str) -> int:
         """Bits of a cell of register ``name`` (``bit<N>`` or ``int<N>``: the Tofino compiler
@@ -315,6 +333,8 @@ class SwitchConnection:
         self._requests: "queue.Queue[Optional[p4runtime_pb2.StreamMessageRequest]]" = queue.Queue()
         self._arbitration: "queue.Queue[p4runtime_pb2.MasterArbitrationUpdate]" = queue.Queue()
         self.packet_ins: "queue.Queue[p4runtime_pb2.PacketIn]" = queue.Queue()
+        #: every DigestList the device sent (each is acknowledged as it arrives)
+        self.digest_lists: "queue.Queue[p4runtime_pb2.DigestList]" = queue.Queue()
         self._stream = None
         if primary:
             self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
@@ -333,6 +353,12 @@ class SwitchConnection:
                     self._arbitration.put(msg.arbitration)
                 elif which == "packet":
                     self.packet_ins.put(msg.packet)
+                elif which == "digest":
+                    self.digest_lists.put(msg.digest)
+                    ack = p4runtime_pb2.StreamMessageRequest()
+                    ack.digest_ack.digest_id = msg.digest.digest_id
+                    ack.digest_ack.list_id = msg.digest.list_id
+                    self._requests.put(ack)
                 elif which == "error":
                     log.warning("stream error from %s: %s", self.address, msg.error)
         except grpc.RpcError as exc:
@@ -464,6 +490,20 @@ class SwitchConnection:
         """An Update of type ``kind`` (INSERT, MODIFY, DELETE) for one entity keyword."""
         return p4runtime_pb2.Update(type=p4runtime_pb2.Update.Type.Value(kind),
                                     entity=p4runtime_pb2.Entity(**entity))
+
+    # -- digests ---------------------------------------------------------------------------
+    def configure_digest(self, name: str, kind: str = "INSERT", max_timeout_ns: int = 0,
+                         max_list_size: int = 1, ack_timeout_ns: int = 0) -> None:
+        """Ask the device to stream digest ``name`` (a ``DigestEntry``); the lists arrive in
+        :attr:`digest_lists`. The defaults send each digest at once, alone, and switch off the
+        server's duplicate filter (P4Runtime 9.8: with ``ack_timeout_ns`` 0, PI keeps no cache
+        of unacknowledged data, so a repeated digest is sent again)."""
+        index = self.require_index()
+        entry = p4runtime_pb2.DigestEntry(digest_id=index.digest(name).preamble.id)
+        entry.config.max_timeout_ns = max_timeout_ns
+        entry.config.max_list_size = max_list_size
+        entry.config.ack_timeout_ns = ack_timeout_ns
+        self.write([self.update(kind, digest_entry=entry)], f"configure digest {name}")
 
     # -- tables ----------------------------------------------------------------------------
     def table_update(self, kind: str, table: str, match: Mapping[str, MatchValue],

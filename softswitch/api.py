@@ -273,6 +273,12 @@ class ProgramInfo:
                 return a
         raise ControlError("NOT_FOUND", f"action {name!r} is not in the program")
 
+    def digest(self, name: str) -> DigestInfo:
+        for d in self.digests:
+            if d.name == name:
+                return d
+        raise ControlError("NOT_FOUND", f"digest {name!r} is not in the program")
+
 
 # --------------------------------------------------------------------------------------------
 # Table entries

@@ -44,6 +44,13 @@ Supported commands
     without a condition, checks ``packets == 0``.
 ``wait``
     Nothing to do: processing is synchronous.
+``expect_digest NAME VALUE...`` (HINA extension)
+    The next digest of type NAME (P4Info's name for it: the struct type's name, or a unique
+    suffix) expected, one VALUE per field in the struct's order (``*``: any value). Values are
+    the fields' bits, unsigned (``int<8>`` -1 is ``0xFF``). Digests are compared, per NAME with
+    an expectation, with every digest the program sent, in order, after the last command (p4c's
+    STF has no digest command; BMv2's come over P4Runtime's stream, see
+    ``controller.bmv2_dataplane.Bmv2Dataplane.late_digests``).
 ``act_prof_create_member PROFILE ID ACTION(ARG:VALUE, ...)``, ``act_prof_modify_member ...``, ``act_prof_delete_member PROFILE ID``, ``act_prof_create_group PROFILE ID``, ``act_prof_delete_group PROFILE ID``, ``act_prof_add_member_to_group PROFILE MEMBER GROUP``, ``act_prof_remove_member_from_group PROFILE MEMBER GROUP`` (HINA extension)
     Action profiles and selectors, after BMv2's runtime CLI, with the member and group ids
     given (P4Runtime ids, not BMv2 handles). An entry of a table with an ``implementation``
@@ -82,7 +89,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from .api import (ActionCall, CloneSession, CompiledProgram, ControlError, Dataplane, Exact,
+from .api import (ActionCall, CloneSession, CompiledProgram, ControlError, Dataplane, Digest, Exact,
                   FieldMatch, GroupRef, MemberRef, ProgramInfo, Replica, TableEntry, TableInfo)
 from .stf_syntax import (ACTION_CALL, COMPARISONS, EXACT_LENGTH_MARK, WILDCARD, Expectation,
                          StfError, next_word, parse_hex_frame, parse_match, parse_number,
@@ -152,6 +159,8 @@ class StfRunner:
         self.outputs: dict[int, list[bytes]] = {}
         self.expected: dict[int, list[Expectation]] = {}
         self.expect_any: set[int] = set()
+        self.digests: list[Digest] = []
+        self.expected_digests: dict[str, list[tuple[int, tuple[Optional[int], ...]]]] = {}
         self.ports_seen: set[int] = set()
         self.handles: dict[str, TableEntry] = {}
         self.mc_nodes: list[tuple[int, tuple[int, ...]]] = []       # handle -> (rid, ports)
@@ -204,6 +213,12 @@ class StfRunner:
         for egress, out in result.outputs:
             self.outputs.setdefault(egress, []).append(out)
             self.log.append(f"    -> port {egress}: {out.hex().upper()}")
+        self._add_digests(result.digests)
+
+    def _add_digests(self, digests) -> None:
+        for digest in digests:
+            self.digests.append(digest)
+            self.log.append(f"    -> digest {digest.name} {' '.join(map(hex, digest.values))}")
 
     def cmd_expect(self, rest: str) -> None:
         port_text, data = next_word(rest)
@@ -222,8 +237,49 @@ class StfRunner:
     def cmd_wait(self, rest: str) -> None:
         """Processing is synchronous: every earlier packet is already out."""
 
+    def cmd_expect_digest(self, rest: str) -> None:
+        name_text, values_text = next_word(rest)
+        if not name_text:
+            raise StfError("expected: expect_digest NAME VALUE...")
+        digest = self.info.digest(resolve_name(name_text, [d.name for d in self.info.digests],
+                                               "digest"))
+        words = values_text.split()
+        if len(words) != len(digest.fields):
+            raise StfError(f"digest {digest.name} has {len(digest.fields)} fields "
+                           f"({', '.join(f.name for f in digest.fields)}), {len(words)} values "
+                           f"given")
+        values: list[Optional[int]] = []
+        for word, f in zip(words, digest.fields):
+            value = None if word == WILDCARD else parse_number(word)
+            if value is not None and not 0 <= value < 1 << f.bitwidth:
+                raise StfError(f"digest {digest.name} field {f.name}: {word} does not fit "
+                               f"bit<{f.bitwidth}> (write a negative value as its bits)")
+            values.append(value)
+        self.expected_digests.setdefault(digest.name, []).append((self._line, tuple(values)))
+
+    def check_digests(self) -> None:
+        """Compare, per digest type with expectations, the digests sent with them."""
+        late = getattr(self.dp, "late_digests", None)
+        if late is not None and self.expected_digests:
+            self._add_digests(late())
+        for name, want in self.expected_digests.items():
+            got = [d.values for d in self.digests if d.name == name]
+            for index, ((line, pattern), values) in enumerate(zip(want, got)):
+                if len(values) != len(pattern) or any(
+                        p is not None and p != v for p, v in zip(pattern, values)):
+                    shown = " ".join("*" if p is None else hex(p) for p in pattern)
+                    self.fail(f"digest {name} {index}: expected {shown}, got "
+                              f"{' '.join(map(hex, values))}", line=line)
+            if len(got) != len(want):
+                extra = "".join(f"\n  unexpected {' '.join(map(hex, v))}" for v in got[len(want):])
+                missing = "".join(f"\n  missing (line {line})" for line, _ in want[len(got):])
+                self.fail(f"digest {name}: expected {len(want)}, got {len(got)}{extra}{missing}",
+                          line=0)
+
     def check_outputs(self) -> None:
-        """Compare, per checked port, the frames that came out with the expectations."""
+        """Compare, per checked port, the frames that came out with the expectations, then
+        the digests (:meth:`check_digests`)."""
+        self.check_digests()
         for port in sorted(self.ports_seen):
             got = self.outputs.get(port, [])
             want = self.expected.get(port, [])

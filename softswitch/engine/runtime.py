@@ -252,10 +252,11 @@ class Context:
     def clone(self, kind: int, session: int, field_list: int) -> None:
         self.clone_req = (kind, session, field_list)
 
-    def digest(self, name: str, values) -> None:
-        """``digest()``: ``values`` is a thunk evaluated at the end of ingress, as BMv2 does;
-        a later call in the same pass replaces an earlier one (one learn list per packet)."""
-        self.learn = (name, values)
+    def digest(self, name: str, values, masks: tuple) -> None:
+        """``digest()``: ``values`` are the data's values at the call (p4c copies them into
+        temporaries there; BMv2 reads those at the end of ingress); a later call in the same
+        pass replaces an earlier one (BMv2 keeps one learn list id per packet)."""
+        self.learn = (name, tuple(int(v) & m for v, m in zip(values, masks)))
 
     def log(self, msg: str, values: tuple) -> None:
         if self.trace is not None:
@@ -362,10 +363,10 @@ class V1Dataplane:
         if clone_req is not None and clone_req[0] == CLONE_I2E:
             self._clone_i2e(port, data, meta, clone_req, result, work)
         if C.learn is not None:
-            # BMv2 learns once per packet, at the end of ingress, with the values then.
+            # BMv2 learns once per packet, at the end of ingress, from the call's copies.
             name, values = C.learn
             C.learn = None
-            result.digests.append(Digest(name, tuple(int(v) for v in values())))
+            result.digests.append(Digest(name, values))
         if resubmit:
             if C.trace is not None:
                 C.trace.append("resubmit")

@@ -163,3 +163,37 @@ def test_tabs_separate_words_like_spaces(features):
           f"packet\t0\t{FRAME}\nexpect\t1\t{FRAME}\t$\n"
     result = run_stf_text(stf, features)
     assert result.passed, result.report()
+
+
+# -- expect_digest (HINA extension) ----------------------------------------------------------
+DIGESTS = REPO / "tests" / "conformance" / "programs" / "digest_call_time_values.p4"
+OP1 = "packet 1 000000000001 0000000000AA 0800 01 00\n"
+
+
+@pytest.fixture(scope="module")
+def digests():
+    from hina.softswitch.compiler import compile_file
+    return compile_file(str(DIGESTS))
+
+
+@pytest.mark.parametrize("stf, message", [
+    (OP1 + "expect_digest learn_t 0xAB 1", "digest learn_t 0: expected 0xab 0x1, got 0xaa 0x1"),
+    (OP1 + "expect_digest learn_t 0xAA 1\nexpect_digest learn_t 0xAA 1",
+     "digest learn_t: expected 2, got 1"),
+    (OP1 + OP1 + "expect_digest learn_t 0xAA *", "digest learn_t: expected 1, got 2"),
+    ("expect_digest learn_t 1", "digest learn_t has 2 fields (src, port), 1 values given"),
+    ("expect_digest learn_t 1 512", "field port: 512 does not fit bit<9>"),
+    ("expect_digest nosuch 1", "no digest named 'nosuch'"),
+])
+def test_digest_expectations_fail_with_the_reason(digests, stf, message):
+    result = run_stf_text(stf, digests, filename="t.stf")
+    assert not result.passed
+    assert any(message in f.message for f in result.failures), result.report()
+
+
+def test_digest_wildcards_and_unchecked_types(digests):
+    # small_t has no expectation: its digest is recorded, not compared
+    stf = OP1 + "packet 4 000000000001 0000000000CC 0800 03 A5\nexpect_digest learn_t * 1\n"
+    result = run_stf_text(stf, digests)
+    assert result.passed, result.report()
+    assert any("digest small_t 0x1 0x5 0xa5" in line for line in result.log)
