@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     print(f"frames compared {stats.get('frames', 0)}, not observable on BMv2's veths "
           f"{stats.get('unobservable', 0)} (an output with a VLAN Ethernet type or shorter than "
           f"{p4smith.MIN_FRAME} bytes), register and counter cells compared "
-          f"{stats.get('cells', 0)}")
+          f"{stats.get('cells', 0)}, digests compared {stats.get('digests', 0)} (repeats BMv2 "
+          f"dropped, not yet acknowledged: {stats.get('digest repeats BMv2 dropped', 0)})")
     print("coverage (programs that used the feature):")
     for feature, count in coverage.items():
         print(f"  {feature:<38} {count:>6}  {100 * count / max(tried, 1):5.1f} %")

@@ -17,7 +17,8 @@ use (:data:`FEATURES` lists it all; each is a row of ``docs/p4-conformance.md``'
   masks and ``_``) or ``entries`` with ``priority=``, default actions with arguments, applied
   plainly, for ``.hit``/``.miss`` or in ``switch (t.apply().action_run)``;
 * deterministic externs: ``hash`` (crc16, crc32, identity, csum16), registers read and
-  written, counters, ``mark_to_drop``, ``egress_spec`` from constants and fields;
+  written, counters, ``mark_to_drop``, ``egress_spec`` from constants and fields, ``digest``
+  (a struct type of its own per call site, fields of 1 to 48 bits);
 * an egress of assignments and a deparser emitting every header in a random order (invalid
   ones emit nothing).
 
@@ -59,6 +60,8 @@ VLAN_ETHER_TYPES = (0x8100, 0x88A8, 0x9100)
 BINARY_OPS = ("+", "-", "*", "&", "|", "^", "|+|", "|-|")
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 HASHES = ("crc16", "crc32", "identity", "csum16")
+#: widths of a digest's fields (BMv2's P4Runtime server takes bit<W> members only)
+DIGEST_WIDTHS = (1, 3, 8, 9, 16, 32, 48)
 
 
 #: the language features the generator emits (the coverage report's rows, in order); each is a
@@ -88,6 +91,7 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
     # externs
 ) + tuple(f"hash {h}" for h in HASHES) + (
     "register read", "register write", "counter", "mark_to_drop", "egress_spec from a field",
+    "digest",
     # deparser
     "emit order not declaration order", "emit of a header stack",
 )
@@ -106,6 +110,7 @@ class Program:
     hints: dict = dc_field(default_factory=dict)
     registers: tuple = ()
     counters: tuple = ()
+    digests: tuple = ()          # the digests' struct names, one per call site
 
 
 class _Gen(ParserGen):
@@ -135,6 +140,9 @@ class _Gen(ParserGen):
         self.ioacts: list = []      # (name, (w_in, w_out, w_inout))
         self.regs: list = []        # (name, width, size)
         self.cnts: list = []        # (name, size)
+        #: digest struct types, one per call site: (name, field widths)
+        self.digests: list = []
+        self.digest_ok = False      # in ingress's own body (not a function's or action's)
         self.locals_n = 0
 
     # ---------------------------------------------------------------- scope
@@ -417,6 +425,15 @@ class _Gen(ParserGen):
                 self.used.add("stack push_front/pop_front")
                 out.append(f"{indent}hdr.s.{r.choice(('push_front', 'pop_front'))}({r.randint(1, 2)});")
                 valid = frozenset(v for v in valid if not v.startswith("s["))
+            elif k < 0.88 and self.digest_ok and not egress:
+                # a digest: its own struct type per call site, so that BMv2's learn filter
+                # (per call site: hina.testing.p4diff) is a filter per digest name
+                name = f"dg{len(self.digests)}_t"
+                widths = tuple(r.choice(DIGEST_WIDTHS) for _ in range(r.randint(1, 3)))
+                self.digests.append((name, widths))
+                self.used.add("digest")
+                data = ", ".join(self.expr(w, 2) for w in widths)
+                out.append(f"{indent}digest<{name}>(1, {{{data}}});")
             else:
                 out.append(self.assign(indent))
         return out, valid
@@ -612,7 +629,7 @@ class _Gen(ParserGen):
             d, acts = self.table(n, valid_keys)
             decls += d
             tables.append((n, acts))
-        self.valid_ok = True
+        self.valid_ok = self.digest_ok = True
         body = [f"        std.egress_spec = 9w{r.randint(1, 3)};"]
         valid, local = frozenset(), ()
         for n, acts in tables:
@@ -622,6 +639,7 @@ class _Gen(ParserGen):
             body += a
         a, valid = self.stmts("        ", r.randint(2, 6), 2, valid, local)
         body += a
+        self.digest_ok = False
         egress = []
         if r.random() < 0.5:
             self.used.add("egress statements")
@@ -646,6 +664,8 @@ class _Gen(ParserGen):
             "#include <v1model.p4>",
             *htypes,
             "struct pair_t { bit<8> a; bit<16> b; }",
+            *(f"struct {name} {{ " + " ".join(f"bit<{w}> f{i};" for i, w in enumerate(ws)) + " }"
+              for name, ws in self.digests),
             "struct headers_t { " + " ".join(members) + " }",
             "struct meta_t { bit<8> m0; bit<16> m1; bit<32> m2; bit<32> m3; pair_t p; pair_t q; }",
             *([f"error {{ {', '.join(self.errors)} }}"] if self.errors else []),
@@ -679,7 +699,8 @@ class _Gen(ParserGen):
         hints = {w: tuple(sorted(v)) for w, v in self.hints.items()}
         return Program(seed, src, frozenset(self.used), plan, hints,
                        tuple((f"MyIngress.{n}", size) for n, _, size in self.regs),
-                       tuple((f"MyIngress.{n}", size) for n, size in self.cnts))
+                       tuple((f"MyIngress.{n}", size) for n, size in self.cnts),
+                       tuple(name for name, _ in self.digests))
 
 
 def generate(seed: int) -> Program:

@@ -61,6 +61,7 @@ def test_the_generator_covers_every_feature_it_lists():
         assert ("lookahead<" in src) == ("lookahead in select" in used)
         assert ("hash(" in src) == any(f.startswith("hash ") for f in used)
         assert (".setValid()" in src) == ("setValid" in used)
+        assert ("digest<" in src) == ("digest" in used) == bool(prog.digests)
     assert seen == set(p4smith.FEATURES)
     assert length_after_validity >= 5, length_after_validity
 
