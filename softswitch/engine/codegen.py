@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..frontend import ir
 from ..frontend.controlplane import block_name, local_name, qualified_name
+from ..frontend.entry_priorities import engine_priorities
 from ..frontend.exprs import expr_text
 from ..frontend.scope import Sym, error, unsupported
 from ..frontend.types import Bits, EnumT, ExternT, ObjT, StackT, StructT, width_of
@@ -528,7 +529,7 @@ class ProgramGen(CodeGen):
         # a table with an action profile: BMv2 never gets the program's entries (see
         # Checker.check_implementation)
         if d.entries is not None and "implementation" not in props:
-            n = len(d.entries)
+            prios = engine_priorities(d)
             for i, e in enumerate(d.entries):
                 items = e.keyset.items if isinstance(e.keyset, ir.TupleKs) else [e.keyset]
                 if len(items) == 1 and len(d.keys) > 1 and isinstance(items[0], ir.DefaultKs):
@@ -563,7 +564,7 @@ class ProgramGen(CodeGen):
                         matches.append(f"Optional_({item.const & full_mask})")
                     else:
                         raise unsupported(item, f"match kind {kind}")
-                prio = e.priority.const if e.priority is not None else n - i
+                prio = prios[i]
                 call = e.call
                 args = tuple(a.const & ((1 << width_of(a.type)) - 1) for a in call.args)
                 entries.append(f"(({''.join(m + ', ' if m else 'None, ' for m in matches)}), "
