@@ -45,8 +45,6 @@ class ExprGen:
                 return f"{base}.last()"
             if e.member == "lastIndex":
                 return f"(({base}.next_index - 1) & 0xffffffff)"
-            if e.member == "nextIndex":
-                return f"{base}.next_index"
         if isinstance(bt, StructT):
             text = f"{base}.{pyfield(e.member)}"
             return self.hoisted.get(text, text)

@@ -234,7 +234,13 @@ class ExprChecker:
                 if not self.in_parser:
                     raise error(e, f"{e.member} of a header stack can only be used in a parser")
                 return bt.elem
-            if e.member in ("size", "lastIndex", "nextIndex"):
+            if e.member == "nextIndex":
+                # P4_16 names it, p4c 1.2.5 does not implement it (anywhere)
+                raise error(e, f"Cannot extract field nextIndex from {expr_text(e.expr)} which "
+                               f"has type header {bt.elem.name}[{bt.size}]")
+            if e.member == "lastIndex" and not self.in_parser:
+                raise error(e, "'lastIndex' for stacks can only be used in a parser")
+            if e.member in ("size", "lastIndex"):
                 if e.member == "size":
                     e.const = bt.size
                 return Bits(32)
