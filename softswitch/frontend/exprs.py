@@ -330,6 +330,7 @@ class ExprChecker:
         hint = expected if op not in self.COMPARE else None
         lt = self.check_expr(e.left, scope, hint)
         rt = self.check_expr(e.right, scope, lt if isinstance(lt, Bits) else hint)
+        lt, rt = _enum_as_base(e.left, lt, rt), _enum_as_base(e.right, rt, lt)
         if isinstance(lt, InfInt) and isinstance(rt, Bits):
             self.unify_int(e.left, rt)
             lt = rt
@@ -626,6 +627,15 @@ def fold(op: str, a: int, b: int, t: P4Type) -> int:
     else:
         raise ValueError(op)
     return wrap(v, t) if isinstance(t, Bits) else v
+
+
+def _enum_as_base(node: ir.Expr, t: P4Type, other: P4Type) -> P4Type:
+    """An operand of a serializable enum type beside one of another type is a value of the
+    enum's underlying type (P4_16 8.11.2: the one implicit cast besides integer literals)."""
+    if isinstance(t, EnumT) and t.base is not None and not isinstance(other, EnumT):
+        node.type = t.base
+        return t.base
+    return t
 
 
 def expr_text(e: ir.Expr) -> str:

@@ -710,8 +710,9 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker):
             return
         if isinstance(src, StructT) and isinstance(dst, StructT) and src.name == dst.name:
             return
-        if isinstance(src, EnumT) and isinstance(dst, EnumT) and src.name == dst.name:
-            return
+        if isinstance(src, EnumT) and (isinstance(dst, EnumT) and src.name == dst.name
+                                       or src.base is not None and src.base == dst):
+            return      # P4_16 8.11.2: a serializable enum casts implicitly to its type
         if isinstance(src, ExternT) and isinstance(dst, ExternT) and src.decl is dst.decl and (
                 not dst.type_args or len(src.type_args) == len(dst.type_args) and all(
                     isinstance(b, (TypeVar, DontCareT)) or str(a) == str(b)
