@@ -460,6 +460,8 @@ class StmtGen:
             raise unsupported(e, "constructor call as a statement")
         kind = e.call_kind
         k0 = kind[0]
+        if k0 == "const":           # static_assert (checked when compiling): nothing to run
+            return
         if k0 == "header":
             h = self.g(e.func.expr)
             if kind[1] in ("setValid", "setInvalid") and self.counts_packet_length():

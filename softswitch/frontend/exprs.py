@@ -76,6 +76,9 @@ class ExprChecker:
                     raise error(e, f"{e.type_name}.{e.member}: no such enum member")
                 e.const = t.values[e.member]
                 return t
+            if isinstance(t, StructT) and e.member in SIZE_METHODS:
+                self.check_size_method(e, t)        # h_t.minSizeInBytes(): the type's size
+                return ObjT("method", (t, e.member))
             raise error(e, f"{e.type_name}.{e.member}: not an enum member")
         if isinstance(e, ir.Member):
             return self.check_member(e, scope)
@@ -545,8 +548,25 @@ class ExprChecker:
             e.tvars = tv
             e.call_kind = ("extern_func", sym.name)
             e.method = d
+            if sym.name == "static_assert":
+                self.static_assert(e)
             return self.resolve_type(d.ret, tv) if d.ret.kind != "void" else Void()
         raise error(e, f"{expr_text(f)} is not callable")
+
+
+    def static_assert(self, e: ir.Call) -> None:
+        """``static_assert(check[, message])`` (core.p4): ``check`` must be known when compiling;
+        false fails the compile with the message, as p4c does; true makes the call a constant."""
+        check = e.args[0].const
+        if not isinstance(check, bool):
+            raise error(e, "static_assert: the condition must be a compile-time constant")
+        if not check:
+            message = e.args[1].value if len(e.args) > 1 and isinstance(
+                e.args[1], ir.StringLit) else None
+            shown = "false" + (f', "{message}"' if message is not None else "")
+            raise error(e, f"static_assert({shown}): {message or 'static assertion failed'}")
+        e.const = True
+        e.call_kind = ("const",)
 
 
 def struct_const(e: ir.Expr, t: P4Type, header_ok: bool = False) -> Optional[dict]:

@@ -29,6 +29,10 @@ extern packet_out {
 
 extern void verify(in bool check, in error toSignal);
 
+/// Checked when compiling: a false check fails the compile with the message.
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 @noWarn("unused")
 action NoAction() {}
 
