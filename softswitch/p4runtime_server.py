@@ -43,7 +43,9 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
 * **Packet I/O**: PacketOut becomes ``packet_out`` header + payload entering ingress on the CPU
   port; frames the dataplane sends to the CPU port lose their ``packet_in`` header, whose fields
   become PacketIn metadata for the primary. Digests go to the primary as DigestList once a
-  DigestEntry enabled them (one digest per list; acks are accepted and ignored).
+  DigestEntry configured them, as PI sends them (``p4rt.digests``): lists of up to
+  ``max_list_size`` held at most ``max_timeout_ns``, and with ``ack_timeout_ns`` data already
+  sent dropped until its list is acknowledged or the ack times out.
 * **Action profiles and selectors**: ActionProfileMember and ActionProfileGroup (INSERT,
   MODIFY, DELETE, Read with wildcards), entries naming ``action_profile_member_id`` or
   ``action_profile_group_id``. A direct action in an entry of such a table, a member or group
@@ -53,8 +55,7 @@ What a controller sees is what PI/BMv2 (``simple_switch_grpc``) offers, plus Reg
   more members than the profile's size RESOURCE_EXHAUSTED; weights above 1 and
   ``action_profile_action_set`` UNIMPLEMENTED (BMv2 has neither).
 * **Not supported** (UNIMPLEMENTED): extern entries,
-  meter config in table entries, resetting a MeterEntry or DirectMeterEntry. DigestEntry config
-  knobs are accepted and ignored.
+  meter config in table entries, resetting a MeterEntry or DirectMeterEntry.
 
 Example::
 
@@ -80,6 +81,7 @@ from . import api
 from .api import CompiledProgram
 from .frontend.cpp_sandbox import CppLimitError
 from .p4rt.arbiter import CLOSE, Arbiter, Client, election_id_of, format_election_id
+from .p4rt.digests import DigestStreams
 from .p4rt.device_config import (  # noqa: F401 (MAX_DEVICE_CONFIG_BYTES, make_*: public here)
     MAX_DEVICE_CONFIG_BYTES, DeviceConfig, DeviceConfigTooLarge, make_bundle_device_config,
     make_device_config, parse_device_config)
@@ -135,10 +137,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._lock = threading.RLock()
         self.pipeline: Optional[Pipeline] = None
         self._saved: Optional[Pipeline] = None
-        self._digest_enabled: set[int] = set()
         self._programs: dict[tuple[str, str], CompiledProgram] = {}   # by (name, source)
-        self._digest_list_id = 0
-        self._digest_lock = threading.Lock()          # taken under switch.lock: nothing inside
+        self.digests = DigestStreams(self._send_digest_list)
         switch.add_packet_in_sink(self._on_packet_in)
         switch.add_digest_sink(self._on_digest)
 
@@ -146,6 +146,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Detach from the switch (the server keeps no other resources)."""
         self.switch.remove_packet_in_sink(self._on_packet_in)
         self.switch.remove_digest_sink(self._on_digest)
+        self.digests.close()
 
     # -- common checks -------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:
@@ -181,7 +182,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 pipeline = Pipeline(build_p4info(program.info), make_device_config(program),
                                     self.switch.cookie, program)
                 self.pipeline = pipeline
-                self._digest_enabled.clear()
+                self.digests.clear()
             return pipeline
 
     def _require_pipeline(self) -> Pipeline:
@@ -275,7 +276,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.switch.load(pipeline.program, cookie=pipeline.cookie,
                              p4info_bytes=pipeline.p4info.SerializeToString())
             self.pipeline, self._saved = pipeline, None
-            self._digest_enabled.clear()
+            self.digests.clear()
 
     def GetForwardingPipelineConfig(self, request, context):
         try:
@@ -409,7 +410,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                      "PacketOut: only the primary client may send packets")
             self._packet_out(request.packet)
         elif kind == "digest_ack":
-            pass            # digests are not retransmitted, acks need no bookkeeping
+            self.digests.ack(request.digest_ack.digest_id, request.digest_ack.list_id)
         else:
             raise invalid(f"stream message {kind or 'with no update'} is not supported")
 
@@ -455,17 +456,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if primary is None or pipeline is None:
             return
         digest_id = pipeline.digest_ids.get(digest.name)
-        if digest_id is None or digest_id not in self._digest_enabled:
-            return
-        with self._digest_lock:
-            self._digest_list_id += 1
-            list_id = self._digest_list_id
-        response = p4runtime_pb2.StreamMessageResponse()
-        response.digest.digest_id, response.digest.list_id = digest_id, list_id
-        members = response.digest.data.add().struct.members
-        for value in digest.values:
-            members.add().bitstring = encode_bytes(value)
-        primary.send(response)
+        if digest_id is not None:
+            self.digests.offer(digest_id, tuple(encode_bytes(v) for v in digest.values))
+
+    def _send_digest_list(self, response) -> None:
+        primary = self.arbiter.primary
+        if primary is not None:
+            primary.send(response)
 
 
 def _pack_header(header: ControllerHeader, metadata) -> bytes:

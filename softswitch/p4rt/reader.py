@@ -273,10 +273,11 @@ class Reader(Codec):
             self._items.append((self.fill_value_set, value_set, members))
 
     def _read_digest_entry(self, msg) -> None:
-        digests = [digest for digest in self._resources("digest", msg.digest_id)
-                   if digest.id in self.server._digest_enabled]
-        self._reserve(len(digests), "digests")
-        self._items.extend((_fill_digest, digest.id) for digest in digests)
+        configs = [(digest.id, self.server.digests.config(digest.id))
+                   for digest in self._resources("digest", msg.digest_id)]
+        configs = [(digest_id, config) for digest_id, config in configs if config is not None]
+        self._reserve(len(configs), "digests")
+        self._items.extend((_fill_digest, digest_id, config) for digest_id, config in configs)
 
 
 def _fill_group_entry(entity, profile_id: int, group_id: int, members) -> None:
@@ -306,6 +307,6 @@ def _fill_meter(entity, meter_id: int, index: int,
         entry.config.cir, entry.config.cburst, entry.config.pir, entry.config.pburst = config
 
 
-def _fill_digest(entity, digest_id: int) -> None:
+def _fill_digest(entity, digest_id: int, config) -> None:
     entity.digest_entry.digest_id = digest_id
-    entity.digest_entry.config.SetInParent()
+    entity.digest_entry.config.CopyFrom(config)

@@ -10,6 +10,7 @@ from p4.v1 import p4runtime_pb2
 
 from .. import api
 from .codec import Codec
+from .digests import check_config
 from .errors import P4RuntimeError, invalid, not_found, unimplemented
 from .pipeline import Pipeline, Table, decode_bytes, enum_name
 
@@ -280,14 +281,15 @@ class Writer(Codec):
 
     def _write_digest_entry(self, kind: int, msg) -> None:
         digest = self.pipeline.resource("digest", msg.digest_id)
-        enabled = self.server._digest_enabled
-        _check_existence(kind, digest.id in enabled, f"digest config of {digest.name!r}")
+        streams = self.server.digests
+        old = streams.config(digest.id)
+        _check_existence(kind, old is not None, f"digest config of {digest.name!r}")
         if kind == Update.DELETE:
-            enabled.discard(digest.id)
-            self._remember(lambda: enabled.add(digest.id))
-        elif kind == Update.INSERT:
-            enabled.add(digest.id)
-            self._remember(lambda: enabled.discard(digest.id))
+            streams.configure(digest.id, None)
+        else:
+            check_config(msg.config, f"digest {digest.name!r}")
+            streams.configure(digest.id, msg.config)
+        self._remember(lambda: streams.configure(digest.id, old))
 
 
 def _check_existence(kind: int, exists: bool, what: str) -> None:

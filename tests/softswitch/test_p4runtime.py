@@ -3,6 +3,8 @@ has no API: RegisterEntry, backup clients, malformed requests), running the real
 tests/softswitch/programs/p4rt_cpu.p4."""
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 from google.rpc import code_pb2
@@ -473,6 +475,37 @@ def test_digests_reach_the_primary_once_enabled(sw, raw, program):
     (data,) = digest.data
     assert [m.bitstring for m in data.struct.members] == [b"\x0a", b"\x02"]
     assert primary.responses.empty()            # exactly one list: the first frame sent none
+
+
+def test_digest_duplicates_wait_for_the_ack_and_the_config_reads_back(sw, raw, program):
+    primary = raw((0, 9))
+    primary.arbitrate()
+    entity = p4runtime_pb2.Entity()
+    entity.digest_entry.digest_id = ids(program)["learn_t"]
+    entity.digest_entry.config.max_list_size = 1
+    entity.digest_entry.config.ack_timeout_ns = 60 * 10**9
+    primary.write(Update(type=Update.INSERT, entity=entity))
+    (read,) = primary.read(entity)
+    assert read.digest_entry == entity.digest_entry
+    learn = bytes.fromhex("00000000000b" "00000000000a" "1234")
+    sw.switch.receive(2, learn)
+    sw.switch.receive(2, learn)                 # the same data, not acknowledged: dropped
+    first = primary.next("digest").digest
+    assert first.list_id == 1
+    ack = p4runtime_pb2.StreamMessageRequest()
+    ack.digest_ack.digest_id, ack.digest_ack.list_id = first.digest_id, first.list_id
+    primary.send(ack)
+    deadline = time.monotonic() + 5     # the ack is handled on the stream's thread: resend
+    while primary.responses.empty() and time.monotonic() < deadline:
+        sw.switch.receive(2, learn)     # (dropped until the ack is in, then dropped again)
+        time.sleep(0.05)
+    assert primary.next("digest").digest.list_id == 2
+    bad = p4runtime_pb2.Entity()
+    bad.digest_entry.CopyFrom(entity.digest_entry)
+    bad.digest_entry.config.max_timeout_ns = -1
+    with pytest.raises(grpc.RpcError) as info:
+        primary.write(Update(type=Update.MODIFY, entity=bad))
+    assert "max_timeout_ns -1" in str(write_errors(info.value))
 
 
 def test_requests_before_any_pipeline_fail_precondition(running_switch):
