@@ -46,6 +46,7 @@ class CtorChecker:
         self.check_call_args(call, decl.ctor_params, call.args, scope, what)
         values = []
         specialized_by_p4c = all(self.p4c_simple_constant(a, scope) for a in call.args)
+        self.last_p4c_specialized = specialized_by_p4c
         for a, p in zip(call.args, decl.ctor_params):
             if isinstance(p.resolved, ExternT) and isinstance(a, ir.CtorCall):
                 if specialized_by_p4c:
@@ -114,6 +115,13 @@ class CtorChecker:
                 self.check_expr(a, scope)
             except P4CompileError:
                 return False
+        if any(not getattr(getattr(x, "sym", None), "ctor_param_of",
+                           None).p4c_specialized
+               for x in _walk(a) if isinstance(x, ir.Path)
+               and getattr(getattr(x, "sym", None), "ctor_param_of", None) is not None):
+            # a constructor parameter of a declaration p4c does not specialise: not a
+            # constant there
+            return False
         return getattr(a, "const", None) is not None and isinstance(
             a.type, (Bits, Bool, InfInt, EnumT))
 
@@ -121,17 +129,17 @@ class CtorChecker:
         """An extern constructed in the constructor arguments of an instance p4c does not
         specialise: p4c's MoveConstructors declares it just before the instance, in the
         enclosing control or parser, as ``tmp``, ``tmp_0``, ``tmp_1``, ... numbered over the
-        whole program in declaration order, after every name the program already uses (its
-        MinimalNameGenerator). The name is reproduced where the program has no other name of
-        that form and no construct for which p4c's front end made temporaries of its own
-        (SideEffectOrdering: a call inside an expression); otherwise refused."""
+        whole program in p4c's declaration order, after every name the program already uses (its
+        MinimalNameGenerator). :meth:`number_ctor_temporaries` gives the names once the program
+        is checked. Refused where the program has a construct for which p4c's front end makes
+        temporaries of its own (SideEffectOrdering: a call inside an expression) or a name of
+        that form, and at top level (p4c-bm2-ss 1.2.5.16 crashes there)."""
         owner = scope.owner
-        if owner is None or getattr(owner, "base_name", None) is not None or not isinstance(
-                owner, (ir.ControlDecl, ir.ParserDecl)):
+        if owner is None or not isinstance(owner, (ir.ControlDecl, ir.ParserDecl)):
             raise unsupported(a, f"{what}: an extern constructed in the arguments of an instance "
-                                 "p4c does not specialise, declared in a control or parser "
-                                 "with constructor parameters or at top level (p4c names it "
-                                 "tmp, tmp_0, ... in its own order)")
+                                 "p4c does not specialise, in a package's arguments at top level "
+                                 "(p4c's MoveConstructors leaves it there and p4c-bm2-ss "
+                                 "1.2.5.16 crashes with SIGSEGV)")
         clash = p4c_temporaries(self.program)
         if clash is not None:
             node, why = clash
@@ -140,8 +148,7 @@ class CtorChecker:
                                  "argument): p4c names it tmp, tmp_0, ... after its own "
                                  f"temporaries, and this program has {why} at {node.span}")
         hoisted = self.__dict__.setdefault("ctor_temporaries", [])
-        n = len(hoisted)
-        name = "tmp" if n == 0 else f"tmp_{n - 1}"
+        name = f"tmp__hoisted{len(hoisted)}"      # renamed by number_ctor_temporaries
         inst = ir.Instantiation(name, a.type_ref, a.args, span=a.span)
         self.check_instantiation(inst, scope)
         owner.locals.insert(owner.locals.index(self.current_local), inst)
@@ -149,10 +156,30 @@ class CtorChecker:
         hoisted.append((inst, sym, owner))
         return sym
 
+    def p4c_unit(self, d):
+        """The declaration of p4c's program (after its SpecializeAll) that the embedded
+        control or parser ``d`` is, as a hashable key: ``d`` itself for a declaration without
+        constructor parameters, the declaration copied for a copy p4c does not specialise (one
+        declaration for all its instances), else the copy p4c makes for that instantiation in
+        its instantiator (``spec``, the instantiator's unit, the instantiation's place)."""
+        base = getattr(d, "ctor_base", None)
+        if base is None:
+            return ("decl", id(d))
+        if not d.p4c_specialized:
+            return ("decl", id(base))
+        inst = d.ctor_instantiator
+        return ("spec", self.p4c_unit(inst) if inst is not None else ("main",),
+                d.ctor_site)
+
     def number_ctor_temporaries(self, roots: list) -> None:
-        """p4c removes the controls and parsers nothing instantiates before MoveConstructors
-        runs: their moved externs take no number. Renumber the others in order (``roots``:
-        the blocks ``main`` instantiates)."""
+        """Name the externs :meth:`hoist_ctor_arg` declared as p4c does: in the order of p4c's
+        program when MoveConstructors runs. p4c's SpecializeAll inserts the copy of a control or
+        parser it specialises just before the control or parser (or the ``main`` instance)
+        holding the instantiation, in the order of the instantiations, the copies for that copy
+        before it; a declaration with constructor parameters some instance does not specialise
+        stays where it is, one declaration (one set of names) for all those instances. Controls
+        and parsers nothing instantiates are removed before and take no number (``roots``: the
+        blocks ``main`` instantiates)."""
         hoisted = getattr(self, "ctor_temporaries", [])
         if not hoisted:
             return
@@ -166,12 +193,43 @@ class CtorChecker:
                 t = getattr(loc, "resolved", None) if isinstance(loc, ir.Instantiation) else None
                 if t is not None and getattr(t, "kind", None) in ("control_type", "parser_type"):
                     todo.append(t.decl)
-        n = 0
+        decls = [d for d in self.program.decls + self.specialized if id(d) in used]
+        # the p4c copies each unit holds, in the order of their instantiations
+        children: dict = {}
+        first_seq: dict = {}
+        for d in decls:
+            u = self.p4c_unit(d)
+            if u[0] == "spec":
+                first_seq[u] = min(first_seq.get(u, d.ctor_seq), d.ctor_seq)
+                children.setdefault(u[1], set()).add(u)
+        order: list = []
+
+        def emit(u) -> None:
+            for c in sorted(children.get(u, ()), key=lambda c: first_seq[c]):
+                emit(c)
+            order.append(u)
+
+        top = [("decl", id(d)) for d in self.program.decls
+               if isinstance(d, (ir.ControlDecl, ir.ParserDecl))]
+        for u in top:
+            emit(u)
+        emit(("main",))
+        place = {u: i for i, u in enumerate(order)}
+        by_unit: dict = {}
         for inst, sym, owner in hoisted:
             if id(owner) not in used:
                 continue
-            inst.name = sym.name = "tmp" if n == 0 else f"tmp_{n - 1}"
-            n += 1
+            by_unit.setdefault(self.p4c_unit(owner), {}).setdefault(id(owner), []).append(
+                (inst, sym))
+        n = 0
+        for u in sorted(by_unit, key=place.__getitem__):
+            names: list = []
+            for temps in by_unit[u].values():
+                for k, (inst, sym) in enumerate(temps):
+                    if k == len(names):
+                        names.append("tmp" if n == 0 else f"tmp_{n - 1}")
+                        n += 1
+                    inst.name = sym.name = names[k]
 
     def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
         vt = self.check_expr(e, scope, t)
@@ -196,6 +254,11 @@ class CtorChecker:
         self.n_specialized = getattr(self, "n_specialized", 0) + 1
         spec.base_name = decl.name
         spec.name = f"{decl.name}__{self.n_specialized}"
+        # where p4c's program has it (number_ctor_temporaries)
+        spec.ctor_base, spec.ctor_seq = decl, self.n_specialized
+        spec.p4c_specialized = self.last_p4c_specialized
+        spec.ctor_instantiator = scope.owner
+        spec.ctor_site = (node.span.file, node.span.line, node.span.col)
         consts = Scope(self.top, owner=spec)
         spec.extern_ctor_args = []      # (the parameter's Sym, the instance's Sym) for codegen
         for p, v in zip(spec.ctor_params, values):
@@ -208,7 +271,9 @@ class CtorChecker:
                 spec.extern_ctor_args.append((psym, v))
                 consts.declare(psym, p)
                 continue
-            consts.declare(Sym("const", p.name, t, p, const=v, owner=spec, uid=self.uid()), p)
+            csym = Sym("const", p.name, t, p, const=v, owner=spec, uid=self.uid())
+            csym.ctor_param_of = spec
+            consts.declare(csym, p)
         spec.ctor_params = []
         saved = self.in_parser
         try:
@@ -242,6 +307,20 @@ class CtorChecker:
         if self.in_parser and extern.name in NOT_IN_PARSER:
             raise error(e, f"{expr_text(e.func)}: not supported in parser on this target "
                            f"(p4c-bm2-ss: no {extern.name} method calls in a parser)")
+
+
+def _walk(node):
+    """``node`` and every IR node under it."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _walk(x)
+        return
+    if not isinstance(node, ir.Node):
+        return
+    yield node
+    for f in fields(node):
+        if f.name not in ("span", "type", "decl", "annotations", "sym"):
+            yield from _walk(getattr(node, f.name, None))
 
 
 _TMP_NAME = re.compile(r"tmp(_\d+)?")
