@@ -10,6 +10,7 @@ Also the checks on extern instances inside a parser: p4c-bm2-ss accepts their de
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import fields
 
@@ -221,14 +222,18 @@ class CtorChecker:
                 continue
             by_unit.setdefault(self.p4c_unit(owner), {}).setdefault(id(owner), []).append(
                 (inst, sym))
-        n = 0
+        # p4c's MinimalNameGenerator: tmp, then tmp_0, tmp_1, ..., each skipping the names
+        # the program has then
+        unspecialised = {id(d.ctor_base) for d in self.specialized
+                         if id(d) in used and not d.p4c_specialized}
+        taken = verbatim_tmp_names(self.program, used | unspecialised, unspecialised)
+        fresh = ("tmp" if n == 0 else f"tmp_{n - 1}" for n in itertools.count())
         for u in sorted(by_unit, key=place.__getitem__):
             names: list = []
             for temps in by_unit[u].values():
                 for k, (inst, sym) in enumerate(temps):
                     if k == len(names):
-                        names.append("tmp" if n == 0 else f"tmp_{n - 1}")
-                        n += 1
+                        names.append(next(x for x in fresh if x not in taken))
                     inst.name = sym.name = names[k]
 
     def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
@@ -328,9 +333,13 @@ _TMP_NAME = re.compile(r"tmp(_\d+)?")
 
 def p4c_temporaries(program: ir.Program):
     """The first thing in ``program`` that takes a name p4c's MoveConstructors would otherwise
-    give an extern it moves out of an argument list, as ``(node, what)``, or None: a declared
-    or referenced name ``tmp``/``tmp_N``; a call inside an expression, for which p4c's
-    SideEffectOrdering declares a temporary (``tmp``, ...) of its own (conservative: a call
+    give an extern it moves out of an argument list, where the embedded target cannot tell
+    which names p4c's front end leaves, as ``(node, what)``, or None: a name ``tmp``/``tmp_N``
+    declared other than as a field of a struct, header or union or a parameter of a parser or
+    control (those p4c keeps as written: :func:`verbatim_tmp_names`; a local variable, action,
+    table or action parameter p4c's UniqueNames and UniqueParameters rename, and may drop as
+    unused); a call inside an expression, for which p4c's SideEffectOrdering declares
+    temporaries (``tmp``, ...) of its own, kept only where they are live (conservative: a call
     that is a whole statement, the whole right side of an assignment or initializer,
     ``isValid()`` outside a ``?:`` and a table's ``apply().hit``/``miss``/``action_run`` are
     known not to)."""
@@ -342,6 +351,23 @@ def p4c_temporaries(program: ir.Program):
     return found
 
 
+def verbatim_tmp_names(program: ir.Program, used: set, unspecialised: set) -> set:
+    """The names of the form ``tmp``/``tmp_N`` that p4c's program still has, as written, when
+    MoveConstructors runs: fields of every struct, header and union (p4c keeps unused types),
+    parameters of the parsers and controls still there (``used``: their ids), constructor
+    parameters of those some instance does not specialise (``unspecialised``: their ids;
+    SpecializeAll substitutes the others away)."""
+    names = set()
+    for d in program.decls:
+        if isinstance(d, ir.StructLike):
+            names.update(f.name for f in d.fields if _TMP_NAME.fullmatch(f.name))
+        elif isinstance(d, (ir.ControlDecl, ir.ParserDecl)) and id(d) in used:
+            names.update(p.name for p in d.params if _TMP_NAME.fullmatch(p.name))
+            if id(d) in unspecialised:
+                names.update(p.name for p in d.ctor_params if _TMP_NAME.fullmatch(p.name))
+    return names
+
+
 def _scan(node, top: bool, member, in_cond: bool):
     if isinstance(node, list):
         for x in node:
@@ -351,8 +377,23 @@ def _scan(node, top: bool, member, in_cond: bool):
         return None
     if not isinstance(node, ir.Node) or isinstance(node, (ir.Annotation, ir.TypeRef)):
         return None
+    if isinstance(node, (ir.ControlDecl, ir.ParserDecl)):
+        # its parameters' names p4c keeps (verbatim_tmp_names); their default values
+        params = node.params + node.ctor_params
+        r = _scan([p.default for p in params if p.default is not None], False, None, in_cond)
+        if r is not None:
+            return r
+        if _TMP_NAME.fullmatch(node.name):
+            return node, f"the name {node.name}"
+        return _scan([x for f in fields(node) if f.name not in (
+            "span", "type", "decl", "annotations", "params", "ctor_params", "name")
+            for x in [getattr(node, f.name, None)]], False, None, in_cond)
+    if isinstance(node, ir.StructLike):
+        return None                                 # its fields' names p4c keeps
     name = getattr(node, "name", None)
-    if isinstance(name, str) and _TMP_NAME.fullmatch(name):
+    if (isinstance(name, str) and _TMP_NAME.fullmatch(name)
+            and not isinstance(node, ir.Path)):
+        # a declaration (a reference names a declaration, or a parameter kept)
         return node, f"the name {name}"
     if isinstance(node, ir.Call):
         f = node.func

@@ -147,7 +147,18 @@ CTOR_TMP = Path(__file__).resolve().parents[1] / "conformance" / "programs" / "c
     # externs become tmp_1, ... (checked with --p4runtime-files); the embedded target refuses
     ("transition accept; }", "transition select(pkt.lookahead<bit<8>>()) { default: accept; } }",
      "a call inside an expression"),
+    # a local variable, action parameter: p4c's UniqueNames / UniqueParameters rename it (a
+    # local tmp_5 becomes tmp) and SimplifyDefUse may drop it; the embedded target refuses
     ("bit<8> v;\n        r.read(v, 1);", "bit<8> tmp_0;\n        r.read(tmp_0, 1);", "the name tmp_0"),
+    ("apply { inner.apply(hdr.k.r2); }",
+     "action set_r1(bit<8> tmp_1) { hdr.k.r1 = tmp_1; }\n    apply { inner.apply(hdr.k.r2); set_r1(3); }",
+     "the name tmp_1"),
+    # in main's arguments: p4c-bm2-ss 1.2.5.16 crashes (SIGSEGV)
+    ("V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(),",
+     "control E2(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std)"
+     "(register<bit<8>> rr, cfg_t cf) {\n    Acc(rr, cf) a2;\n    apply { a2.apply(hdr.k.r3); }\n}\n"
+     "V1Switch(MyParser(), MyVerify(), MyIngress(), E2(register<bit<8>>(8), (cfg_t) { 2, 0xF0 }),",
+     "p4c-bm2-ss 1.2.5.16 crashes"),
 ])
 def test_moved_ctor_temporaries_refused_where_p4c_numbers_its_own_first(old, new, why):
     src = CTOR_TMP.read_text()
