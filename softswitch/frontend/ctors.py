@@ -141,20 +141,13 @@ class CtorChecker:
                                  "p4c does not specialise, in a package's arguments at top level "
                                  "(p4c's MoveConstructors leaves it there and p4c-bm2-ss "
                                  "1.2.5.16 crashes with SIGSEGV)")
-        clash = p4c_temporaries(self.program)
-        if clash is not None:
-            node, why = clash
-            raise unsupported(a, f"{what}: an extern constructed in the arguments of an instance "
-                                 "p4c does not specialise (a struct, error or extern-instance "
-                                 "argument): p4c names it tmp, tmp_0, ... after its own "
-                                 f"temporaries, and this program has {why} at {node.span}")
         hoisted = self.__dict__.setdefault("ctor_temporaries", [])
         name = f"tmp__hoisted{len(hoisted)}"      # renamed by number_ctor_temporaries
         inst = ir.Instantiation(name, a.type_ref, a.args, span=a.span)
         self.check_instantiation(inst, scope)
         owner.locals.insert(owner.locals.index(self.current_local), inst)
         sym = scope.lookup(name)
-        hoisted.append((inst, sym, owner))
+        hoisted.append((inst, sym, owner, what))
         return sym
 
     def p4c_unit(self, d):
@@ -217,16 +210,36 @@ class CtorChecker:
         emit(("main",))
         place = {u: i for i, u in enumerate(order)}
         by_unit: dict = {}
-        for inst, sym, owner in hoisted:
+        for inst, sym, owner, _ in hoisted:
             if id(owner) not in used:
                 continue
             by_unit.setdefault(self.p4c_unit(owner), {}).setdefault(id(owner), []).append(
                 (inst, sym))
+        first = next(h for h in hoisted if id(h[2]) in used)
+        clash = p4c_temporaries(self.program)
+        if clash is None:
+            try:
+                seo = self.seo_temporaries(used)
+            except NotModelled as e:
+                clash = (e.node, e.why)
+        if clash is not None:
+            node, why = clash
+            raise unsupported(first[0], f"{first[3]}: an extern constructed in the arguments of "
+                                        "an instance p4c does not specialise (a struct, error or "
+                                        "extern-instance argument): p4c names it tmp, tmp_0, "
+                                        "... after its own temporaries, and this program has "
+                                        f"{why} at {node.span}")
         # p4c's MinimalNameGenerator: tmp, then tmp_0, tmp_1, ..., each skipping the names
-        # the program has then
+        # the program has then. SideEffectOrdering's temporaries take the first ones, skipping
+        # the constructor parameters SpecializeAll later substitutes away too
+        generic = {id(d.ctor_base) for d in self.specialized if id(d) in used}
         unspecialised = {id(d.ctor_base) for d in self.specialized
                          if id(d) in used and not d.p4c_specialized}
+        fresh = ("tmp" if n == 0 else f"tmp_{n - 1}" for n in itertools.count())
+        before = verbatim_tmp_names(self.program, used | generic, generic)
+        seo_names = [next(x for x in fresh if x not in before) for _ in range(seo)]
         taken = verbatim_tmp_names(self.program, used | unspecialised, unspecialised)
+        taken.update(seo_names)
         fresh = ("tmp" if n == 0 else f"tmp_{n - 1}" for n in itertools.count())
         for u in sorted(by_unit, key=place.__getitem__):
             names: list = []
@@ -235,6 +248,25 @@ class CtorChecker:
                     if k == len(names):
                         names.append(next(x for x in fresh if x not in taken))
                     inst.name = sym.name = names[k]
+
+    def seo_temporaries(self, used: set) -> int:
+        """The temporaries p4c's SideEffectOrdering declares in the program (:class:`SeoModel`):
+        over the controls and parsers ``main`` uses (``used``: ids of embedded ones; a
+        declaration with constructor parameters once, as p4c has it then: one of its checked
+        copies), the actions and functions declared at top level."""
+        model = SeoModel()
+        seen = set()
+        for d in self.program.decls + self.specialized:
+            if isinstance(d, (ir.ActionDecl, ir.FunctionDecl)) and d in self.program.decls:
+                model.decl(d)
+                continue
+            if id(d) not in used or not isinstance(d, (ir.ControlDecl, ir.ParserDecl)):
+                continue
+            base = getattr(d, "ctor_base", d)
+            if id(base) not in seen:
+                seen.add(id(base))
+                model.decl(d)
+        return model.n
 
     def const_value(self, e: ir.Expr, scope: Scope, t) -> object:
         vt = self.check_expr(e, scope, t)
@@ -332,21 +364,17 @@ _TMP_NAME = re.compile(r"tmp(_\d+)?")
 
 
 def p4c_temporaries(program: ir.Program):
-    """The first thing in ``program`` that takes a name p4c's MoveConstructors would otherwise
-    give an extern it moves out of an argument list, where the embedded target cannot tell
-    which names p4c's front end leaves, as ``(node, what)``, or None: a name ``tmp``/``tmp_N``
-    declared other than as a field of a struct, header or union or a parameter of a parser or
-    control (those p4c keeps as written: :func:`verbatim_tmp_names`; a local variable, action,
-    table or action parameter p4c's UniqueNames and UniqueParameters rename, and may drop as
-    unused); a call inside an expression, for which p4c's SideEffectOrdering declares
-    temporaries (``tmp``, ...) of its own, kept only where they are live (conservative: a call
-    that is a whole statement, the whole right side of an assignment or initializer,
-    ``isValid()`` outside a ``?:`` and a table's ``apply().hit``/``miss``/``action_run`` are
-    known not to)."""
+    """The first name in ``program`` that p4c's MoveConstructors would otherwise give an extern
+    it moves out of an argument list, where the embedded target cannot tell which names p4c's
+    front end leaves, as ``(node, what)``, or None: a name ``tmp``/``tmp_N`` declared other than
+    as a field of a struct, header or union or a parameter of a parser or control (those p4c
+    keeps as written: :func:`verbatim_tmp_names`; a local variable, action, table or action
+    parameter p4c's UniqueNames and UniqueParameters rename, and may drop as unused). The
+    temporaries of p4c's SideEffectOrdering: :class:`SeoModel`."""
     cached = getattr(program, "_p4c_temporaries", False)
     if cached is not False:
         return cached
-    found = _scan(program, top=False, member=None, in_cond=False)
+    found = _scan(program)
     program._p4c_temporaries = found
     return found
 
@@ -368,51 +396,258 @@ def verbatim_tmp_names(program: ir.Program, used: set, unspecialised: set) -> se
     return names
 
 
-def _scan(node, top: bool, member, in_cond: bool):
+def _scan(node):
     if isinstance(node, list):
         for x in node:
-            r = _scan(x, False, None, in_cond)
+            r = _scan(x)
             if r is not None:
                 return r
         return None
     if not isinstance(node, ir.Node) or isinstance(node, (ir.Annotation, ir.TypeRef)):
         return None
-    if isinstance(node, (ir.ControlDecl, ir.ParserDecl)):
-        # its parameters' names p4c keeps (verbatim_tmp_names); their default values
-        params = node.params + node.ctor_params
-        r = _scan([p.default for p in params if p.default is not None], False, None, in_cond)
-        if r is not None:
-            return r
-        if _TMP_NAME.fullmatch(node.name):
-            return node, f"the name {node.name}"
-        return _scan([x for f in fields(node) if f.name not in (
-            "span", "type", "decl", "annotations", "params", "ctor_params", "name")
-            for x in [getattr(node, f.name, None)]], False, None, in_cond)
     if isinstance(node, ir.StructLike):
         return None                                 # its fields' names p4c keeps
     name = getattr(node, "name", None)
-    if (isinstance(name, str) and _TMP_NAME.fullmatch(name)
-            and not isinstance(node, ir.Path)):
-        # a declaration (a reference names a declaration, or a parameter kept)
+    if isinstance(name, str) and _TMP_NAME.fullmatch(name) and not isinstance(node, ir.Path):
+        # a declaration (a reference names a declaration, or a parameter p4c keeps)
         return node, f"the name {name}"
-    if isinstance(node, ir.Call):
-        f = node.func
-        known = isinstance(f, ir.Member) and (
-            (f.member == "isValid" and not in_cond)
-            or (f.member == "apply" and member in ("hit", "miss", "action_run")))
-        if not (top or known):
-            return node, "a call inside an expression"
-    if isinstance(node, ir.TableDecl):
-        return _scan([k.expr for k in node.keys], False, None, in_cond)
+    if isinstance(node, (ir.ControlDecl, ir.ParserDecl)):
+        # its parameters' names p4c keeps (verbatim_tmp_names); their default values
+        params = node.params + node.ctor_params
+        return _scan([p.default for p in params if p.default is not None]) or _scan(
+            [getattr(node, f.name, None) for f in fields(node) if f.name not in (
+                "span", "type", "decl", "annotations", "params", "ctor_params", "name")])
     for f in fields(node):
         if f.name in ("span", "type", "decl", "annotations"):
             continue
-        child = getattr(node, f.name, None)
-        top_child = ((isinstance(node, ir.CallStmt) and f.name == "call")
-                     or (isinstance(node, ir.Assign) and f.name == "value")
-                     or (isinstance(node, ir.VarDecl) and f.name == "init"))
-        r = _scan(child, top_child, node.member if isinstance(node, ir.Member) else None,
-                  in_cond or isinstance(node, ir.Cond))
+        r = _scan(getattr(node, f.name, None))
         if r is not None:
             return r
     return None
+
+
+class NotModelled(Exception):
+    """A construct for which the embedded target cannot tell how many temporaries p4c's
+    SideEffectOrdering declares (``node``, ``why``)."""
+
+    def __init__(self, node, why: str):
+        super().__init__(why)
+        self.node, self.why = node, why
+
+
+def _is_call(e) -> bool:
+    """A call p4c takes for a side effect: any but ``isValid()``."""
+    return isinstance(e, ir.Call) and not (
+        isinstance(e.func, ir.Member) and e.func.member == "isValid" and not e.args)
+
+
+def _has(e, test) -> bool:
+    return any(test(x) for x in _walk(e))
+
+
+def _side_effect(e) -> bool:
+    return _has(e, _is_call)
+
+
+def _dismantled(e) -> bool:
+    """Whether SideEffectOrdering rewrites ``e`` at all: a call, or a ``?:`` (always)."""
+    return _has(e, lambda x: _is_call(x) or isinstance(x, ir.Cond))
+
+
+def _table_result(e) -> bool:
+    """``t.apply().hit``, ``.miss`` or ``.action_run``."""
+    return (isinstance(e, ir.Member) and e.member in ("hit", "miss", "action_run")
+            and isinstance(e.expr, ir.Call) and isinstance(e.expr.func, ir.Member)
+            and e.expr.func.member == "apply" and not e.expr.args)
+
+
+def _locations(e) -> list:
+    """The places ``e`` reads or writes, as paths (``('hdr', 'k', 'a')``); an index makes the
+    whole stack the place."""
+    found = []
+
+    def chain(x):
+        parts = []
+        while isinstance(x, (ir.Member, ir.Index, ir.Slice)):
+            if isinstance(x, ir.Member):
+                parts.append(x.member)
+            elif isinstance(x, ir.Index):
+                parts.clear()
+            x = x.expr
+        return (x.name, *reversed(parts)) if isinstance(x, ir.Path) else None
+
+    def visit(x):
+        c = chain(x) if isinstance(x, (ir.Path, ir.Member, ir.Index, ir.Slice)) else None
+        if c is not None:
+            found.append(c)
+            if isinstance(x, ir.Index):
+                visit(x.index)
+            return
+        if isinstance(x, list):
+            for y in x:
+                visit(y)
+        elif isinstance(x, ir.Node):
+            for f in fields(x):
+                if f.name not in ("span", "type", "decl", "annotations", "sym"):
+                    visit(getattr(x, f.name, None))
+
+    visit(e)
+    return found
+
+
+def _may_alias(a, b) -> bool:
+    return any(x[:len(y)] == y or y[:len(x)] == x for x in _locations(a) for y in _locations(b))
+
+
+class SeoModel:
+    """How many temporaries p4c's SideEffectOrdering (p4c-bm2-ss 1.2.5.16) declares in a
+    program, for the constructs whose count was established with ``--p4runtime-files`` (the
+    names of the externs MoveConstructors moves come after them): in an ``if`` condition or a
+    ``select``'s keys, one per call but ``isValid()``, per binary operation over a call (a
+    ``&&``/``||`` one), per ``?:``; in a ``select`` with any of those, one more per key;
+    ``t.apply().hit``/``.miss`` as a whole condition, none; a call that is a whole statement,
+    right side or initializer, none, but one per ``out``/``inout`` argument that may alias
+    another argument. Anything else that p4c dismantles (a call or a ``?:`` inside a right
+    side, whose temporaries p4c's SimplifyDefUse drops where the result is dead; temporaries
+    in an action or function; an index or list over a call) raises :class:`NotModelled`."""
+
+    def __init__(self):
+        self.n = 0
+
+    def decl(self, d) -> None:
+        if isinstance(d, ir.ControlDecl):
+            for loc in d.locals:
+                self.local(loc)
+            self.stmt(d.body)
+        elif isinstance(d, ir.ParserDecl):
+            for loc in d.locals:
+                self.local(loc)
+            for st in d.states:
+                for s in st.stmts:
+                    self.stmt(s)
+                tr = st.transition
+                if tr is not None and tr.select:
+                    self.select(tr.select)
+        elif isinstance(d, (ir.ActionDecl, ir.FunctionDecl)):
+            before = self.n
+            self.stmt(d.body)
+            if self.n != before:
+                raise NotModelled(d, f"temporaries p4c's SideEffectOrdering declares in "
+                                     f"{'action' if isinstance(d, ir.ActionDecl) else 'function'}"
+                                     f" {d.name}")
+
+    def local(self, loc) -> None:
+        if isinstance(loc, ir.VarDecl):
+            if loc.init is not None:
+                self.value(loc.init)
+        elif isinstance(loc, ir.ActionDecl):
+            self.decl(loc)
+        elif isinstance(loc, ir.TableDecl):
+            for k in loc.keys:
+                self.none(k.expr)
+        elif isinstance(loc, ir.Instantiation):
+            self.none(loc.args)
+
+    def stmt(self, s) -> None:
+        if s is None or isinstance(s, (ir.Exit, ir.EmptyStmt, ir.ConstDecl)):
+            return
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, ir.Assign):
+            self.none(s.target)
+            self.value(s.value)
+        elif isinstance(s, ir.VarDecl):
+            if s.init is not None:
+                self.value(s.init)
+        elif isinstance(s, ir.CallStmt):
+            self.call(s.call, used=False)
+        elif isinstance(s, ir.If):
+            self.cond(s)
+            self.stmt(s.then)
+            self.stmt(s.other)
+        elif isinstance(s, ir.Switch):
+            if not _table_result(s.expr):
+                self.none(s.expr)
+            for c in s.cases:
+                self.stmt(c.body)
+        else:
+            self.none(s)
+
+    def none(self, e) -> None:
+        """``e`` must make no temporary."""
+        for x in _walk(e):
+            if _is_call(x):
+                raise NotModelled(x, "a call inside an expression")
+            if isinstance(x, ir.Cond):
+                raise NotModelled(x, "a ?: expression")
+
+    def value(self, e) -> None:
+        """A whole right side or initializer."""
+        if _is_call(e):
+            self.call(e, used=False)
+        else:
+            self.none(e)
+
+    def call(self, e: ir.Call, used: bool) -> None:
+        """A call; ``used``: its result is an operand (a temporary holds it)."""
+        if isinstance(e.func, ir.Member):
+            self.none(e.func.expr)
+        self.none(e.args)
+        dirs = getattr(e, "param_dirs", None)
+        aliased = 0
+        for i, a in enumerate(e.args):
+            if any(_may_alias(a, b) for j, b in enumerate(e.args) if j != i):
+                if dirs is None:
+                    raise NotModelled(e, "a call whose arguments may alias")
+                aliased += dirs[i] in ("out", "inout")
+        if aliased > 1:
+            raise NotModelled(e, "a call with several out/inout arguments that may alias")
+        self.n += aliased + (1 if used else 0)
+
+    def cond(self, s: ir.If) -> None:
+        if _table_result(s.cond) or not _dismantled(s.cond):
+            return
+        if _empty(s.then) and _empty(s.other):
+            raise NotModelled(s, "an if with empty branches over a call or ?:")
+        self.n += self.dis(s.cond)
+
+    def select(self, keys: list) -> None:
+        if any(_dismantled(k) for k in keys):
+            self.n += sum(1 + self.dis(k) for k in keys)
+
+    def dis(self, e) -> int:
+        """DismantleExpression's temporaries for operand ``e``."""
+        if not _dismantled(e):
+            return 0
+        if isinstance(e, ir.Call) and _is_call(e):
+            if isinstance(e.func, ir.Member) and e.func.member == "apply":
+                raise NotModelled(e, "a table's apply() inside an expression")
+            before = self.n
+            self.call(e, used=True)
+            n, self.n = self.n - before, before
+            return n
+        if isinstance(e, ir.Member) and not _table_result(e):
+            return self.dis(e.expr)
+        if isinstance(e, (ir.Unary, ir.Cast, ir.Slice)):
+            return self.dis(e.expr)
+        if isinstance(e, ir.Binary):
+            if not _side_effect(e):
+                raise NotModelled(e, "a ?: inside an operation")
+            return self.dis(e.left) + self.dis(e.right) + 1
+        if isinstance(e, ir.Cond):
+            if getattr(e.cond, "const", None) is not None:
+                raise NotModelled(e, "a ?: over a constant")    # folded by p4c
+            if (isinstance(e.then, ir.BoolLit) and isinstance(e.other, ir.BoolLit)
+                    and e.then.value != e.other.value):
+                return self.dis(e.cond)         # p4c's StrengthReduction: c (or !c)
+            return self.dis(e.cond) + 1 + self.dis(e.then) + self.dis(e.other)
+        raise NotModelled(e, "a call inside an expression")
+
+
+def _empty(s) -> bool:
+    if s is None or isinstance(s, ir.EmptyStmt):
+        return True
+    if isinstance(s, ir.Block):
+        return all(_empty(x) for x in s.stmts)
+    return False
