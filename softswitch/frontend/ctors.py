@@ -505,7 +505,8 @@ class SeoModel:
     names of the externs MoveConstructors moves come after them): in an ``if`` condition or a
     ``select``'s keys, one per call but ``isValid()``, per binary operation over a call (a
     ``&&``/``||`` one), per ``?:``; in a ``select`` with any of those, one more per key;
-    ``t.apply().hit``/``.miss`` as a whole condition, none; a call that is a whole statement,
+    ``t.apply().hit``/``.miss`` as a whole condition, none; an ``if`` in a parser state as a
+    ``select`` on its condition (p4c's RemoveParserIfs); a call that is a whole statement,
     right side or initializer, none, but one per ``out``/``inout`` argument that may alias
     another argument. Anything else that p4c dismantles (a call or a ``?:`` inside a right
     side, whose temporaries p4c's SimplifyDefUse drops where the result is dead; temporaries
@@ -513,6 +514,7 @@ class SeoModel:
 
     def __init__(self):
         self.n = 0
+        self.in_parser = False
 
     def decl(self, d) -> None:
         if isinstance(d, ir.ControlDecl):
@@ -522,12 +524,14 @@ class SeoModel:
         elif isinstance(d, ir.ParserDecl):
             for loc in d.locals:
                 self.local(loc)
+            self.in_parser = True
             for st in d.states:
                 for s in st.stmts:
                     self.stmt(s)
                 tr = st.transition
                 if tr is not None and tr.select:
                     self.select(tr.select)
+            self.in_parser = False
         elif isinstance(d, (ir.ActionDecl, ir.FunctionDecl)):
             before = self.n
             self.stmt(d.body)
@@ -610,6 +614,10 @@ class SeoModel:
             return
         if _empty(s.then) and _empty(s.other):
             raise NotModelled(s, "an if with empty branches over a call or ?:")
+        if self.in_parser:
+            # p4c's RemoveParserIfs makes it a select on the condition first
+            self.select([s.cond])
+            return
         self.n += self.dis(s.cond)
 
     def select(self, keys: list) -> None:

@@ -1,4 +1,4 @@
-// p4c's SideEffectOrdering declares temporaries (tmp, tmp_0, ...) before MoveConstructors numbers the externs it moves out of argument lists, so these come after them. Counted as p4c-bm2-ss 1.2.5.16 does (each count checked with --p4runtime-files): a select with a call in its keys, one per call and one per key (2 here); an if condition, one per call but isValid(), per binary operation over a call and per ?: (3 for mx(..) + 1 == 3, 1 for the ?:; c ? true : false would make none, p4c simplifies it to c); a call whose out/inout argument may alias another argument, one (both(c, c)). Seven in all: the moved registers are MyIngress.tmp_6 and MyEgress.tmp_7, which the control plane reads.
+// p4c's SideEffectOrdering declares temporaries (tmp, tmp_0, ...) before MoveConstructors numbers the externs it moves out of argument lists, so these come after them. Counted as p4c-bm2-ss 1.2.5.16 does (each count checked with --p4runtime-files): a select with a call in its keys, one per call and one per key (2 here); an if in a parser state as a select on its condition (p4c's RemoveParserIfs: 3 for lookahead == 0xA0); an if condition, one per call but isValid(), per binary operation over a call and per ?: (3 for mx(..) + 1 == 3, 1 for the ?:; c ? true : false would make none, p4c simplifies it to c); a call whose out/inout argument may alias another argument, one (both(c, c)). Ten in all: the moved registers are MyIngress.tmp_9 and MyEgress.tmp_10, which the control plane reads.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -23,7 +23,13 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
         }
     }
     state marked { pkt.extract(hdr.k); hdr.k.c = 0x70; transition accept; }
-    state plain { pkt.extract(hdr.k); transition accept; }
+    state plain {
+        pkt.extract(hdr.k);
+        if (pkt.lookahead<bit<8>>() == 0xA0) {
+            hdr.k.b = hdr.k.b + 1;
+        }
+        transition accept;
+    }
 }
 
 control MyVerify(inout headers_t hdr, inout meta_t meta) {
