@@ -229,7 +229,7 @@ class ProgramGen(CodeGen):
             self.names[self._param_sym(p)] = pn
             params.append(pn)
             pnames.append(pn)
-        keyed = not in_control and self.keyed_top_action(d)
+        keyed = self.keyed_top_action(d)
         # (keyed: the use it runs for, a key of its local headers: StmtGen.top_action_site)
         o.line(f"def {fname}({', '.join(params + (['_hk=None'] if keyed else []))}):")
         o.indent()
@@ -238,11 +238,12 @@ class ProgramGen(CodeGen):
         cells = [c for c in self.cells if c not in params]
         if cells:
             o.line(f"nonlocal {', '.join(cells)}")
-        saved, self.hdr_site = getattr(self, "hdr_site", None), ("_hk" if keyed else None)
+        saved = getattr(self, "hdr_site", None), getattr(self, "in_top_action", False)
+        self.hdr_site, self.in_top_action = ("_hk" if keyed else None), not in_control
         try:
             self._body_copying_outs_back(d)
         finally:
-            self.hdr_site = saved
+            self.hdr_site, self.in_top_action = saved
         o.dedent()
         widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
         cp_params = tuple((p.name, width_of(p.resolved), copied_annotations(p.annotations))

@@ -434,7 +434,7 @@ class StmtGen:
         keys = self.__dict__.setdefault("local_header_keys", {})
         n = keys.setdefault(s.span, len(keys) + 1)
         site = getattr(self, "hdr_site", None)
-        if site is not None:
+        if site is not None and getattr(self, "in_top_action", False):
             # an action declared at top level: p4c's LocalizeAllActions gives each control,
             # and each call and table in it, a copy of its own (top_action_site)
             key = f"({site}, {n})"
@@ -449,20 +449,27 @@ class StmtGen:
         return hl, key
 
     def keyed_top_action(self, decl) -> bool:
-        """Whether ``decl`` is an action declared at top level that declares a local header
-        (itself or in an action it calls), on v1model: p4c's LocalizeAllActions copies such an
-        action into each control using it, and its FindRepeatedActionUses once more for each
-        call and each table using it; inlining a control makes a copy per instance. So the
-        local header is one per control instance and use (``programs/
-        action_local_header_two_controls``), the generated function takes that use as ``_hk``."""
+        """Whether ``decl`` is an action declared at top level that declares a local header, or
+        an action that calls one (directly or through another), on v1model: p4c's
+        LocalizeAllActions copies an action declared at top level into each control using it,
+        and its FindRepeatedActionUses copies each action once more for each call and each table
+        using it (an action's calls of actions inlined before, by InlineActions); inlining a
+        control makes a copy per instance. So such a local header is one per control instance
+        and use (``programs/action_local_header_two_controls``): the generated function takes
+        the use as ``_hk``. (The local headers of an action declared in a control p4c's
+        MoveDeclarations has made the control's before: one for all its uses.)"""
         if not isinstance(decl, ir.ActionDecl) or not self.counts_packet_length():
             return False
         cache = self.__dict__.setdefault("_keyed_top_actions", {})
         if id(decl) not in cache:
             cache[id(decl)] = False
-            top = any(d is decl for d in self.ck.program.decls)
-            cache[id(decl)] = top and _declares_header_local(decl.body, self.keyed_top_action)
+            top = self.top_level_action(decl)
+            cache[id(decl)] = _declares_header_local(decl.body, self.keyed_top_action,
+                                                     own=top)
         return cache[id(decl)]
+
+    def top_level_action(self, decl) -> bool:
+        return any(d is decl for d in self.ck.program.decls)
 
     def top_action_site(self, node: ir.Node, what: str = "call"):
         """The ``_hk`` expression for a use (a direct call, a table: ``what``) of a keyed top-level
@@ -528,13 +535,14 @@ class StmtGen:
             # enclosing control's closure cells and its own fresh locals), saving a call per
             # action per packet. Tables still call the action function.
             n = len(o.lines)
-            saved = getattr(self, "hdr_site", None)
+            saved = getattr(self, "hdr_site", None), getattr(self, "in_top_action", False)
             if self.keyed_top_action(e.func.sym.decl):
                 self.hdr_site = self.top_action_site(e)
+                self.in_top_action = self.top_level_action(e.func.sym.decl)
             try:
                 self.body_with_hoisting(e.func.sym.decl.body)
             finally:
-                self.hdr_site = saved
+                self.hdr_site, self.in_top_action = saved
             if len(o.lines) == n:
                 o.line("pass")
             return
@@ -598,14 +606,14 @@ class StmtGen:
         o.dedent()
 
 
-def _declares_header_local(node, keyed) -> bool:
-    """Whether statement ``node`` declares a local header, or calls an action ``keyed`` says
-    does."""
+def _declares_header_local(node, keyed, own: bool = True) -> bool:
+    """Whether statement ``node`` declares a local header (``own``: counts), or calls an
+    action ``keyed`` says does."""
     if isinstance(node, list):
-        return any(_declares_header_local(x, keyed) for x in node)
+        return any(_declares_header_local(x, keyed, own) for x in node)
     if not isinstance(node, ir.Node):
         return False
-    if isinstance(node, ir.VarDecl):
+    if own and isinstance(node, ir.VarDecl):
         t = getattr(node, "resolved", None)
         if isinstance(t, StructT) and t.kind == "header":
             return True
@@ -613,7 +621,7 @@ def _declares_header_local(node, keyed) -> bool:
         d = getattr(getattr(node.func, "sym", None), "decl", None)
         if isinstance(d, ir.ActionDecl) and keyed(d):
             return True
-    return any(_declares_header_local(getattr(node, f.name, None), keyed)
+    return any(_declares_header_local(getattr(node, f.name, None), keyed, own)
                for f in dataclasses.fields(node)
                if f.name not in ("span", "type", "decl", "annotations", "sym", "resolved"))
 

@@ -215,7 +215,10 @@ class CtorChecker:
                 continue
             by_unit.setdefault(self.p4c_unit(owner), {}).setdefault(id(owner), []).append(
                 (inst, sym))
-        first = next(h for h in hoisted if id(h[2]) in used)
+        live = [h for h in hoisted if id(h[2]) in used]
+        if not live:
+            return
+        first = live[0]
         clash = p4c_temporaries(self.program)
         if clash is None:
             try:

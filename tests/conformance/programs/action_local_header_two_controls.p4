@@ -1,4 +1,4 @@
-// An action declared at top level with a local header, called from two controls (MyIngress directly, and Sub, instantiated twice, directly and through a table): p4c's LocalizeAllActions gives each control its own copy of the action, and each call in it (FindRepeatedActionUses) one more, and inlining each control instance its own: the local header is one per call and control instance (MyIngress's two calls of mark and two of mark0, s1's and s2's call and table). An action declared in a control shares its local header among its calls (programs/packet_length_local_redeclared). p4c-bm2-ss emits remove_header for the declaration, so a call takes the header's size off BMv2's length register only when its own header is still valid from an earlier run in the packet; setValid adds it. Egress reads the register as packet_length.
+// An action declared at top level with a local header, called from two controls (MyIngress directly, and Sub, instantiated twice, directly and through a table): p4c's LocalizeAllActions gives each control its own copy of the action, and each call in it (FindRepeatedActionUses) one more, and inlining each control instance its own: the local header is one per call and control instance (MyIngress's two calls of mark and two of mark0, s1's and s2's call and table). The same through an action declared in MyIngress called twice (via: p4c inlines mark0 into it, then copies via per call), where via's own local would be one for both calls. An action declared in a control shares its local header among its calls (programs/packet_length_local_redeclared). p4c-bm2-ss emits remove_header for the declaration, so a call takes the header's size off BMv2's length register only when its own header is still valid from an earlier run in the packet; setValid adds it. Egress reads the register as packet_length.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -45,6 +45,7 @@ control Sub(inout headers_t hdr) {
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
     Sub() s1;
     Sub() s2;
+    action via() { mark0(); }
     apply {
         std.egress_spec = 1;
         if (hdr.k.op & 0x01 != 0) { mark(hdr.k.c); }
@@ -54,6 +55,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         if (hdr.k.op & 0x10 != 0) {
             mark0();
             mark0();
+        }
+        if (hdr.k.op & 0x40 != 0) {
+            via();
+            via();
         }
     }
 }
