@@ -132,9 +132,8 @@ class CtorChecker:
         enclosing control or parser, as ``tmp``, ``tmp_0``, ``tmp_1``, ... numbered over the
         whole program in p4c's declaration order, after every name the program already uses (its
         MinimalNameGenerator). :meth:`number_ctor_temporaries` gives the names once the program
-        is checked. Refused where the program has a construct for which p4c's front end makes
-        temporaries of its own (SideEffectOrdering: a call inside an expression) or a name of
-        that form, and at top level (p4c-bm2-ss 1.2.5.16 crashes there)."""
+        is checked, or refuses the program where it cannot tell p4c's. Refused here at top
+        level (p4c-bm2-ss 1.2.5.16 crashes there)."""
         owner = scope.owner
         if owner is None or not isinstance(owner, (ir.ControlDecl, ir.ParserDecl)):
             raise unsupported(a, f"{what}: an extern constructed in the arguments of an instance "
@@ -241,7 +240,7 @@ class CtorChecker:
         fresh = ("tmp" if n == 0 else f"tmp_{n - 1}" for n in itertools.count())
         before = verbatim_tmp_names(self.program, used | generic, generic)
         seo_names = [next(x for x in fresh if x not in before) for _ in range(seo)]
-        taken = verbatim_tmp_names(self.program, used | unspecialised, unspecialised)
+        taken = verbatim_tmp_names(self.program, used | generic, unspecialised)
         taken.update(seo_names)
         fresh = ("tmp" if n == 0 else f"tmp_{n - 1}" for n in itertools.count())
         for u in sorted(by_unit, key=place.__getitem__):
@@ -385,7 +384,8 @@ def p4c_temporaries(program: ir.Program):
 def verbatim_tmp_names(program: ir.Program, used: set, unspecialised: set) -> set:
     """The names of the form ``tmp``/``tmp_N`` that p4c's program still has, as written, when
     MoveConstructors runs: fields of every struct, header and union (p4c keeps unused types),
-    parameters of the parsers and controls still there (``used``: their ids), constructor
+    parameters of the parsers and controls still there (``used``: their ids; a declaration
+    with constructor parameters p4c copies keeps its parameters in each copy), constructor
     parameters of those some instance does not specialise (``unspecialised``: their ids;
     SpecializeAll substitutes the others away)."""
     names = set()
