@@ -507,7 +507,8 @@ class SeoModel:
     program, for the constructs whose count was established with ``--p4runtime-files`` (the
     names of the externs MoveConstructors moves come after them): in an ``if`` condition or a
     ``select``'s keys, one per call but ``isValid()``, per binary operation over a call (a
-    ``&&``/``||`` one), per ``?:``; in a ``select`` with any of those, one more per key;
+    ``&&``/``||`` one), per ``?:``, per left operand (not a constant) of a binary operation
+    (not ``&&``/``||``) whose right operand has a call; in a ``select`` with any of those, one more per key;
     ``t.apply().hit``/``.miss`` as a whole condition, none; an ``if`` in a parser state as a
     ``select`` on its condition (p4c's RemoveParserIfs); a call that is a whole statement,
     right side or initializer, none, but one per ``out``/``inout`` argument that may alias
@@ -518,12 +519,16 @@ class SeoModel:
     def __init__(self):
         self.n = 0
         self.in_parser = False
+        self.in_control = False
+        self.after: list = []       # the statements that follow, block by block
 
     def decl(self, d) -> None:
         if isinstance(d, ir.ControlDecl):
             for loc in d.locals:
                 self.local(loc)
+            self.in_control = True
             self.stmt(d.body)
+            self.in_control = False
         elif isinstance(d, ir.ParserDecl):
             for loc in d.locals:
                 self.local(loc)
@@ -559,11 +564,18 @@ class SeoModel:
         if s is None or isinstance(s, (ir.Exit, ir.EmptyStmt, ir.ConstDecl)):
             return
         if isinstance(s, ir.Block):
-            for x in s.stmts:
-                self.stmt(x)
+            for i, x in enumerate(s.stmts):
+                self.after.append(s.stmts[i + 1:])
+                try:
+                    self.stmt(x)
+                finally:
+                    self.after.pop()
         elif isinstance(s, ir.Assign):
             self.none(s.target)
-            self.value(s.value)
+            if _is_call(s.value) or not _dismantled(s.value):
+                self.value(s.value)
+            else:
+                self.n += self.live_right_side(s)
         elif isinstance(s, ir.VarDecl):
             if s.init is not None:
                 self.value(s.init)
@@ -580,6 +592,26 @@ class SeoModel:
                 self.stmt(c.body)
         else:
             self.none(s)
+
+    def live_right_side(self, s: ir.Assign) -> int:
+        """The temporaries of right side ``s.value`` (a call or ``?:`` inside it), which p4c's
+        SimplifyDefUse keeps only where the value assigned is used: counted where it surely is,
+        a field of a control's ``out``/``inout`` parameter (copied out on exit) that nothing
+        after the assignment in the control's body may write (:func:`_may_write`)."""
+        root = s.target
+        while isinstance(root, (ir.Member, ir.Index, ir.Slice)):
+            root = root.expr
+        sym = getattr(root, "sym", None)
+        if not (self.in_control and isinstance(root, ir.Path) and sym is not None
+                and sym.kind == "param" and sym.direction in ("out", "inout")):
+            raise NotModelled(s, "a call or ?: inside a right side (p4c keeps its temporaries "
+                                 "only where the value is used)")
+        for later in (x for block in self.after for x in block):
+            w = _may_write(later, s.target)
+            if w is not None:
+                raise NotModelled(s, "a call or ?: inside a right side whose value p4c may find "
+                                     f"dead (written again at {w.span})")
+        return self.dis(s.value)
 
     def none(self, e) -> None:
         """``e`` must make no temporary."""
@@ -645,7 +677,11 @@ class SeoModel:
         if isinstance(e, ir.Binary):
             if not _side_effect(e):
                 raise NotModelled(e, "a ?: inside an operation")
-            return self.dis(e.left) + self.dis(e.right) + 1
+            # the left operand's value is copied before a right operand with a call runs
+            # (not for && and ||, whose right operand p4c evaluates in a branch of its own)
+            copy = (e.op not in ("&&", "||") and _side_effect(e.right)
+                    and getattr(e.left, "const", None) is None)
+            return self.dis(e.left) + copy + self.dis(e.right) + 1
         if isinstance(e, ir.Cond):
             if getattr(e.cond, "const", None) is not None:
                 raise NotModelled(e, "a ?: over a constant")    # folded by p4c
@@ -654,6 +690,41 @@ class SeoModel:
                 return self.dis(e.cond)         # p4c's StrengthReduction: c (or !c)
             return self.dis(e.cond) + 1 + self.dis(e.then) + self.dis(e.other)
         raise NotModelled(e, "a call inside an expression")
+
+
+def _may_write(stmt, target, seen=None):
+    """The first node of statement ``stmt`` that may write ``target``, or None: an assignment
+    to it, an ``out``/``inout`` argument over it, a header method on it, an action called or
+    a table applied whose actions (their bodies, with the actions they call) may."""
+    seen = set() if seen is None else seen
+    for x in _walk(stmt):
+        if isinstance(x, ir.Assign) and _may_alias(x.target, target):
+            return x
+        if not _is_call(x):
+            continue
+        kind = getattr(x, "call_kind", None) or ()
+        bodies = []
+        if kind[:1] == ("action",):
+            bodies = [getattr(getattr(x.func, "sym", None), "decl", None)]
+        elif kind[:1] == ("table_apply",):
+            table = getattr(getattr(x.func.expr, "sym", None), "decl", None)
+            bodies = [getattr(a, "decl", None) for a in getattr(table, "action_decls", [None])]
+        for d in bodies:
+            if not isinstance(d, ir.ActionDecl):
+                return x
+            if id(d) not in seen:
+                seen.add(id(d))
+                if _may_write(d.body, target, seen) is not None:
+                    return x
+        if kind[:1] in (("header",), ("stack",)) and _may_alias(x.func.expr, target):
+            return x
+        dirs = getattr(x, "param_dirs", None)
+        if dirs is None and x.args:
+            return x
+        if any(d in ("out", "inout") and _may_alias(a, target)
+               for a, d in zip(x.args, dirs or ())):
+            return x
+    return None
 
 
 def _empty(s) -> bool:

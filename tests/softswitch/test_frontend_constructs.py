@@ -148,12 +148,13 @@ CTOR_TMP = Path(__file__).resolve().parents[1] / "conformance" / "programs" / "c
 @pytest.mark.parametrize("old, new, why", [
     # p4c-bm2-ss 1.2.5.16's SideEffectOrdering declares temporaries for a call or ?: inside a
     # right side, which its SimplifyDefUse drops where the value is dead (here hdr.k.r1, which
-    # extract overwrites: no temporaries left; checked with --p4runtime-files): not modelled
+    # extract overwrites: no temporaries left; checked with --p4runtime-files): counted only in
+    # a control, for a field of an inout parameter nothing may write after (m.apply(hdr) may)
     ("state start { pkt.extract(hdr.k);",
      "state start { hdr.k.r1 = pkt.lookahead<bit<8>>() + 1; pkt.extract(hdr.k);",
-     "a call inside an expression"),
+     "a call or ?: inside a right side (p4c keeps its temporaries only where the value is used)"),
     ("std.egress_spec = 1;", "std.egress_spec = 1; hdr.k.r1 = hdr.k.a > 1 ? 8w1 : 8w2;",
-     "a ?: expression"),
+     "a call or ?: inside a right side whose value p4c may find dead (written again at t.p4:65"),
     # a local variable, action parameter: p4c's UniqueNames / UniqueParameters rename it (a
     # local tmp_5 becomes tmp) and SimplifyDefUse may drop it; the embedded target refuses
     ("bit<8> v;\n        r.read(v, 1);",
@@ -191,6 +192,15 @@ _MX = "bit<8> mx(in bit<8> a, in bit<8> b) { if (a > b) { return a; } return b; 
       "transition accept; }"),
      ("std.egress_spec = 1;", "std.egress_spec = 1; hash(hdr.k.r1, HashAlgorithm.crc16, 8w0, "
                               "{hdr.k.r1, hdr.k.a}, 8w255);")],
+    # a binary operation copies its left operand before a right one with a call (1 + mx: none;
+    # a + mx: one; three calls: 8); a right side with a call or ?:, live (a field of an inout
+    # parameter nothing writes after): its temporaries count (4 + 1 for the ?:)
+    [("struct cfg_t", _MX), ("std.egress_spec = 1;", "std.egress_spec = 1; if (8w1 + mx(hdr.k.b, "
+                             "2) == 3 || hdr.k.a + mx(hdr.k.b, 2) == 3) { hdr.k.r1 = 1; } if (mx("
+                             "hdr.k.a, 1) + mx(hdr.k.b, 2) + mx(hdr.k.a, 3) == 3) { hdr.k.r1 = 2; }"),
+     ("            o.apply(hdr);\n        }\n", "            o.apply(hdr);\n        }\n"
+      "        hdr.k.r3 = hdr.k.a + mx(hdr.k.b, 2) + 1;\n        hdr.k.r2 = hdr.k.a > 1 ? 8w1 : "
+      "8w2;\n")],
     # a control with constructor parameters p4c does not specialise, instantiated twice (the
     # instances share the names); a parameter tmp_0 of a control p4c specialises, which its
     # SideEffectOrdering temporaries skip and the moved externs do not
