@@ -472,9 +472,10 @@ class StmtGen:
         return any(d is decl for d in self.ck.program.decls)
 
     def top_action_site(self, node: ir.Node, what: str = "call"):
-        """The ``_hk`` expression for a use (a direct call, a table: ``what``) of a keyed top-level
-        action at ``node``: the enclosing use for a use inside such an action, else the control
-        instance (``prefix``) where the code runs in a control's factory; None elsewhere."""
+        """The ``_hk`` expression for a use (a direct call, a table: ``what``) of a keyed
+        action at ``node``: under the enclosing use for a use inside such an action, else under
+        the control instance (``prefix``) where the code runs in a control's factory; None
+        elsewhere."""
         sites = self.__dict__.setdefault("top_action_sites", {})
         n = sites.setdefault((what, node.span), len(sites) + 1)
         base = getattr(self, "hdr_site", None)

@@ -505,16 +505,22 @@ def _may_alias(a, b) -> bool:
 class SeoModel:
     """How many temporaries p4c's SideEffectOrdering (p4c-bm2-ss 1.2.5.16) declares in a
     program, for the constructs whose count was established with ``--p4runtime-files`` (the
-    names of the externs MoveConstructors moves come after them): in an ``if`` condition or a
-    ``select``'s keys, one per call but ``isValid()``, per binary operation over a call (a
-    ``&&``/``||`` one), per ``?:``, per left operand (not a constant) of a binary operation
-    (not ``&&``/``||``) whose right operand has a call; in a ``select`` with any of those, one more per key;
-    ``t.apply().hit``/``.miss`` as a whole condition, none; an ``if`` in a parser state as a
-    ``select`` on its condition (p4c's RemoveParserIfs); a call that is a whole statement,
-    right side or initializer, none, but one per ``out``/``inout`` argument that may alias
-    another argument. Anything else that p4c dismantles (a call or a ``?:`` inside a right
-    side, whose temporaries p4c's SimplifyDefUse drops where the result is dead; temporaries
-    in an action or function; an index or list over a call) raises :class:`NotModelled`."""
+    names of the externs MoveConstructors moves come after them).
+
+    1. In an ``if`` condition: one per call but ``isValid()``, per binary operation over a
+       call (``&&``/``||`` too), per ``?:``, per left operand (not a constant) of a binary
+       operation but ``&&``/``||`` whose right operand has a call (p4c copies it first).
+    2. In a ``select`` with any of those in its keys: as in 1, and one more per key; an
+       ``if`` in a parser state is such a ``select`` on its condition (RemoveParserIfs).
+    3. ``t.apply().hit``/``.miss`` as a whole condition: none.
+    4. A call that is a whole statement, right side or initializer: none, but one for an
+       ``out``/``inout`` argument that may alias another argument.
+    5. A call or ``?:`` inside a right side: as in 1, where the value is surely used
+       (:meth:`live_right_side`).
+
+    Anything else that p4c dismantles raises :class:`NotModelled`: a right side whose value may
+    be dead (p4c's SimplifyDefUse then drops the temporaries), temporaries in an action or
+    function, an index or list over a call, a call in another call's arguments."""
 
     def __init__(self):
         self.n = 0

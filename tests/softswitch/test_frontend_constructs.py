@@ -160,12 +160,14 @@ CTOR_TMP = Path(__file__).resolve().parents[1] / "conformance" / "programs" / "c
     ("bit<8> v;\n        r.read(v, 1);",
      "bit<8> tmp_0;\n        r.read(tmp_0, 1);\n        bit<8> v = tmp_0;", "the name tmp_0"),
     ("apply { inner.apply(hdr.k.r2); }",
-     "action set_r1(bit<8> tmp_1) { hdr.k.r1 = tmp_1; }\n    apply { inner.apply(hdr.k.r2); set_r1(3); }",
+     "action set_r1(bit<8> tmp_1) { hdr.k.r1 = tmp_1; }\n"
+     "    apply { inner.apply(hdr.k.r2); set_r1(3); }",
      "the name tmp_1"),
     # in main's arguments: p4c-bm2-ss 1.2.5.16 crashes (SIGSEGV)
     ("V1Switch(MyParser(), MyVerify(), MyIngress(), MyEgress(),",
      "control E2(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std)"
-     "(register<bit<8>> rr, cfg_t cf) {\n    Acc(rr, cf) a2;\n    apply { a2.apply(hdr.k.r3); }\n}\n"
+     "(register<bit<8>> rr, cfg_t cf) {\n    Acc(rr, cf) a2;\n"
+     "    apply { a2.apply(hdr.k.r3); }\n}\n"
      "V1Switch(MyParser(), MyVerify(), MyIngress(), E2(register<bit<8>>(8), (cfg_t) { 2, 0xF0 }),",
      "p4c-bm2-ss 1.2.5.16 crashes"),
 ])
@@ -197,7 +199,8 @@ _MX = "bit<8> mx(in bit<8> a, in bit<8> b) { if (a > b) { return a; } return b; 
     # parameter nothing writes after): its temporaries count (4 + 1 for the ?:)
     [("struct cfg_t", _MX), ("std.egress_spec = 1;", "std.egress_spec = 1; if (8w1 + mx(hdr.k.b, "
                              "2) == 3 || hdr.k.a + mx(hdr.k.b, 2) == 3) { hdr.k.r1 = 1; } if (mx("
-                             "hdr.k.a, 1) + mx(hdr.k.b, 2) + mx(hdr.k.a, 3) == 3) { hdr.k.r1 = 2; }"),
+                             "hdr.k.a, 1) + mx(hdr.k.b, 2) + mx(hdr.k.a, 3) == 3) "
+                             "{ hdr.k.r1 = 2; }"),
      ("            o.apply(hdr);\n        }\n", "            o.apply(hdr);\n        }\n"
       "        hdr.k.r3 = hdr.k.a + mx(hdr.k.b, 2) + 1;\n        hdr.k.r2 = hdr.k.a > 1 ? 8w1 : "
       "8w2;\n")],
