@@ -230,14 +230,21 @@ class ProgramGen(CodeGen):
             self.names[self._param_sym(p)] = pn
             params.append(pn)
             pnames.append(pn)
-        o.line(f"def {fname}({', '.join(params)}):")
+        keyed = self.keyed_top_action(d)
+        # (keyed: the use it runs for, a key of its local headers: StmtGen.top_action_site)
+        o.line(f"def {fname}({', '.join(params + (['_hk=None'] if keyed else []))}):")
         o.indent()
         # a parameter named like one of the control's (P4 lets it shadow that one: p4c warns)
         # is the action's own, not the control's cell
         cells = [c for c in self.cells if c not in params]
         if cells:
             o.line(f"nonlocal {', '.join(cells)}")
-        self._body_copying_outs_back(d)
+        saved = getattr(self, "hdr_site", None), getattr(self, "in_top_action", False)
+        self.hdr_site, self.in_top_action = ("_hk" if keyed else None), not in_control
+        try:
+            self._body_copying_outs_back(d)
+        finally:
+            self.hdr_site, self.in_top_action = saved
         o.dedent()
         widths = tuple(width_of(p.resolved) for p in d.params if not p.direction)
         cp_params = tuple((p.name, width_of(p.resolved), copied_annotations(p.annotations))
@@ -492,13 +499,18 @@ class ProgramGen(CodeGen):
         refs = []
         bound = {}
         for ref, s in zip(d.actions, d.action_decls):
-            if ref.args:
+            # an action declared at top level with local headers: the table's own copy
+            site = self.top_action_site(d, "table") if self.keyed_top_action(s.decl) else None
+            if ref.args or site is not None:
                 # the table runs a wrapper that adds the arguments bound in the actions list
                 fn = self.names[s]
                 w = self.fresh(f"{fn}_bound")
                 o.line(f"def {w}(*cp):")
                 o.indent()
-                self.bound_action_body(fn, ref, s.decl)
+                if ref.args:
+                    self.bound_action_body(fn, ref, s.decl, site)
+                else:
+                    o.line(f"return {fn}(*cp, _hk={site})")
                 o.dedent()
                 o.line(f"REG.bound_action({w}, {fn})")
                 bound[id(s)] = w
@@ -605,20 +617,22 @@ class ProgramGen(CodeGen):
                 continue
             decl = getattr(s, "decl", None)
             if ref.args or not isinstance(decl, ir.ActionDecl) or has_return(decl.body) \
-                    or any(p.direction for p in decl.params):
+                    or any(p.direction for p in decl.params) or self.keyed_top_action(decl):
                 return None
             found.append((self.names[s], decl))
         return found[0] if len(found) == 1 else None
 
-    def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl) -> None:
+    def bound_action_body(self, fn: str, ref: ir.ActionRef, decl: ir.ActionDecl,
+                          site=None) -> None:
         """The body of the wrapper a table runs for an action whose directional arguments its
         actions list binds: ``in`` ones read, ``out``/``inout`` ones copied back after the
-        action ran (P4_16 6.8 copy-in/copy-out, when the table runs the action)."""
+        action ran (P4_16 6.8 copy-in/copy-out, when the table runs the action). ``site``:
+        the table's ``_hk`` for an action declared at top level with local headers."""
         o = self.out
         dparams = [p for p in decl.params if p.direction]
         call = ir.Call(ir.Path(ref.name, span=ref.span), ref.args, span=ref.span)
         args, outs, fresh = self.out_args(call, dparams)     # (fresh: lines using no cell)
-        text = f"{fn}({''.join(a + ', ' for a in args)}*cp)"
+        text = f"{fn}({''.join(a + ', ' for a in args)}*cp{f', _hk={site}' if site else ''})"
         if not outs and not fresh:
             o.line(f"return {text}")
             return

@@ -2,6 +2,7 @@
 cannot change (:meth:`StmtGen.body_with_hoisting`)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from ..frontend import ir
@@ -348,6 +349,10 @@ class StmtGen:
         """Call ``callee`` (an action, function or control instance), then copy what it
         returns for its out/inout parameters back into the arguments."""
         args, outs, fresh = self.out_args(e, params)
+        if self.keyed_top_action(getattr(callee, "decl", None)):
+            site = self.top_action_site(e)
+            if site is not None:
+                args = args + [f"_hk={site}"]
         call = f"{self.names[callee]}({', '.join(args)})"
         if not outs and not fresh:
             self.out.line(call)
@@ -428,7 +433,13 @@ class StmtGen:
         # control instance where the code runs in a control's or parser's factory
         keys = self.__dict__.setdefault("local_header_keys", {})
         n = keys.setdefault(s.span, len(keys) + 1)
-        key = f"(prefix, {n})" if getattr(self, "in_factory", False) else str(n)
+        site = getattr(self, "hdr_site", None)
+        if site is not None and getattr(self, "in_top_action", False):
+            # an action declared at top level: p4c's LocalizeAllActions gives each control,
+            # and each call and table in it, a copy of its own (top_action_site)
+            key = f"({site}, {n})"
+        else:
+            key = f"(prefix, {n})" if getattr(self, "in_factory", False) else str(n)
         hl, prev = self.fresh("hl"), self.fresh("hp")
         o.line(f"{hl} = C.hdr_locals")
         o.line(f"if {hl} is None: {hl} = C.hdr_locals = {{}}")
@@ -436,6 +447,43 @@ class StmtGen:
         o.line(f"if {prev} is not None and {prev}._v: C.plen -= "
                f"{self.header_size_text(t, prev)}")
         return hl, key
+
+    def keyed_top_action(self, decl) -> bool:
+        """Whether ``decl`` is an action declared at top level that declares a local header, or
+        an action that calls one (directly or through another), on v1model: p4c's
+        LocalizeAllActions copies an action declared at top level into each control using it,
+        and its FindRepeatedActionUses copies each action once more for each call and each table
+        using it (an action's calls of actions inlined before, by InlineActions); inlining a
+        control makes a copy per instance. So such a local header is one per control instance
+        and use (``programs/action_local_header_two_controls``): the generated function takes
+        the use as ``_hk``. (The local headers of an action declared in a control p4c's
+        MoveDeclarations has made the control's before: one for all its uses.)"""
+        if not isinstance(decl, ir.ActionDecl) or not self.counts_packet_length():
+            return False
+        cache = self.__dict__.setdefault("_keyed_top_actions", {})
+        if id(decl) not in cache:
+            cache[id(decl)] = False
+            top = self.top_level_action(decl)
+            cache[id(decl)] = _declares_header_local(decl.body, self.keyed_top_action,
+                                                     own=top)
+        return cache[id(decl)]
+
+    def top_level_action(self, decl) -> bool:
+        return any(d is decl for d in self.ck.program.decls)
+
+    def top_action_site(self, node: ir.Node, what: str = "call"):
+        """The ``_hk`` expression for a use (a direct call, a table: ``what``) of a keyed
+        action at ``node``: under the enclosing use for a use inside such an action, else under
+        the control instance (``prefix``) where the code runs in a control's factory; None
+        elsewhere."""
+        sites = self.__dict__.setdefault("top_action_sites", {})
+        n = sites.setdefault((what, node.span), len(sites) + 1)
+        base = getattr(self, "hdr_site", None)
+        if base is not None:
+            return f"({base}, {n})"
+        if getattr(self, "in_factory", False):
+            return f"(prefix, {n})"
+        return None
 
     @staticmethod
     def header_size_text(t, h: str) -> str:
@@ -490,7 +538,14 @@ class StmtGen:
             # enclosing control's closure cells and its own fresh locals), saving a call per
             # action per packet. Tables still call the action function.
             n = len(o.lines)
-            self.body_with_hoisting(e.func.sym.decl.body)
+            saved = getattr(self, "hdr_site", None), getattr(self, "in_top_action", False)
+            if self.keyed_top_action(e.func.sym.decl):
+                self.hdr_site = self.top_action_site(e)
+                self.in_top_action = self.top_level_action(e.func.sym.decl)
+            try:
+                self.body_with_hoisting(e.func.sym.decl.body)
+            finally:
+                self.hdr_site, self.in_top_action = saved
             if len(o.lines) == n:
                 o.line("pass")
             return
@@ -552,6 +607,26 @@ class StmtGen:
         o.indent()
         o.line(f"{en}.fn(*{en}.args)")
         o.dedent()
+
+
+def _declares_header_local(node, keyed, own: bool = True) -> bool:
+    """Whether statement ``node`` declares a local header (``own``: counts), or calls an
+    action ``keyed`` says does."""
+    if isinstance(node, list):
+        return any(_declares_header_local(x, keyed, own) for x in node)
+    if not isinstance(node, ir.Node):
+        return False
+    if own and isinstance(node, ir.VarDecl):
+        t = getattr(node, "resolved", None)
+        if isinstance(t, StructT) and t.kind == "header":
+            return True
+    if isinstance(node, ir.Call) and getattr(node, "call_kind", None) == ("action",):
+        d = getattr(getattr(node.func, "sym", None), "decl", None)
+        if isinstance(d, ir.ActionDecl) and keyed(d):
+            return True
+    return any(_declares_header_local(getattr(node, f.name, None), keyed, own)
+               for f in dataclasses.fields(node)
+               if f.name not in ("span", "type", "decl", "annotations", "sym", "resolved"))
 
 
 def _callee_may_exit(callee) -> bool:

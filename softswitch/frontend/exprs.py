@@ -417,6 +417,8 @@ class ExprChecker:
         if not (len(required) <= len(args) <= len(params)):
             raise error(call, f"{what}: expected {len(params)} arguments, got {len(args)}")
         tvars = {} if tvars is None else tvars
+        # (ctors.SeoModel: which arguments p4c's SideEffectOrdering copies)
+        call.param_dirs = [p.direction for p in params[:len(args)]]
         for a, p in zip(args, params):
             pt = self.resolve_type(p.type_ref, tvars) if p.type_ref.kind != "named" or p.type_ref.name not in tvars or not isinstance(tvars.get(p.type_ref.name), TypeVar) else TypeVar(p.type_ref.name)
             at = self.check_expr(a, scope, pt if not isinstance(pt, TypeVar) else None)
