@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import random
 
-from .p4smith import MIN_FRAME, VLAN_ETHER_TYPES, Program, generate
+from .p4smith import (CLONE_PORT, CLONE_SESSION, MCAST_GROUP, MCAST_REPLICAS, MIN_FRAME,
+                      VLAN_ETHER_TYPES, Program, generate)
 
 #: seconds to wait, after the last frame, for BMv2's digests (PI streams them from its own
 #: thread; a digest may trail its frame's output)
@@ -163,6 +164,8 @@ def differential(seed: int, dataplane, workdir, count: int = 8, stats: dict | No
     except P4CompileError as exc:
         raise EmbeddedRefused(f"seed {seed} ({path}): {type(exc).__name__}: {exc}") from None
     dataplane.load(path, {}, info=program_info_from_p4info(read_p4info_text(str(build.p4info))))
+    for target in (embedded, dataplane):
+        _replication(target, prog)
     stats = {} if stats is None else stats
     learned: list = []                 # (target, Digest) in the order they were sent
     for i, frame in enumerate(packets(prog, count)):
@@ -206,6 +209,16 @@ def differential(seed: int, dataplane, workdir, count: int = 8, stats: dict | No
                 return (f"seed {seed} ({path}): counter {name}[{index}] (bytes, packets): "
                         f"embedded {a}, bmv2 {b}")
     return None
+
+
+def _replication(target, prog: Program) -> None:
+    """The multicast group and clone session the program uses (:data:`p4smith.MCAST_GROUP`,
+    :data:`p4smith.CLONE_SESSION`), the same on both targets."""
+    from hina.softswitch.api import CloneSession, Replica
+    if prog.multicast:
+        target.mcast_group_set(MCAST_GROUP, [Replica(port, rid) for port, rid in MCAST_REPLICAS])
+    if prog.clone:
+        target.clone_session_set(CloneSession(CLONE_SESSION, (Replica(CLONE_PORT, 0),)))
 
 
 def _compare_digests(names, learned: list, stats: dict) -> str | None:

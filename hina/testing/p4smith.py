@@ -18,7 +18,9 @@ use (:data:`FEATURES` lists it all; each is a row of ``docs/p4-conformance.md``'
   plainly, for ``.hit``/``.miss`` or in ``switch (t.apply().action_run)``;
 * deterministic externs: ``hash`` (crc16, crc32, identity, csum16), registers read and
   written, counters, ``mark_to_drop``, ``egress_spec`` from constants and fields, ``digest``
-  (a struct type of its own per call site, fields of 1 to 48 bits);
+  (a struct type of its own per call site, fields of 1 to 48 bits), a multicast group and an
+  I2E clone (:data:`MCAST_GROUP`, :data:`CLONE_SESSION`: p4diff configures them) with egress
+  reading ``egress_rid`` and ``instance_type``;
 * an egress of assignments and a deparser emitting every header in a random order (invalid
   ones emit nothing).
 
@@ -60,6 +62,11 @@ VLAN_ETHER_TYPES = (0x8100, 0x88A8, 0x9100)
 BINARY_OPS = ("+", "-", "*", "&", "|", "^", "|+|", "|-|")
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 HASHES = ("crc16", "crc32", "identity", "csum16")
+#: the multicast group and clone session a program may use, as p4diff configures them on both
+#: targets: the group replicates to ports 1, 2 and 3 with rids 7, 8, 9; the session clones to
+#: port 3
+MCAST_GROUP, MCAST_REPLICAS = 1, ((1, 7), (2, 8), (3, 9))
+CLONE_SESSION, CLONE_PORT = 5, 3
 #: widths of a digest's fields (BMv2's P4Runtime server takes bit<W> members only)
 DIGEST_WIDTHS = (1, 3, 8, 9, 16, 32, 48)
 
@@ -91,7 +98,7 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
     # externs
 ) + tuple(f"hash {h}" for h in HASHES) + (
     "register read", "register write", "counter", "mark_to_drop", "egress_spec from a field",
-    "digest",
+    "digest", "multicast group", "clone I2E", "egress reads egress_rid / instance_type",
     # deparser
     "emit order not declaration order", "emit of a header stack",
 )
@@ -111,6 +118,9 @@ class Program:
     registers: tuple = ()
     counters: tuple = ()
     digests: tuple = ()          # the digests' struct names, one per call site
+    #: uses multicast group MCAST_GROUP / clone session CLONE_SESSION (p4diff configures them)
+    multicast: bool = False
+    clone: bool = False
 
 
 class _Gen(ParserGen):
@@ -143,6 +153,7 @@ class _Gen(ParserGen):
         #: digest struct types, one per call site: (name, field widths)
         self.digests: list = []
         self.digest_ok = False      # in ingress's own body (not a function's or action's)
+        self.multicast = self.clone = False
         self.locals_n = 0
 
     # ---------------------------------------------------------------- scope
@@ -168,7 +179,8 @@ class _Gen(ParserGen):
         self.lvals = base + list(local)
         # extra: read-only (action parameters); standard metadata read (written apart)
         std = [("std.ingress_port", 9), ("std.packet_length", 32)] + (
-            [("std.egress_port", 9)] if self.in_egress else [])
+            [("std.egress_port", 9), ("std.egress_rid", 16), ("std.instance_type", 32)]
+            if self.in_egress else [])
         self.scope = self.lvals + list(extra) + std
 
     def lval(self, w: int | None = None, avoid=()) -> tuple:
@@ -185,6 +197,8 @@ class _Gen(ParserGen):
         text, fw = self.rng.choice(self.scope)
         if text.startswith("std."):
             self.used.add("standard_metadata read")
+            if text in ("std.egress_rid", "std.instance_type"):
+                self.used.add("egress reads egress_rid / instance_type")
         if fw != w:
             self.used.add("cast between widths")
         return text if fw == w else f"((bit<{w}>) {text})"
@@ -434,6 +448,17 @@ class _Gen(ParserGen):
                 self.used.add("digest")
                 data = ", ".join(self.expr(w, 2) for w in widths)
                 out.append(f"{indent}digest<{name}>(1, {{{data}}});")
+            elif k < 0.90 and self.digest_ok and not egress:
+                # packet replication: a multicast group, an I2E clone (p4diff configures both)
+                if r.random() < 0.5:
+                    self.used.add("multicast group")
+                    self.multicast = True
+                    out.append(f"{indent}if {self.cond(1)} {{ std.mcast_grp = 16w{MCAST_GROUP}; }}")
+                else:
+                    self.used.add("clone I2E")
+                    self.clone = True
+                    out.append(f"{indent}if {self.cond(1)} {{ clone(CloneType.I2E, "
+                               f"32w{CLONE_SESSION}); }}")
             else:
                 out.append(self.assign(indent))
         return out, valid
@@ -700,7 +725,7 @@ class _Gen(ParserGen):
         return Program(seed, src, frozenset(self.used), plan, hints,
                        tuple((f"MyIngress.{n}", size) for n, _, size in self.regs),
                        tuple((f"MyIngress.{n}", size) for n, size in self.cnts),
-                       tuple(name for name, _ in self.digests))
+                       tuple(name for name, _ in self.digests), self.multicast, self.clone)
 
 
 def generate(seed: int) -> Program:

@@ -360,13 +360,14 @@ class V1Dataplane:
         plen = C.plen             # the length egress sees: ingress's headers counted
         clone_req, resubmit = C.clone_req, C.resubmit
         cut = C.truncate          # truncate() in ingress: BMv2 keeps it with the packet
-        if clone_req is not None and clone_req[0] == CLONE_I2E:
-            self._clone_i2e(port, data, meta, clone_req, result, work)
         if C.learn is not None:
             # BMv2 learns once per packet, at the end of ingress, from the call's copies.
+            # (Before the I2E clone: its parse starts the context afresh.)
             name, values = C.learn
             C.learn = None
             result.digests.append(Digest(name, values))
+        if clone_req is not None and clone_req[0] == CLONE_I2E:
+            self._clone_i2e(port, data, meta, clone_req, result, work)
         if resubmit:
             if C.trace is not None:
                 C.trace.append("resubmit")

@@ -62,6 +62,8 @@ def test_the_generator_covers_every_feature_it_lists():
         assert ("hash(" in src) == any(f.startswith("hash ") for f in used)
         assert (".setValid()" in src) == ("setValid" in used)
         assert ("digest<" in src) == ("digest" in used) == bool(prog.digests)
+        assert ("std.mcast_grp = " in src) == ("multicast group" in used) == prog.multicast
+        assert ("clone(CloneType.I2E" in src) == ("clone I2E" in used) == prog.clone
     assert seen == set(p4smith.FEATURES)
     assert length_after_validity >= 5, length_after_validity
 
