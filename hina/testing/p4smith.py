@@ -20,7 +20,8 @@ use (:data:`FEATURES` lists it all; each is a row of ``docs/p4-conformance.md``'
   written, counters, ``mark_to_drop``, ``egress_spec`` from constants and fields, ``digest``
   (a struct type of its own per call site, fields of 1 to 48 bits), a multicast group and an
   I2E clone (:data:`MCAST_GROUP`, :data:`CLONE_SESSION`: p4diff configures them) with egress
-  reading ``egress_rid`` and ``instance_type``;
+  reading ``egress_rid`` and ``instance_type``; a second pass at most per packet
+  (``resubmit``, ``recirculate``, an E2E clone; ``meta.pass`` kept by field list 1);
 * an egress of assignments and a deparser emitting every header in a random order (invalid
   ones emit nothing).
 
@@ -99,6 +100,7 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
 ) + tuple(f"hash {h}" for h in HASHES) + (
     "register read", "register write", "counter", "mark_to_drop", "egress_spec from a field",
     "digest", "multicast group", "clone I2E", "egress reads egress_rid / instance_type",
+    "resubmit", "recirculate", "clone E2E",
     # deparser
     "emit order not declaration order", "emit of a header stack",
 )
@@ -457,8 +459,26 @@ class _Gen(ParserGen):
                 else:
                     self.used.add("clone I2E")
                     self.clone = True
-                    out.append(f"{indent}if {self.cond(1)} {{ clone(CloneType.I2E, "
-                               f"32w{CLONE_SESSION}); }}")
+                    # only a packet's first pass clones: a clone's metadata starts afresh
+                    # (meta.pass 0), so a clone of a recirculated packet could recirculate
+                    # again, without end (seed 1644 of the first version)
+                    out.append(f"{indent}if (std.instance_type == 0 && {self.cond(1)}) {{ "
+                               f"clone(CloneType.I2E, 32w{CLONE_SESSION}); }}")
+            elif k < 0.92 and (self.digest_ok or egress):
+                # another pass, at most one per packet (meta.pass, kept by field list 1)
+                again = f"if (meta.pass == 0 && {self.cond(1)}) {{ meta.pass = 1; "
+                if not egress:
+                    self.used.add("resubmit")
+                    out.append(f"{indent}{again}resubmit_preserving_field_list(1); }}")
+                elif r.random() < 0.5:
+                    self.used.add("recirculate")
+                    out.append(f"{indent}{again}recirculate_preserving_field_list(1); }}")
+                else:
+                    self.used.add("clone E2E")
+                    self.clone = True
+                    out.append(f"{indent}if (std.instance_type == 0 && {self.cond(1)}) {{ "
+                               f"clone_preserving_field_list(CloneType.E2E, "
+                               f"32w{CLONE_SESSION}, 1); }}")
             else:
                 out.append(self.assign(indent))
         return out, valid
@@ -692,7 +712,8 @@ class _Gen(ParserGen):
             *(f"struct {name} {{ " + " ".join(f"bit<{w}> f{i};" for i, w in enumerate(ws)) + " }"
               for name, ws in self.digests),
             "struct headers_t { " + " ".join(members) + " }",
-            "struct meta_t { bit<8> m0; bit<16> m1; bit<32> m2; bit<32> m3; pair_t p; pair_t q; }",
+            "struct meta_t { bit<8> m0; bit<16> m1; bit<32> m2; bit<32> m3; pair_t p; pair_t q;",
+            "                @field_list(1) bit<8> pass; }",
             *([f"error {{ {', '.join(self.errors)} }}"] if self.errors else []),
             *funcs,
             "parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,",

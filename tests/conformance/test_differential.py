@@ -63,7 +63,11 @@ def test_the_generator_covers_every_feature_it_lists():
         assert (".setValid()" in src) == ("setValid" in used)
         assert ("digest<" in src) == ("digest" in used) == bool(prog.digests)
         assert ("std.mcast_grp = " in src) == ("multicast group" in used) == prog.multicast
-        assert ("clone(CloneType.I2E" in src) == ("clone I2E" in used) == prog.clone
+        assert ("clone(CloneType.I2E" in src) == ("clone I2E" in used)
+        assert ("CloneType.E2E" in src) == ("clone E2E" in used)
+        assert prog.clone == bool({"clone I2E", "clone E2E"} & used)
+        assert ("resubmit_preserving" in src) == ("resubmit" in used)
+        assert ("recirculate_preserving" in src) == ("recirculate" in used)
     assert seen == set(p4smith.FEATURES)
     assert length_after_validity >= 5, length_after_validity
 
