@@ -264,7 +264,8 @@ class StmtGen:
             o.line("raise RT.ExitControl()")
         elif isinstance(s, ir.Return):
             if s.value is not None:
-                o.line(f"return {self.g(s.value)}")
+                # return { 1, 2 } from a function returning a header or struct: a value of it
+                o.line(f"return {self.value_for(s.value, getattr(s, 'ret_type', None))}")
             else:
                 o.line("return")
         elif isinstance(s, ir.EmptyStmt):
