@@ -247,7 +247,9 @@ class ExprGen:
             if any(p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT))
                    for p in d.params):
                 return self.call_value_with_outs(e, d)
-            return f"{self.names[e.func.sym]}({', '.join(self.g(a) for a in e.args)})"
+            # an initializer for a struct or header parameter ({ { 1, 2 } }) is a value of it
+            args = [self.value_for(a, p.resolved) for a, p in zip(e.args, d.params)]
+            return f"{self.names[e.func.sym]}({', '.join(args)})"
         if kind[0] == "extern_method" and kind[1] in TNA_EXTERNS:
             return self.tna_method_value(e, kind[1], kind[2])
         if kind[0] == "extern_method" and kind[1] == "register" and kind[2] == "read":
