@@ -59,10 +59,16 @@ def run_embedded(p4: Path, timeout: float) -> tuple[str, str]:
     queue = ctx.Queue()
     proc = ctx.Process(target=_embedded_child, args=(str(p4), str(p4.with_suffix(".stf")), queue))
     proc.start()
-    try:
-        outcome = queue.get(timeout=timeout)
-    except Exception:
-        outcome = ("timeout", f"no result in {timeout:.0f} s")
+    deadline = time.monotonic() + timeout
+    outcome = None
+    while outcome is None:
+        try:
+            outcome = queue.get(timeout=0.5)
+        except Exception:               # queue.Empty: still running, or gone without a word
+            if not proc.is_alive() and queue.empty():
+                outcome = ("fail", f"crash: the child process ended with {proc.exitcode}")
+            elif time.monotonic() > deadline:
+                outcome = ("timeout", f"no result in {timeout:.0f} s")
     proc.join(5)
     if proc.is_alive():
         proc.kill()
