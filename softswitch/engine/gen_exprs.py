@@ -9,6 +9,11 @@ from .gen_base import pyfield
 from .gen_tna import TNA_EXTERNS
 
 
+class _CallBeforeStatement(Exception):
+    """A call that must go before the statement (a function with out/inout parameters) met in
+    an operand that runs only sometimes (:meth:`ExprGen._lazily`)."""
+
+
 class ExprGen:
     """Expressions of :class:`.codegen.CodeGen`."""
 
@@ -73,16 +78,52 @@ class ExprGen:
 
     def g_Cond(self, e: ir.Cond) -> str:
         cond = self.g(e.cond)
-        then, other = self._lazily(e.then), self._lazily(e.other)
+        try:
+            then, other = self._lazily(e.then), self._lazily(e.other)
+        except _CallBeforeStatement:
+            if self._lazy:                    # itself in an operand that runs only sometimes
+                raise
+            # a branch calls a function with out/inout parameters, which goes before the
+            # statement: the choice becomes statements too, so only the branch taken runs
+            o, v = self.out, self.fresh("c")
+            o.line(f"if {cond}:")
+            o.indent()
+            o.line(f"{v} = {self.g(e.then)}")
+            o.dedent()
+            o.line("else:")
+            o.indent()
+            o.line(f"{v} = {self.g(e.other)}")
+            o.dedent()
+            return v
         return f"({then} if {cond} else {other})"
 
     def _lazily(self, e: ir.Expr) -> str:
-        """``e``, which runs only sometimes (a branch of ?:, the right of && and ||)."""
+        """``e``, which runs only sometimes (a branch of ?:, the right of && and ||). Raises
+        :class:`_CallBeforeStatement` (nothing emitted) where ``e`` calls a function with
+        out/inout parameters: the caller then guards it with statements of its own."""
         self._lazy += 1
+        mark = len(self.out.lines)
         try:
             return self.g(e)
+        except _CallBeforeStatement:
+            del self.out.lines[mark:]
+            raise
         finally:
             self._lazy -= 1
+
+    def _short_circuit(self, op: str, a: str, right: ir.Expr) -> str:
+        """``a && right`` or ``a || right``, ``right`` calling a function with out/inout
+        parameters (its call goes before the statement): it runs, side effects included, only
+        where ``a`` does not decide the result (P4_16 8.6: short-circuit evaluation)."""
+        if self._lazy:                        # itself in an operand that runs only sometimes
+            raise _CallBeforeStatement()
+        o, v = self.out, self.fresh("sc")
+        o.line(f"{v} = {a}")
+        o.line(f"if {v}:" if op == "&&" else f"if not {v}:")
+        o.indent()
+        o.line(f"{v} = {self.g(right)}")
+        o.dedent()
+        return v
 
     @staticmethod
     def wrap(x: str, t) -> str:
@@ -112,7 +153,13 @@ class ExprGen:
             a, b = self.value_for(e.left, ct), self.value_for(e.right, ct)
             return f"({'' if op == '==' else 'not '}RT.equal({a}, {b}))"
         a = self.g(e.left)
-        b = self._lazily(e.right) if op in ("&&", "||") else self.g(e.right)
+        if op in ("&&", "||"):
+            try:
+                b = self._lazily(e.right)
+            except _CallBeforeStatement:
+                return self._short_circuit(op, a, e.right)
+        else:
+            b = self.g(e.right)
         t = e.type
         lt = e.left.type
         if op == "&&":
@@ -200,7 +247,9 @@ class ExprGen:
             if any(p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT))
                    for p in d.params):
                 return self.call_value_with_outs(e, d)
-            return f"{self.names[e.func.sym]}({', '.join(self.g(a) for a in e.args)})"
+            # an initializer for a struct or header parameter ({ { 1, 2 } }) is a value of it
+            args = [self.value_for(a, p.resolved) for a, p in zip(e.args, d.params)]
+            return f"{self.names[e.func.sym]}({', '.join(args)})"
         if kind[0] == "extern_method" and kind[1] in TNA_EXTERNS:
             return self.tna_method_value(e, kind[1], kind[2])
         if kind[0] == "extern_method" and kind[1] == "register" and kind[2] == "read":
@@ -211,8 +260,7 @@ class ExprGen:
         """A function with out/inout parameters called in an expression: the call goes before
         the statement (its out arguments copied back there), the expression reads its value."""
         if self._lazy:
-            raise unsupported(e, "a function with out/inout parameters called where it may not "
-                                 "run (after && or ||, in a branch of ?:)")
+            raise _CallBeforeStatement()      # the lazy operand's caller guards it (_lazily)
         args, outs, fresh = self.out_args(e, d.params)
         r = self.fresh("r")
         self.out.line(f"{r} = {self.names[e.func.sym]}({', '.join(args)})")

@@ -265,7 +265,8 @@ class StmtGen:
             o.line("raise RT.ExitControl()")
         elif isinstance(s, ir.Return):
             if s.value is not None:
-                o.line(f"return {self.g(s.value)}")
+                # return { 1, 2 } from a function returning a header or struct: a value of it
+                o.line(f"return {self.value_for(s.value, getattr(s, 'ret_type', None))}")
             else:
                 o.line("return")
         elif isinstance(s, ir.EmptyStmt):
@@ -333,7 +334,10 @@ class StmtGen:
                 args.append(t)
                 fresh.append((t, a))
             elif p.direction == "out":
-                args.append("None" if not isinstance(p.resolved, (StructT, StackT)) else self.g(a))
+                # a scalar out parameter starts as what an uninitialised variable holds (BMv2's
+                # temporary for it: 0), not None: the callee may read it before writing it
+                args.append(self.default_value(p.resolved)
+                            if not isinstance(p.resolved, (StructT, StackT)) else self.g(a))
             else:
                 args.append(self.value_for(a, p.resolved))
             if p.direction in ("out", "inout") and not isinstance(p.resolved, (StructT, StackT)):

@@ -378,7 +378,9 @@ class ExprChecker:
 
     def check_cast(self, e: ir.Cast, scope: Scope) -> P4Type:
         to = self.resolve_type(e.to)
-        hint = to if isinstance(to, Bits) or _is_initializer(e.expr) else None
+        # the operand is typed on its own (p4c): (bit<32>)(8 * x) multiplies in x's type and
+        # (bit<16>)-(c ? 2 : 3w1) negates a bit<3>; only an initializer takes the target's type
+        hint = to if _is_initializer(e.expr) else None
         src = self.check_expr(e.expr, scope, hint)
         if _is_initializer(e.expr) and isinstance(to, StructT):
             self.assignable(e.expr, src, to)       # (S){a, b}, (H){#}: an initializer of S

@@ -554,6 +554,7 @@ class Checker(ExprChecker, CtorChecker, VarbitChecker, GenericChecker, TableChec
                     raise error(s, "return with a value outside a function returning a value")
                 vt = self.check_expr(s.value, scope, ret)
                 self.assignable(s.value, vt, ret)
+                s.ret_type = ret            # code generation makes an initializer a value of it
         elif isinstance(s, ir.EmptyStmt):
             pass
         else:
