@@ -385,13 +385,19 @@ class Bmv2Dataplane:
         self.conn.set_pipeline(p4info, self.build.device_config())
         self.late.clear()
         self._take_digests()                 # the last program's, if any came late
-        for digest in p4info.digests:        # every digest streams, one per list, at once
-            try:
-                self.conn.configure_digest(digest.preamble.name)
-            except P4RuntimeClientError as exc:
-                raise _control_error(exc) from None
         if p4info.digests:
-            for learn_list in json.loads(Path(self.build.json).read_text())["learn_lists"]:
+            learn_lists = json.loads(Path(self.build.json).read_text())["learn_lists"]
+            # every digest streams, one per list, at once; a digest whose every call p4c
+            # removed as dead has no learn list, and PI refuses its config (INTERNAL)
+            learned = {learn_list["name"] for learn_list in learn_lists}
+            for digest in p4info.digests:
+                if digest.preamble.name not in learned:
+                    continue
+                try:
+                    self.conn.configure_digest(digest.preamble.name)
+                except P4RuntimeClientError as exc:
+                    raise _control_error(exc) from None
+            for learn_list in learn_lists:
                 self.thrift.learning_send_at_once(learn_list["id"])
 
     # -- digests -----------------------------------------------------------------------------

@@ -496,8 +496,8 @@ class SwitchConnection:
                          max_list_size: int = 1, ack_timeout_ns: int = 0) -> None:
         """Ask the device to stream digest ``name`` (a ``DigestEntry``); the lists arrive in
         :attr:`digest_lists`. The defaults send each digest at once, alone, and switch off the
-        server's duplicate filter (P4Runtime 9.8: with ``ack_timeout_ns`` 0, PI keeps no cache
-        of unacknowledged data, so a repeated digest is sent again)."""
+        server's duplicate filter (with ``ack_timeout_ns`` 0, PI keeps no cache of data not yet
+        acknowledged, so a repeated digest is sent again)."""
         index = self.require_index()
         entry = p4runtime_pb2.DigestEntry(digest_id=index.digest(name).preamble.id)
         entry.config.max_timeout_ns = max_timeout_ns
