@@ -2,7 +2,6 @@
 cannot change (:meth:`StmtGen.body_with_hoisting`)."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from ..frontend import ir
@@ -616,21 +615,16 @@ class StmtGen:
 def _declares_header_local(node, keyed, own: bool = True) -> bool:
     """Whether statement ``node`` declares a local header (``own``: counts), or calls an
     action ``keyed`` says does."""
-    if isinstance(node, list):
-        return any(_declares_header_local(x, keyed, own) for x in node)
-    if not isinstance(node, ir.Node):
-        return False
-    if own and isinstance(node, ir.VarDecl):
-        t = getattr(node, "resolved", None)
-        if isinstance(t, StructT) and t.kind == "header":
-            return True
-    if isinstance(node, ir.Call) and getattr(node, "call_kind", None) == ("action",):
-        d = getattr(getattr(node.func, "sym", None), "decl", None)
-        if isinstance(d, ir.ActionDecl) and keyed(d):
-            return True
-    return any(_declares_header_local(getattr(node, f.name, None), keyed, own)
-               for f in dataclasses.fields(node)
-               if f.name not in ("span", "type", "decl", "annotations", "sym", "resolved"))
+    for x in ir.walk(node):
+        if own and isinstance(x, ir.VarDecl):
+            t = getattr(x, "resolved", None)
+            if isinstance(t, StructT) and t.kind == "header":
+                return True
+        if isinstance(x, ir.Call) and getattr(x, "call_kind", None) == ("action",):
+            d = getattr(getattr(x.func, "sym", None), "decl", None)
+            if isinstance(d, ir.ActionDecl) and keyed(d):
+                return True
+    return False
 
 
 def _callee_may_exit(callee) -> bool:

@@ -118,7 +118,7 @@ class CtorChecker:
                 return False
         if any(not getattr(getattr(x, "sym", None), "ctor_param_of",
                            None).p4c_specialized
-               for x in _walk(a) if isinstance(x, ir.Path)
+               for x in ir.walk(a) if isinstance(x, ir.Path)
                and getattr(getattr(x, "sym", None), "ctor_param_of", None) is not None):
             # a constructor parameter of a declaration p4c does not specialise: not a
             # constant there
@@ -348,20 +348,6 @@ class CtorChecker:
                            f"(p4c-bm2-ss: no {extern.name} method calls in a parser)")
 
 
-def _walk(node):
-    """``node`` and every IR node under it."""
-    if isinstance(node, list):
-        for x in node:
-            yield from _walk(x)
-        return
-    if not isinstance(node, ir.Node):
-        return
-    yield node
-    for f in fields(node):
-        if f.name not in ("span", "type", "decl", "annotations", "sym"):
-            yield from _walk(getattr(node, f.name, None))
-
-
 _TMP_NAME = re.compile(r"tmp(_\d+)?")
 
 
@@ -445,7 +431,7 @@ def _is_call(e) -> bool:
 
 
 def _has(e, test) -> bool:
-    return any(test(x) for x in _walk(e))
+    return any(test(x) for x in ir.walk(e))
 
 
 def _side_effect(e) -> bool:
@@ -621,7 +607,7 @@ class SeoModel:
 
     def none(self, e) -> None:
         """``e`` must make no temporary."""
-        for x in _walk(e):
+        for x in ir.walk(e):
             if _is_call(x):
                 raise NotModelled(x, "a call inside an expression")
             if isinstance(x, ir.Cond):
@@ -703,7 +689,7 @@ def _may_write(stmt, target, seen=None):
     to it, an ``out``/``inout`` argument over it, a header method on it, an action called or
     a table applied whose actions (their bodies, with the actions they call) may."""
     seen = set() if seen is None else seen
-    for x in _walk(stmt):
+    for x in ir.walk(stmt):
         if isinstance(x, ir.Assign) and _may_alias(x.target, target):
             return x
         if not _is_call(x):

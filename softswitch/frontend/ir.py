@@ -6,8 +6,8 @@ the code generator only reads checked IR.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator, Optional
 
 
 @dataclass(frozen=True)
@@ -447,3 +447,21 @@ class ValueSetDecl(Decl):
 @dataclass
 class Program(Node):
     decls: list
+
+
+#: fields that point back, aside or at types, not down the tree: :func:`walk` skips them
+_NOT_CHILDREN = ("span", "type", "decl", "annotations", "sym")
+
+
+def walk(node) -> Iterator[Node]:
+    """``node`` (a node or a list of them) and every IR node under it, parents first."""
+    if isinstance(node, list):
+        for x in node:
+            yield from walk(x)
+        return
+    if not isinstance(node, Node):
+        return
+    yield node
+    for f in fields(node):
+        if f.name not in _NOT_CHILDREN:
+            yield from walk(getattr(node, f.name, None))
