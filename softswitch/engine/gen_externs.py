@@ -22,14 +22,15 @@ class ExternGen:
     """Extern calls of :class:`.codegen.CodeGen`."""
 
 
-    def field_list(self, e: ir.Expr) -> tuple:
-        """(python tuple of values, tuple of widths) for a hash/checksum data argument."""
+    def field_list(self, e: ir.Expr, varbit_refused: str) -> tuple:
+        """(python tuple of values, tuple of widths) of a digest's data or ``log_msg``'s
+        arguments; a varbit among them is refused with ``varbit_refused`` (why)."""
         items = e.items if isinstance(e, ir.ListExpr) else [e]
         vals, widths = [], []
         for x in items:
             t = x.type
             if isinstance(t, Varbit) or isinstance(t, StructT) and t.varbit is not None:
-                raise unsupported(x, VARBIT_DIGEST)
+                raise unsupported(x, varbit_refused)
             if isinstance(t, StructT):
                 for n, ft in t.fields:
                     vals.append(f"{self.g(x)}.{pyfield(n)}")
@@ -330,13 +331,13 @@ class ExternGen:
                     by = dict(zip(a[1].names, a[1].values))
                     vals = "(" + "".join(self.g(by[n]) + ", " for n, _ in t.fields) + ")"
                 elif isinstance(a[1], ir.ListExpr):
-                    vals = self.field_list(a[1])[0]
+                    vals = self.field_list(a[1], VARBIT_DIGEST)[0]
                 else:
                     vals = f"{self.g(a[1])}.values()"
                 masks = tuple((1 << width_of(ft)) - 1 for _, ft in t.fields)
             else:
                 tname = "digest"
-                vals, widths = self.field_list(a[1])
+                vals, widths = self.field_list(a[1], VARBIT_DIGEST)
                 masks = tuple((1 << w) - 1 for w in widths)
             # p4c copies the data into temporaries at the call (one BMv2 learn list per call):
             # the digest carries the values of the call, not those at the end of ingress; a
@@ -356,7 +357,8 @@ class ExternGen:
         elif name == "truncate":
             o.line(f"C.truncate = {self.g(a[0])}")
         elif name == "log_msg":
-            vals = self.field_list(a[1])[0] if len(a) > 1 else "()"
+            vals = (self.field_list(a[1], "varbit fields in log_msg's arguments")[0]
+                    if len(a) > 1 else "()")
             o.line(f"C.log({self.g(a[0]) if not isinstance(a[0], ir.StringLit) else repr(a[0].value)}, {vals})")
         elif name in ("assert", "assume"):
             o.line(f"if not {self.g(a[0])}: C.log('{name} failed', ())")

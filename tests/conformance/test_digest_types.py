@@ -14,7 +14,7 @@ import pytest
 
 from hina.controller import bmv2
 from hina.controller.p4runtime_client import P4RuntimeClientError
-from hina.softswitch.api import P4CompileError
+from hina.softswitch.api import P4CompileError, P4UnsupportedError
 from hina.softswitch.compiler import compile_file
 from hina.softswitch.p4info import read_p4info_text
 from hina.testing.targets import bmv2_missing, shared_bmv2
@@ -90,3 +90,17 @@ def test_embedded_runs_signed_and_boolean_members(tmp_path, kind, values):
     frame = bytes(6) + bytes.fromhex("0000000000AA") + b"\x08\x00" + bytes([2, 0xAB, 0xCD])
     result = dp.process(0, frame)
     assert [(d.name, d.values) for d in result.digests] == [("learn_t", values)]
+
+
+@pytest.mark.parametrize("call, why", [
+    ("digest(1, {hdr.opt.len, hdr.opt.data});", "varbit fields in a digest's data"),
+    ('log_msg("len {} data {}", {hdr.opt.len, hdr.opt.data});',
+     "varbit fields in log_msg's arguments"),
+])
+def test_embedded_refuses_a_varbit_in_a_field_list_saying_where(tmp_path, call, why):
+    path = tmp_path / "field_list_varbit.p4"
+    path.write_text(PROGRAM.format(member="bit<8> x;", value="8w1").replace(
+        "digest<learn_t>(1, {hdr.opt.len, 8w1});", call))
+    with pytest.raises(P4UnsupportedError) as err:
+        compile_file(str(path))
+    assert f"{path.name}:16" in str(err.value) and why in str(err.value)
