@@ -120,9 +120,16 @@ class Program:
     registers: tuple = ()
     counters: tuple = ()
     digests: tuple = ()          # the digests' struct names, one per call site
-    #: uses multicast group MCAST_GROUP / clone session CLONE_SESSION (p4diff configures them)
-    multicast: bool = False
-    clone: bool = False
+
+    @property
+    def multicast(self) -> bool:
+        """Uses multicast group :data:`MCAST_GROUP` (p4diff configures it)."""
+        return "multicast group" in self.features
+
+    @property
+    def clone(self) -> bool:
+        """Uses clone session :data:`CLONE_SESSION` (p4diff configures it)."""
+        return bool(self.features & {"clone I2E", "clone E2E"})
 
 
 class _Gen(ParserGen):
@@ -155,7 +162,6 @@ class _Gen(ParserGen):
         #: digest struct types, one per call site: (name, field widths)
         self.digests: list = []
         self.digest_ok = False      # in ingress's own body (not a function's or action's)
-        self.multicast = self.clone = False
         self.locals_n = 0
 
     # ---------------------------------------------------------------- scope
@@ -454,11 +460,9 @@ class _Gen(ParserGen):
                 # packet replication: a multicast group, an I2E clone (p4diff configures both)
                 if r.random() < 0.5:
                     self.used.add("multicast group")
-                    self.multicast = True
                     out.append(f"{indent}if {self.cond(1)} {{ std.mcast_grp = 16w{MCAST_GROUP}; }}")
                 else:
                     self.used.add("clone I2E")
-                    self.clone = True
                     # only a packet's first pass clones: a clone's metadata starts afresh
                     # (meta.pass 0), so a clone of a recirculated packet could recirculate
                     # again, without end (seed 1644 of the first version)
@@ -475,7 +479,6 @@ class _Gen(ParserGen):
                     out.append(f"{indent}{again}recirculate_preserving_field_list(1); }}")
                 else:
                     self.used.add("clone E2E")
-                    self.clone = True
                     out.append(f"{indent}if (std.instance_type == 0 && {self.cond(1)}) {{ "
                                f"clone_preserving_field_list(CloneType.E2E, "
                                f"32w{CLONE_SESSION}, 1); }}")
@@ -746,7 +749,7 @@ class _Gen(ParserGen):
         return Program(seed, src, frozenset(self.used), plan, hints,
                        tuple((f"MyIngress.{n}", size) for n, _, size in self.regs),
                        tuple((f"MyIngress.{n}", size) for n, size in self.cnts),
-                       tuple(name for name, _ in self.digests), self.multicast, self.clone)
+                       tuple(name for name, _ in self.digests))
 
 
 def generate(seed: int) -> Program:
