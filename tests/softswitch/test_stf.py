@@ -80,7 +80,11 @@ FORWARD_TO_1 = "add forward dstAddr:0x000000000001 set_port(port:1)\n"
     ("mc_mgrp_create 1\nmc_node_associate 1 0", "no multicast node with handle 0"),
 ])
 def test_failures_are_reported(features, stf, message):
-    result = run_stf_text(stf, features, filename="t.stf")
+    _fails_with(features, stf, message)
+
+
+def _fails_with(program, stf: str, message: str) -> None:
+    result = run_stf_text(stf, program, filename="t.stf")
     assert not result.passed
     assert any(message in f.message for f in result.failures), result.report()
 
@@ -186,9 +190,7 @@ def digests():
     ("expect_digest nosuch 1", "no digest named 'nosuch'"),
 ])
 def test_digest_expectations_fail_with_the_reason(digests, stf, message):
-    result = run_stf_text(stf, digests, filename="t.stf")
-    assert not result.passed
-    assert any(message in f.message for f in result.failures), result.report()
+    _fails_with(digests, stf, message)
 
 
 def test_digest_wildcards_and_unchecked_types(digests):
