@@ -495,8 +495,18 @@ class Deployment:
 # ------------------------------------------------------------------------------------------
 # The worker process
 # ------------------------------------------------------------------------------------------
+_EMIT_LOCK = threading.Lock()
+
+
 def _emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, "t": time.monotonic(), **fields}), flush=True)
+    """One event as one JSON line on stdout. The worker's main thread and its seat watcher both
+    emit: ``print`` writes the text and the newline as two writes, so two threads' lines could
+    interleave into one unparseable line and both events be lost (a missed ``seated`` failed the
+    serve row once); one write under a lock keeps every line whole."""
+    line = json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n"
+    with _EMIT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _worker_main(args: argparse.Namespace) -> int:
