@@ -81,6 +81,16 @@
 #include "include/tna_block_sparse.p4"
 #endif
 
+// Tofino 2 parses bytes no table touches into CLOTs (at most 64 bytes each) instead of PHV.
+// words_b is such a block (parsed and deparsed only), and bf-p4c 9.13.4 gave its words past the
+// first 64 bytes neither a CLOT nor PHV: an internal compiler error ("Emitted field didn't
+// receive a PHV allocation: ingress::hdr.words_b.w16"). Those words go to PHV, the rest stay in
+// a CLOT. Tofino 1 has no CLOTs.
+#if __TARGET_TOFINO__ == 2
+#define TNA_STRING(x) #x
+#define TNA_WORD_B_IN_PHV(i) @do_not_use_clot("ingress", TNA_STRING(hdr.words_b.w##i))
+TNA_FOR_EACH_LANE_PAST_64_BYTES(TNA_WORD_B_IN_PHV)
+#endif
 control HinaTnaIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
                        in ingress_intrinsic_metadata_t ig_intr_md,

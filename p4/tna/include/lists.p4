@@ -1,6 +1,7 @@
 // Index lists for the TNA per-lane macros (written out in decimal so that generated names read
 // lane_17, lut_17). TNA_LANES words are aggregated per pass (see hina_tna.p4).
 //   TNA_FOR_EACH_LANE(M)       M(0) .. M(TNA_LANES - 1)
+//   TNA_FOR_EACH_LANE_PAST_64_BYTES(M)  M(16) .. M(TNA_LANES - 1)
 //   TNA_FOR_EACH_REST_PAIR(M)  M(1) .. M(HINA_PAIRS - 1)  (the pairs behind the one in work)
 //   TNA_FOR_EACH_WORKER(M)     M(w, 1 << w) for w in 0 .. HINA_MAX_WORKERS - 1
 //   TNA_FOR_EACH_WORKER_WITH(M, a)  M(a, w, 1 << w)
@@ -33,6 +34,19 @@
     M(31)
 #else
 #error "TNA_LANES must be 1, 2, 4, 8, 16, 24 or 32"
+#endif
+
+// TNA_FOR_EACH_LANE_PAST_64_BYTES(M): M(16) .. M(TNA_LANES - 1), the words of a block past its
+// first 64 bytes (a Tofino 2 CLOT's most; hina_tna.p4); nothing for TNA_LANES <= 16.
+#if TNA_LANES == 24
+#define TNA_FOR_EACH_LANE_PAST_64_BYTES(M) \
+    M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
+#elif TNA_LANES == 32
+#define TNA_FOR_EACH_LANE_PAST_64_BYTES(M) \
+    M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) \
+    M(31)
+#else
+#define TNA_FOR_EACH_LANE_PAST_64_BYTES(M)
 #endif
 
 #if HINA_PAIRS == 8

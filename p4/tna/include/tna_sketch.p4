@@ -115,24 +115,26 @@ control TnaSketchCells(inout tna_headers_t hdr, inout tna_ingress_metadata_t met
     }
 }
 
+// The rows' updates: one RegisterAction per row, add or subtract chosen inside it by the cell's
+// sign (the stateful ALU's condition on a PHV input), so a row is one table. Two RegisterActions
+// (add, sub) picked by an `if` made each row a gateway and two tables; Tofino 2's compiler found
+// no split format for them ("Couldn't find a usable split format for table tbl_tna_sketch...").
 control TnaSketchRows(inout tna_headers_t hdr) {
 
 #define TNA_SKETCH_ROW(r) \
     Register<bit<32>, bit<32>>(HINA_SKETCH_CAPACITY) sketch_row_##r; \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(sketch_row_##r) sketch_add_##r = { \
-        void apply(inout bit<32> value) { value = value + hdr.bridge.pair_value; } \
-    }; \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(sketch_row_##r) sketch_sub_##r = { \
-        void apply(inout bit<32> value) { value = value - hdr.bridge.pair_value; } \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(sketch_row_##r) sketch_update_##r = { \
+        void apply(inout bit<32> value) { \
+            if (hdr.bridge.neg##r == 1) { \
+                value = value - hdr.bridge.pair_value; \
+            } else { \
+                value = value + hdr.bridge.pair_value; \
+            } \
+        } \
     };
     HINA_FOR_EACH_ROW(TNA_SKETCH_ROW)
 
-#define TNA_SKETCH_ROW_APPLY(r) \
-    if (hdr.bridge.neg##r == 1) { \
-        sketch_sub_##r.execute(hdr.bridge.cell##r); \
-    } else { \
-        sketch_add_##r.execute(hdr.bridge.cell##r); \
-    }
+#define TNA_SKETCH_ROW_APPLY(r) sketch_update_##r.execute(hdr.bridge.cell##r);
 
     apply {
         HINA_FOR_EACH_ROW(TNA_SKETCH_ROW_APPLY)
