@@ -3,7 +3,9 @@
 Every figure comes from the compiler's own output (bf-p4c's pipe/logs/resources.json and
 phv.json, read by hina.tofino_build): stages, SRAM and TCAM blocks, stateful ALUs, PHV
 containers, lanes per pass (stateful ALUs bound to lane registers) and payload words per packet
-(32-bit payload fields in ingress PHV). Compiles are cached by source hash (hina.tofino_build),
+(32-bit payload fields in ingress PHV), and the parser transitions the emitted parser can never
+take (hina.tofino_build.parser_defects: the compiler bug PARSER_BUG, which makes a binary that
+parses every packet down one path). Compiles are cached by source hash (hina.tofino_build),
 so a second run is instant; the compile time shown is that of the compile that made the entry.
 
     python bench/bench_tofino_fit.py                       # Tofino 1 and 2, default lanes
@@ -60,8 +62,10 @@ def main(argv=None) -> int:
                   f"{build.seconds:.0f} s{' (cached)' if build.cached else ''}, {build.out}",
                   file=sys.stderr)
     print("| target | TNA_LANES | result | stages | SRAM blocks | TCAM blocks | stateful ALUs "
-          "| lanes per pass | words per packet | PHV containers (ingress / egress) | compile s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| lanes per pass | words per packet | PHV containers (ingress / egress) "
+          "| dead parser transitions | compile s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    dead_any = False
     for target, lanes, build in rows:
         label = "default" if lanes is None else str(lanes)
         if args.block_sparse:
@@ -69,17 +73,30 @@ def main(argv=None) -> int:
         placed = (build.out / "pipe" / "logs" / "resources.json").exists()
         if not build.ok and not placed:
             why = f"compile error: {tb.first_error(build.log) or 'see ' + str(build.path)}"
-            print(f"| {target} | {label} | {why} | | | | | | | | {build.seconds:.0f} |")
+            print(f"| {target} | {label} | {why} | | | | | | | | | {build.seconds:.0f} |")
             continue
         # A program placed in more stages than the chip has is refused by the assembler, but
         # the compiler's resources.json still says what it used: print it.
-        result = "fits" if build.ok else "does not fit (assembler)"
+        if build.ok:
+            result = "fits"
+        elif tb.assembler_stage_error(build.log):
+            result = "does not fit (assembler: too many stages)"
+        else:
+            why = (tb.first_error(build.log) or "?").rsplit("error:", 1)[-1].strip()
+            result = f"placed; the assembler failed ({why})"
         r = build.resources()
         ing = sum(n for k, n in r.phv_containers.items() if k.startswith("ingress"))
         egr = sum(n for k, n in r.phv_containers.items() if k.startswith("egress"))
+        dead = sum(d.unreachable for d in tb.parser_defects(build.out))
+        dead_any = dead_any or dead > 0
         print(f"| {target} | {label} | {result} | {r.stages_used} of {r.stages_available} "
               f"| {r.srams} | {r.tcams} | {r.stateful_alus} of {r.stateful_alus_available} "
-              f"| {r.lanes} | {r.words_per_packet} | {ing} / {egr} | {build.seconds:.0f} |")
+              f"| {r.lanes} | {r.words_per_packet} | {ing} / {egr} | {dead} "
+              f"| {build.seconds:.0f} |")
+    if dead_any:
+        print(f"\nDead parser transitions: {tb.PARSER_BUG}. The figures are the placement's; "
+              "such a binary parses every packet down one path (hina-ctl refuses to push it "
+              "without --allow-parser-defects).")
     return 0 if all(b.ok for _, _, b in rows) else 1
 
 

@@ -155,7 +155,8 @@ def cmd_pipeline_push(ctx: Context) -> int:
     config = PipelineConfig(target=target, p4=a.p4 or str(PipelineConfig().p4),
                             defines=dict(a.defines), bmv2_json=a.bmv2_json or "",
                             p4info=a.p4info or "", device_config_format=a.device_config_format or "",
-                            p4info_externs=a.p4info_externs or "", tofino_out=a.tofino_out or "")
+                            p4info_externs=a.p4info_externs or "", tofino_out=a.tofino_out or "",
+                            allow_parser_defects=a.allow_parser_defects)
     p4info, device_config = config.build()
     conn = ctx.connect(primary=True)
     conn.set_pipeline(p4info, device_config)
@@ -452,6 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--tofino-out", metavar="DIR",
                       help="tofino: a prebuilt 'bf-p4c -o DIR --p4runtime-files DIR/p4info.bin' "
                            "output instead of compiling")
+    push.add_argument("--allow-parser-defects", action="store_true",
+                      help="tofino: push a binary whose compiled parser has transitions that "
+                           "are never taken (refused by default: the parser bug of bf-p4c "
+                           "9.13.4, p4c #5752); for trying the control plane, not for jobs")
     push.set_defaults(func=cmd_pipeline_push)
 
     resync = sub.add_parser("resync", help="re-push pipeline and jobs after a switch restart",

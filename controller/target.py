@@ -69,6 +69,8 @@ class PipelineConfig:
             for ``pi``, ``standard`` for ``stratum`` (what Stratum serves).
         tofino_out: tofino: a prebuilt ``bf-p4c -o`` folder with ``p4info.bin``
             (``--p4runtime-files``), used instead of compiling ``p4``.
+        allow_parser_defects: tofino: push a binary whose compiled parser has transitions that
+            are never taken (refused otherwise: :func:`controller.tofino.device_config_from_output`).
     """
     target: str = "embedded"
     p4: str = str(HINA_P4)
@@ -78,12 +80,13 @@ class PipelineConfig:
     device_config_format: str = ""
     p4info_externs: str = ""
     tofino_out: str = ""
+    allow_parser_defects: bool = False
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise ConfigError(f"target {self.target!r}: expected one of {', '.join(TARGETS)}")
-        tofino_only = [name for name in ("device_config_format", "p4info_externs", "tofino_out")
-                       if getattr(self, name)]
+        tofino_only = [name for name in ("device_config_format", "p4info_externs", "tofino_out",
+                                         "allow_parser_defects") if getattr(self, name)]
         if self.target != "tofino" and tofino_only:
             raise ConfigError(f"--{tofino_only[0].replace('_', '-')} is for --target tofino")
         if self.target == "tofino":
@@ -111,7 +114,8 @@ class PipelineConfig:
                 "bmv2_json": self.bmv2_json, "p4info": self.p4info}
         if self.target == "tofino":
             data.update(device_config_format=self.device_config_format,
-                        p4info_externs=self.p4info_externs, tofino_out=self.tofino_out)
+                        p4info_externs=self.p4info_externs, tofino_out=self.tofino_out,
+                        allow_parser_defects=self.allow_parser_defects)
         return data
 
     @classmethod
@@ -191,7 +195,8 @@ class PipelineConfig:
                                   f"{build.path / 'compile.log'}; the default, 16 lanes, fits Tofino 1)")
             out = build.out
         try:
-            return read_p4info(out), device_config_from_output(out, self.device_config_format)
+            return read_p4info(out), device_config_from_output(
+                out, self.device_config_format, allow_parser_defects=self.allow_parser_defects)
         except TofinoOutputError as exc:
             raise ConfigError(str(exc)) from None
 

@@ -249,10 +249,15 @@ def read_compiler_output(out_dir: Union[str, Path],
 
 
 def device_config_from_output(out_dir: Union[str, Path], fmt: str = "pi",
-                              program_name: Optional[str] = None) -> bytes:
+                              program_name: Optional[str] = None,
+                              allow_parser_defects: bool = False) -> bytes:
     """``p4_device_config`` for the compiler output in ``out_dir``: ``fmt`` ``pi`` or ``stratum``.
 
-    The PI packing holds one pipeline only (as PI and Stratum's conversion require).
+    The PI packing holds one pipeline only (as PI and Stratum's conversion require). An output
+    whose parser has transitions that are never taken (:func:`hina.tofino_build.parser_defects`,
+    the compiler bug :data:`hina.tofino_build.PARSER_BUG`) is refused: a switch running it would
+    parse every packet down one path. ``allow_parser_defects`` builds it anyway (to try the
+    control plane against a server, not to run jobs).
 
     Example::
 
@@ -262,6 +267,15 @@ def device_config_from_output(out_dir: Union[str, Path], fmt: str = "pi",
         raise ValueError(f"device config format must be one of {', '.join(FORMATS)}, "
                          f"not {fmt!r}")
     output = read_compiler_output(out_dir, program_name)
+    from hina.tofino_build import PARSER_BUG, parser_defects
+    defects = parser_defects(Path(out_dir))
+    if defects and not allow_parser_defects:
+        more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
+        raise TofinoOutputError(
+            f"{out_dir}: the compiled parser is wrong: {defects[0]}{more}. That is the compiler "
+            f"bug of {PARSER_BUG}; a switch running this binary parses every packet down one "
+            "path. Compile with a bf-p4c that has the fix, or push it anyway with "
+            "--allow-parser-defects (to try the control plane, not to run jobs)")
     if fmt == "pi":
         if len(output.profiles) != 1:
             raise TofinoOutputError(f"{out_dir}: PI's packing holds one pipeline, the output "

@@ -298,6 +298,101 @@ def read_resources(out: Path) -> Resources:
         phv_containers=dict(sorted(containers.items())), stage_detail=detail)
 
 
+# ------------------------------------------------------------------------------------------
+# The parser the compiler emitted
+# ------------------------------------------------------------------------------------------
+#: What is known to produce parser defects: bf-p4c 9.13.4 of p4c 1.2.5.16 (the one in
+#: ../shared/p4tools-tofino) loses the match registers of parser selects on packet data, so
+#: each lowered select keeps a bare ``*`` on every transition and only the first is taken.
+PARSER_BUG = ("p4c issue #5752, fixed by p4c PR #5753: the Tofino back end "
+              "drops the match registers of parser selects, every transition of a select "
+              "becomes a bare '*' and only the first is ever taken")
+# a transition's match key in a .bfa parser state: '*', or a value with '*' don't-care digits
+_ROW_KEY = re.compile(r"^(\*|0x[0-9a-fA-F*]+|0b[01*]+|\d+)$")
+
+
+@dataclass(frozen=True)
+class ParserState:
+    """One state of a compiled parser, as the assembler input (``.bfa``) writes it."""
+
+    pipe: str
+    gress: str
+    name: str
+    matches: bool             # a ``match:`` line says what the rows compare
+    rows: tuple               # the transitions' match keys, in order ('*', '0x0800', '0b**')
+
+
+@dataclass(frozen=True)
+class ParserDefect:
+    """A parser state of the compiled program with transitions that can never be taken: an
+    earlier row of the state matches every packet."""
+
+    pipe: str
+    gress: str
+    state: str
+    rows: int                 # transitions of the state
+    unreachable: int          # of them, behind a match-everything row
+
+    def __str__(self) -> str:
+        return (f"{self.pipe} {self.gress} parser state {self.state}: {self.unreachable} of its "
+                f"{self.rows} transitions are never taken (an earlier one matches everything)")
+
+
+def _matches_everything(key: str) -> bool:
+    return key == "*" or (key[:2] in ("0x", "0b") and set(key[2:]) == {"*"})
+
+
+def parser_states(out: Path) -> List[ParserState]:
+    """Every parser state of ``out/<pipe>/*.bfa`` (``bf-p4c -o out``), each pipe and gress."""
+    states: List[ParserState] = []
+    for bfa in sorted(Path(out).glob("*/*.bfa")):
+        gress = name = None
+        matches, rows = False, []
+
+        def close() -> None:
+            if gress and name:
+                states.append(ParserState(bfa.parent.name, gress, name, matches, tuple(rows)))
+
+        for line in bfa.read_text(errors="replace").splitlines():
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            indent = len(line) - len(line.lstrip(" "))
+            if indent == 0:               # "parser ingress:", "deparser ingress:", "stage 0 ..."
+                close()
+                name = None
+                words = line.split()
+                gress = words[1].rstrip(":") if words[0] == "parser" and len(words) > 1 else None
+            elif gress and indent == 4 and stripped.endswith(":"):
+                close()
+                name, matches, rows = stripped[:-1], False, []
+            elif gress and name and indent == 6:
+                if stripped.startswith("match:"):
+                    matches = True
+                elif stripped.endswith(":") and _ROW_KEY.match(stripped[:-1]):
+                    rows.append(stripped[:-1])
+        close()
+    return states
+
+
+def parser_defects(out: Path) -> List[ParserDefect]:
+    """Parser states of ``out/<pipe>/*.bfa`` whose transitions after a match-everything row are
+    dead (:func:`parser_states`).
+
+    That is how :data:`PARSER_BUG` shows in the output: a select's rows all read ``*``, and no
+    ``match:`` line says what they compare. Where the compiler merged such a state into the
+    next, nothing is left to see: a clean result says no dead rows were found, not that every
+    select survived. An output without ``.bfa`` files gives none.
+    """
+    found = []
+    for st in parser_states(out):
+        first_all = next((i for i, k in enumerate(st.rows) if _matches_everything(k)), None)
+        if first_all is not None and first_all < len(st.rows) - 1:
+            found.append(ParserDefect(st.pipe, st.gress, st.name, len(st.rows),
+                                      len(st.rows) - 1 - first_all))
+    return found
+
+
 def assembler_stage_error(log: str) -> Optional[str]:
     """The assembler's 'supports up to N stages, using M' line, if the compile hit it."""
     m = re.search(r"error: (\w+) supports up to (\d+) stages, using (\d+)", log)

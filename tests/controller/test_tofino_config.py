@@ -191,6 +191,34 @@ def test_missing_binary_is_an_error(tmp_path):
         tofino.read_compiler_output(out)
 
 
+# A parser state as bf-p4c 9.13.4 wrote p4/tna's (hina.tofino_build.PARSER_BUG): a select whose
+# rows all match everything.
+DEAD_ROWS_BFA = """\
+parser ingress:
+  states:
+    parse_pass:
+      *:
+        next: parse_words
+      *:
+        next: end
+"""
+
+
+def test_a_parser_with_dead_rows_is_refused(tmp_path):
+    """An output whose compiled parser never takes some transitions is refused, naming the
+    state and the compiler bug; allow_parser_defects builds the same bytes as without them."""
+    out = _fake_output(tmp_path)
+    clean = {fmt: tofino.device_config_from_output(out, fmt) for fmt in tofino.FORMATS}
+    (out / "pipe" / "hina_tna.bfa").write_text(DEAD_ROWS_BFA)
+    for fmt in tofino.FORMATS:
+        with pytest.raises(tofino.TofinoOutputError) as err:
+            tofino.device_config_from_output(out, fmt)
+        assert "pipe ingress parser state parse_pass: 1 of its 2 transitions are never taken" \
+            in str(err.value)
+        assert "#5752" in str(err.value) and "--allow-parser-defects" in str(err.value)
+        assert tofino.device_config_from_output(out, fmt, allow_parser_defects=True) == clean[fmt]
+
+
 def test_real_compiler_output_when_cached():
     """The TNA program's own bf-p4c output at one lane (what fits Tofino 1) with the compiler's
     P4Info, if the cache holds it (what ``hina-ctl --target tofino pipeline push -D TNA_LANES=1``
@@ -207,12 +235,16 @@ def test_real_compiler_output_when_cached():
     out = build.out
     binary = (out / "pipe" / "tofino.bin").read_bytes()
     context = (out / "pipe" / "context.json").read_bytes()
-    blob = tofino.device_config_from_output(out, "pi")
+    if tofino_build.parser_defects(out):     # bf-p4c 9.13.4's parser bug: refused unless asked
+        with pytest.raises(tofino.TofinoOutputError, match="never taken"):
+            tofino.device_config_from_output(out, "pi")
+    blob = tofino.device_config_from_output(out, "pi", allow_parser_defects=True)
     assert blob == (struct.pack("<I", 8) + b"hina_tna" + struct.pack("<I", len(binary)) + binary
                     + struct.pack("<I", len(context)) + context)
     assert json.loads(context)["program_name"] == "hina_tna"
     from hina.generated import tofino_bf_pb2
-    pb = tofino_bf_pb2.BfPipelineConfig.FromString(tofino.device_config_from_output(out, "stratum"))
+    pb = tofino_bf_pb2.BfPipelineConfig.FromString(
+        tofino.device_config_from_output(out, "stratum", allow_parser_defects=True))
     assert pb.p4_name == "hina_tna"
     assert pb.bfruntime_info == (out / "bf-rt.json").read_bytes()
     assert [(p.profile_name, p.binary == binary, p.context == context) for p in pb.profiles] == \

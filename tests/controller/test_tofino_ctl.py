@@ -198,3 +198,31 @@ def test_prebuilt_output_and_bad_inputs(hina_ctl, switch, cache, tmp_path):
                               "--device-config-format", "pi")
     assert status == 1 and "--device-config-format is for --target tofino" in err
     assert len(switch.pipelines) == 1
+
+
+def test_a_binary_with_a_broken_parser_is_pushed_only_when_asked(hina_ctl, switch, cache,
+                                                                  tmp_path):
+    """A compile whose parser never takes some transitions (bf-p4c 9.13.4's bug, as in
+    p4/tna's Tofino builds; hina.tofino_build.parser_defects) is refused with the state named;
+    --allow-parser-defects pushes it and the state file keeps the choice (resync, serve)."""
+    out = tmp_path / "out"
+    shutil.copytree(cache[1]["tofino"].out, out)
+    bfa = next((out / "pipe").glob("*.bfa"))
+    bfa.write_text(bfa.read_text().replace("parser ingress:\n", "parser ingress:\n  states:\n"
+                                           "    parse_dead:\n      *:\n        next: a\n"
+                                           "      *:\n        next: b\n", 1))
+    status, _, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out", str(out))
+    assert status == 1 and "parser state parse_dead: 1 of its 2 transitions are never " \
+        "taken" in err and "--allow-parser-defects" in err
+    assert switch.pipelines == []
+    status, _, err = hina_ctl("--target", "tofino", "pipeline", "push", "--tofino-out", str(out),
+                              "--allow-parser-defects")
+    assert status == 0, err
+    assert switch.pipelines[-1].config.p4_device_config == \
+        tofino.device_config_from_output(out, "pi", allow_parser_defects=True)
+    state = json.loads((tmp_path / "ctl.json").read_text())
+    assert state["pipeline"]["allow_parser_defects"] is True
+    status, _, err = hina_ctl("--target", "embedded", "pipeline", "push",
+                              "--allow-parser-defects")
+    assert status == 1 and "--allow-parser-defects is for --target tofino" in err
+
