@@ -28,8 +28,8 @@ _NOTICE_TEST = "test_generation.py::test_notice_is_header_only_and_goes_back_out
 #: other than the target's (``test_checksum.py::test_bad_checksums...[wrong``).
 #: docs/dataplane.md ("Tofino (TNA)") says why each difference is there.
 TNA_UNSUPPORTED = {
-    "SUM and BLOCK_SUM saturate on Tofino (one stateful ALU output per word: no overflow "
-    "flag, no OVERFLOW count; tna_lanes.p4)":
+    "SUM and BLOCK_SUM saturate on Tofino, sticky at the bound (one stateful ALU output per "
+    "word: no overflow flag, no OVERFLOW count; tna_lanes.p4, test_tna_sum_saturation_sticks)":
         ["test_aggregation.py::test_overflow_is_flagged_never_silent",
          "test_block_sparse.py::test_block_sum_overflow_is_flagged"],
     "a THC packet whose LUT is not installed is summed as zeros, not dropped as BAD_JOB "

@@ -175,6 +175,35 @@ def test_overflow_is_flagged_never_silent(target):
     assert all(r.flags == 0 for r in replies)
 
 
+def test_tna_sum_saturation_sticks(target):
+    """The TNA program has no overflow flag: its SUM saturates, and a word that reached a bound
+    keeps it for the rest of the round, so a word at a bound is the overflow signal workers read
+    and a word within the bounds is exact (tna_lanes.p4). INT32_MAX then +1 then -2 gives
+    INT32_MAX (a saturation that did not stick would give INT32_MAX - 2, wrong and within the
+    bounds); a partial sum that reaches a bound exactly sticks too; a sum near the bounds that
+    never touches one is exact."""
+    from hina.testing.targets import EmbeddedTnaTarget
+    if not isinstance(target, EmbeddedTnaTarget):
+        pytest.skip("TNA semantics: the v1model program flags overflows "
+                    "(test_overflow_is_flagged_never_silent)")
+    job = make_job(1, 3)
+    install(target, job)
+    words = [np.zeros(TEST_WORDS, dtype=np.int64) for _ in range(3)]
+    columns = {2: (INT32_MAX, 1, -2), 3: (-(1 << 31), -1, 2), 4: (INT32_MAX - 3, 3, -1),
+               5: (INT32_MAX - 3, 2, -1), 6: (-(1 << 31) + 2, -1, 5)}
+    for i, values in columns.items():
+        for w, v in enumerate(values):
+            words[w][i] = v
+    for w in range(3):                 # in this order: worker 0, 1, then 2 completes
+        replies = send(target, job, w, contribution(job, w, P.Op.SUM, words[w]))
+    expected = sum(words)
+    expected[2], expected[3], expected[4] = INT32_MAX, -(1 << 31), INT32_MAX
+    assert len(replies) == 3 and all(r.flags == 0 for r in replies)
+    for r in replies:
+        np.testing.assert_array_equal(r.words(), expected)
+    assert expected[5] == INT32_MAX - 2 and expected[6] == -(1 << 31) + 6    # exact
+
+
 def test_no_overflow_flag_near_the_limits(target):
     job = make_job(1, 2)
     install(target, job)

@@ -187,8 +187,8 @@ class JobConfig:
             into its admission entries; :meth:`controller.jobs.JobManager.bump_generation`
             moves it on when the job's workers restart.
         sum_saturates: the switch's SUM saturates instead of flagging overflow (set at creation
-            on the TNA program); its workers then bound every SUM contribution (see
-            :class:`worker.transport.JobParams`).
+            on the TNA program), sticky at the bound; its workers then read a result word at a
+            bound as the overflow (see :class:`worker.transport.JobParams`).
         generation_cause: why the job last moved to a new generation (``hina-ctl serve``: which
             worker's seat was taken again, and why its holder had gone); "" before any bump.
     """

@@ -227,7 +227,7 @@ class JobManager:
                            + (", or give --adaptive-choices without block_sparse"
                               if config.codec == "adaptive" else ""))
         # a program whose SUM saturates (TNA: no overflow flag): the job service tells the
-        # workers to bound it
+        # workers, who read a result word at an int32 bound as the overflow
         config = dataclasses.replace(config, sum_saturates=layout.sum_saturates)
         config = self.prepare(config)
         record = self.create(config.to_spec(), thc_table=config.thc_table)

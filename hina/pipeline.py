@@ -285,9 +285,9 @@ class Layout:
     #: message kinds the program's dataplane answers (the TNA program leaves HARVEST and RESET
     #: to the control plane: register reads and writes)
     switch_harvest = True
-    #: the program's SUM saturates at the int32 bounds instead of flagging an overflow (TNA: a
-    #: stateful ALU has one output), so its jobs' workers bound SUM values
-    #: (``hina.protocol.saturating_sum_bound``)
+    #: the program's SUM saturates at the int32 bounds, and stays there, instead of flagging an
+    #: overflow (TNA: a stateful ALU has one output), so its jobs' workers read a result word at
+    #: a bound as the overflow (``worker.transport_types.JobParams.sum_saturates``)
     sum_saturates = False
 
     def check_words(self, words: int, what: str = "words") -> int:

@@ -275,18 +275,6 @@ def next_generation(generation: int) -> int:
     return FIRST_GENERATION if generation == MAX_GENERATION else generation + 1
 
 
-def saturating_sum_bound(n_workers: int) -> int:
-    """The largest magnitude of one worker's SUM value that no order of partial sums of
-    ``n_workers`` values can take out of int32: what a switch whose SUM saturates instead of
-    flagging an overflow (the TNA program) sums correctly.
-
-    Example::
-        >>> saturating_sum_bound(2)
-        1073741823
-    """
-    return (2**31 - 1) // n_workers
-
-
 def check_generation(generation: int, what: str = "generation") -> int:
     """``generation`` if it is a job generation, else ValueError naming the range and why."""
     if isinstance(generation, bool) or not isinstance(generation, int) \

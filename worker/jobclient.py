@@ -138,7 +138,8 @@ class Seat:
     lease_s: float
     #: the job's generation when the seat was handed out (or last re-read: JobClient.refresh)
     generation: int = 1
-    #: the switch's SUM saturates (the TNA program): SUM contributions are bounded
+    #: the switch's SUM saturates, sticky at the bound (the TNA program): a result word at an
+    #: int32 bound is the overflow
     sum_saturates: bool = False
 
     @classmethod

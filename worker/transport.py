@@ -56,6 +56,8 @@ _COALESCE_ENOUGH = 8
 _COALESCE_S = 0.0005
 
 # numpy dtype a stream's data has on the wire side (before big-endian conversion)
+#: The bounds where a saturating switch's sums stick (JobParams.sum_saturates).
+_INT32_MAX, _INT32_MIN = np.iinfo(np.int32).max, np.iinfo(np.int32).min
 _NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.OR: np.uint32,
           P.Op.BLOCK_SUM: np.int32}
 #: Block of the padding round a block-sparse call adds to a slot to keep its pool copies
@@ -247,33 +249,35 @@ class Transport:
 
         Raises:
             TransportTimeout: a chunk had no result within ``give_up_s``.
-            OverflowFlagged: the switch flagged an overflow in a SUM result; or, before
-                anything is sent, SUM data outside ``job.sum_bound`` on a job whose switch
-                saturates instead of flagging (``JobParams.sum_saturates``: the other workers
-                then get no result for the call and time out, never a wrong sum).
+            OverflowFlagged: the switch flagged an overflow in a SUM result; on a job whose
+                switch saturates instead (``JobParams.sum_saturates``, the TNA program), a SUM
+                result word at an int32 bound (saturation sticks there: every worker of the
+                call sees the same words and raises the same).
             GenerationChanged: the switch answered that the job is in another generation.
         """
         op = P.Op(op)
         data = np.ascontiguousarray(data, dtype=_NP_UP[op]).reshape(-1)
-        if self.job.sum_saturates and op is P.Op.SUM and data.size:
-            self._check_sum_bound(data)
         if op is P.Op.BLOCK_SUM:
             return self.reduce_block_sparse(data)
         layout = layout_for(op, data.size, self.job.words)
         results = self._run(layout, data)
         count = 2 * data.size if op is P.Op.LUT_SUM else data.size
-        return results.reshape(-1)[:count].astype(result_payload_dtype(op).newbyteorder("="))
+        out = results.reshape(-1)[:count].astype(result_payload_dtype(op).newbyteorder("="))
+        if self.job.sum_saturates and op is P.Op.SUM:
+            self._check_saturated(out, "SUM")
+        return out
 
-    def _check_sum_bound(self, data: np.ndarray) -> None:
-        bound = self.job.sum_bound
-        low, high = int(data.min()), int(data.max())
-        if high > bound or low < -bound:
-            at = int(np.flatnonzero((data > bound) | (data < -bound))[0])
+    def _check_saturated(self, sums: np.ndarray, what: str) -> None:
+        """A saturating switch's overflow signal (``JobParams.sum_saturates``): a sum word at an
+        int32 bound. Its saturation sticks, so a word within the bounds is exact."""
+        stuck = (sums == _INT32_MAX) | (sums == _INT32_MIN)
+        if stuck.any():
+            at = int(np.flatnonzero(stuck)[0])
             raise OverflowFlagged(
-                f"job {self.job.job_id}: SUM value {int(data[at])} at index {at} is outside "
-                f"+-{bound} = (2**31 - 1) // {self.job.n_workers} workers: this job's switch "
-                "saturates instead of flagging overflows (the TNA program), and only values "
-                "within that bound sum correctly in any order; nothing was sent")
+                f"job {self.job.job_id}: {what} result word {at} is {int(sums[at])}, an int32 "
+                f"bound: this job's switch saturates instead of flagging overflows (the TNA "
+                f"program) and a sum that reached a bound stays there; lower the fixed-point "
+                f"scale or the worker count")
 
     def _run(self, layout: ChunkLayout, data: np.ndarray) -> np.ndarray:
         """Stream the chunks of ``data`` through the switch; their results, in chunk order.
@@ -468,8 +472,6 @@ class Transport:
                 that skips this worker's).
         """
         data = np.ascontiguousarray(data, dtype=np.int32).reshape(-1)
-        if self.job.sum_saturates and data.size:
-            self._check_sum_bound(data)
         job, words, n_slots = self.job, self.job.words, self.window
         stats = CallStats()
         started = progress = time.monotonic()
@@ -598,7 +600,10 @@ class Transport:
         stats.seconds = time.monotonic() - started
         self.last = stats
         self._add_total(stats)
-        return out.reshape(-1)[:data.size]
+        sums = out.reshape(-1)[:data.size]
+        if job.sum_saturates:
+            self._check_saturated(sums, "BLOCK_SUM")
+        return sums
 
     def _send_each(self, rows: np.ndarray) -> None:
         """``send_batch`` for links that send one message at a time."""

@@ -100,10 +100,10 @@ class JobParams:
         generation: the job's generation this worker belongs to (docs/protocol.md,
             "Generations"); every packet carries it, replies of another one are ignored.
         sum_saturates: the switch's SUM saturates at the int32 bounds instead of flagging an
-            overflow (the TNA program). Saturation is not sticky (a saturated partial sum and a
-            later negative contribution give a wrong word at neither bound), so the transport
-            refuses SUM data outside ``+-(2**31 - 1) // n_workers`` (:meth:`sum_bound`): within
-            it no order of partial sums leaves int32.
+            overflow (the TNA program), and a sum that reached a bound stays there for the rest
+            of its round: a result word at a bound is the overflow signal (the transport raises
+            ``OverflowFlagged`` on every worker, as for v1model's ``FLAG_OVERFLOW``), a word
+            within the bounds is exact.
     """
     job_id: int
     n_workers: int
@@ -112,12 +112,6 @@ class JobParams:
     thc_table: Optional[tuple[int, ...]] = None
     generation: int = P.FIRST_GENERATION
     sum_saturates: bool = False
-
-    @property
-    def sum_bound(self) -> int:
-        """The largest magnitude of one worker's SUM value that no order of partial sums of the
-        job's workers can take out of int32 (:func:`hina.protocol.saturating_sum_bound`)."""
-        return P.saturating_sum_bound(self.n_workers)
 
     def __post_init__(self):
         if not 0 <= self.job_id <= P.MAX_JOB_ID:

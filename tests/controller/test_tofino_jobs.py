@@ -351,7 +351,7 @@ def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
                 "push it with -D TNA_BLOCK_SPARSE=1 (it fits Tofino 1 at 16 lanes)" + extra) in err
     job = _create(hina_ctl, sw, 1)
     assert (job["words"], job["codec"]) == (P.TNA_TOFINO1_WORDS, "fixed")
-    assert job["sum_saturates"]          # the job service tells its workers to bound SUM
+    assert job["sum_saturates"]          # the job service tells its workers SUM saturates
     status, text, _ = hina_ctl("job", "show", "1")
     assert status == 0 and "saturates (TNA): each value within +-1073741823" in text
     _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=5)

@@ -2,11 +2,11 @@
 // (words_a). Modes are separate RegisterActions on one register, picked per packet by a
 // table (lane_<i>_select), as SwitchML's Processor picks its actions; Tofino 1 allows four per
 // register:
-//   add   the first contribution to a new use stores the word, whatever the op; after it,
-//         SUM and THC's LUT-SUM (two 16-bit sums per word, exact while n * max(T) < 2^16, as in
-//         v1model) add with signed saturation
+//   or    the first contribution to a new use stores the word, whatever the op; after it,
+//         bitwise or
+//   add   SUM and THC's LUT-SUM (two 16-bit sums per word, exact while n * max(T) < 2^16, as in
+//         v1model) add with signed saturation, sticky (below)
 //   max   unsigned maximum
-//   or    bitwise or
 //   read  a retransmission into a complete copy
 // Each returns the lane's new value, which replaces the word: the completing packet carries the
 // result. Why one 32-bit register per word and not SwitchML's Register<pair> (two words per
@@ -16,7 +16,13 @@
 //
 // Overflow: SUM saturates at INT32_MAX / INT32_MIN (|+|) instead of wrapping and flagging; a
 // stateful ALU has one output, taken by the result word, so there is no per-word overflow bit
-// to or together. A saturated word in a RESULT is the overflow signal on Tofino.
+// to or together. Saturation is sticky: a word at a bound keeps it for the rest of the use (a
+// later contribution of the other sign would pull it back to a wrong value in range). So a
+// RESULT word at a bound is the overflow signal on Tofino (the worker reads it as v1model's
+// FLAG_OVERFLOW; a true sum of exactly a bound is flagged too), and a word within the bounds is
+// exact: no partial sum left int32. The two bound checks take the stateful ALU's two
+// conditions (each compares with one constant), which is why the store of a new use is the or
+// action's, not the add's.
 //
 // Index: lane_index = reg_index * 2 + pass: block 0 of a slot copy in pass 0, block 1 in pass 1
 // (tna_slot_state.p4 forms it).
@@ -180,22 +186,25 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 // Lane i: its register (both blocks of every slot copy), its four RegisterActions, and the
 // table that picks one per packet. The table keys on what the slot state found, not on a mode
 // computed from it: a stage saved before the lanes is four more lanes on Tofino 1.
-//   new use of the copy                 -> add (it stores the word: new_round)
+//   new use of the copy                 -> or (it stores the word: new_round)
 //   the worker's bit already set        -> read (a retransmission; dropped unless complete)
 //   else by op: MAX -> max, OR -> or, SUM and LUT-SUM -> add
 // (A drained copy, bitmap 0 and no new use, takes the op: harmless, the copy's next use starts
 // with a store, and the packet is dropped as STALE_POOL.) Pass 1 takes pass 0's inputs from the
 // pass header, so it picks the same.
 #define TNA_LANE_GO 1w1, 1w0, MSG_AGGREGATE
+// The bounds where a sum sticks (the add action). The stateful ALU compares with a constant
+// it adds, so INT32_MIN is spelled as "> INT32_MIN + 1 - 1" would not be: value > -2^31 is
+// value >= -(2^31 - 1), whose negation fits 32 bits.
+#define TNA_INT32_MAX 2147483647
+#define TNA_INT32_MIN_PLUS_1 -2147483647
 #define TNA_LANE_SEEN(i, w, b) \
         (TNA_LANE_GO, 1w0, _, w, b &&& b) : lane_##i##_read_action();
 #define TNA_LANE(i) \
     Register<int<32>, bit<32>>(2 * TNA_BLOCKS * HINA_SLOT_CAPACITY) lane_##i; \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_add = { \
         void apply(inout int<32> value, out int<32> result) { \
-            if (meta.new_round == 1) { \
-                value = (int<32>)hdr.words_a.w##i; \
-            } else { \
+            if (value < TNA_INT32_MAX && value >= TNA_INT32_MIN_PLUS_1) { \
                 value = value |+| (int<32>)hdr.words_a.w##i; \
             } \
             result = value; \
@@ -211,7 +220,11 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     }; \
     RegisterAction<int<32>, bit<32>, int<32>>(lane_##i) lane_##i##_or = { \
         void apply(inout int<32> value, out int<32> result) { \
-            value = value | (int<32>)hdr.words_a.w##i; \
+            if (meta.new_round == 1) { \
+                value = (int<32>)hdr.words_a.w##i; \
+            } else { \
+                value = value | (int<32>)hdr.words_a.w##i; \
+            } \
             result = value; \
         } \
     }; \
@@ -251,7 +264,7 @@ control TnaLanes(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             NoAction; \
         } \
         const entries = { \
-            (TNA_LANE_GO, 1w1, _, _, _) : lane_##i##_add_action(); \
+            (TNA_LANE_GO, 1w1, _, _, _) : lane_##i##_or_action(); \
             TNA_FOR_EACH_WORKER_WITH(TNA_LANE_SEEN, i) \
             (TNA_LANE_GO, _, OP_MAX, _, _) : lane_##i##_max_action(); \
             (TNA_LANE_GO, _, OP_OR, _, _) : lane_##i##_or_action(); \
