@@ -77,14 +77,16 @@ def main(argv=None) -> int:
             continue
         # A program placed in more stages than the chip has is refused by the assembler, but
         # the compiler's resources.json still says what it used: print it.
+        r = build.resources()
+        why = (tb.first_error(build.log) or "?").rsplit("error:", 1)[-1].strip()
         if build.ok:
             result = "fits"
         elif tb.assembler_stage_error(build.log):
             result = "does not fit (assembler: too many stages)"
+        elif r.stages_used == 0:
+            result = f"does not fit ({why})"
         else:
-            why = (tb.first_error(build.log) or "?").rsplit("error:", 1)[-1].strip()
             result = f"placed; the assembler failed ({why})"
-        r = build.resources()
         ing = sum(n for k, n in r.phv_containers.items() if k.startswith("ingress"))
         egr = sum(n for k, n in r.phv_containers.items() if k.startswith("egress"))
         dead = sum(d.unreachable for d in tb.parser_defects(build.out))
