@@ -192,8 +192,7 @@ def cmd_job_show(ctx: Context) -> int:
     if config.generation_cause:
         head.add_row("generation cause", config.generation_cause)
     if config.sum_saturates:
-        head.add_row("SUM", "saturates at the int32 bounds and stays there (TNA): a result "
-                            "word at a bound is an overflow")
+        head.add_row("SUM", "saturates, sticks at an int32 bound (TNA)")
     if config.thc_table:
         head.add_row("thc_table", ",".join(map(str, config.thc_table)))
     if config.sketch_rows:

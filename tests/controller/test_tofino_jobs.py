@@ -353,7 +353,7 @@ def test_jobs_on_the_tofino1_build(hina_ctl, embedded_switch):
     assert (job["words"], job["codec"]) == (P.TNA_TOFINO1_WORDS, "fixed")
     assert job["sum_saturates"]          # the job service tells its workers SUM saturates
     status, text, _ = hina_ctl("job", "show", "1")
-    assert status == 0 and "saturates (TNA): each value within +-1073741823" in text
+    assert status == 0 and "saturates, sticks at an int32 bound (TNA)" in text
     _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=5)
     job = _create(hina_ctl, sw, 2, "thc")
     assert job["words"] == P.TNA_TOFINO1_WORDS and job["lut_id"] > 0
