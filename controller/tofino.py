@@ -47,6 +47,7 @@ from p4.v1 import p4runtime_pb2
 
 from hina import protocol as P
 from hina.generated import tofino_bf_pb2
+from hina.tofino_build import PARSER_BUG, parser_defects
 
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection, pipeline_prefix
 
@@ -267,7 +268,6 @@ def device_config_from_output(out_dir: Union[str, Path], fmt: str = "pi",
         raise ValueError(f"device config format must be one of {', '.join(FORMATS)}, "
                          f"not {fmt!r}")
     output = read_compiler_output(out_dir, program_name)
-    from hina.tofino_build import PARSER_BUG, parser_defects
     defects = parser_defects(Path(out_dir))
     if defects and not allow_parser_defects:
         more = f" (and {len(defects) - 1} more)" if len(defects) > 1 else ""
