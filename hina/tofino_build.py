@@ -23,7 +23,8 @@ Figures are read from the compiler's own output, never assumed:
 * per stage: SRAMs, TCAMs, map RAMs, stateful ALUs (``meter_alus``), logical tables;
 * lanes (words aggregated per pass): the stateful ALUs bound to ``lanes.lane_<i>`` registers;
 * words per packet: the 32-bit payload fields (``hdr.words_a.w<i>``, ``hdr.words_b.w<i>``) the
-  PHV allocation (``phv.json``) placed in ingress containers;
+  PHV allocation (``phv.json``) placed in ingress containers, or (Tofino 2) carried whole in a
+  CLOT (``resources.json``'s ``clots``);
 * PHV: containers of each width the allocation used, per gress.
 """
 
@@ -238,7 +239,7 @@ class Resources:
     stateful_alus_available: int
     logical_tables: int
     lanes: int                       # stateful ALUs of lanes.lane_<i> registers
-    words_per_packet: int            # 32-bit payload words in ingress PHV
+    words_per_packet: int            # 32-bit payload words in ingress PHV or whole in a CLOT
     phv_containers: Dict[str, int] = field(default_factory=dict)   # "ingress 32" -> count
     stage_detail: List[Dict[str, object]] = field(default_factory=list)
 
@@ -288,6 +289,15 @@ def read_resources(out: Path) -> Resources:
             m = _WORD.match(sl.get("field_slice", {}).get("field_name", ""))
             if m:
                 words.add(sl["field_slice"]["field_name"])
+    # Tofino 2 carries bytes no table touches in CLOTs, past the PHV: a payload word whole in
+    # a CLOT is carried as one in PHV is (resources.json lists each field's bits in CLOTs).
+    for gress in res.get("clots", []):
+        if gress.get("gress") != "ingress":
+            continue
+        for f in gress.get("clot_eligible_fields", []):
+            if _WORD.match(f.get("name", "")) and f.get("bit_width") and \
+                    f.get("num_bits_in_clots") == f["bit_width"]:
+                words.add(f["name"])
     manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").exists() else {}
     return Resources(
         target=manifest.get("target", ""),
