@@ -5,8 +5,9 @@ phv.json, read by hina.tofino_build): stages, SRAM and TCAM blocks, stateful ALU
 containers, lanes per pass (stateful ALUs bound to lane registers), payload words per packet
 (32-bit payload fields in ingress PHV, or on Tofino 2 whole in a CLOT), and the parser
 transitions the emitted parser can never take (hina.tofino_build.parser_defects: the compiler
-bug PARSER_BUG, which makes a binary that parses every packet down one path). Compiles are cached by source hash (hina.tofino_build),
-so a second run is instant; the compile time shown is that of the compile that made the entry.
+bug PARSER_BUG, which makes a binary that parses every packet down one path). Compiles are
+cached by source hash (hina.tofino_build), so a second run is instant; the compile time shown is
+that of the compile that made the entry.
 
     python bench/bench_tofino_fit.py                       # Tofino 1 and 2, default lanes
     python bench/bench_tofino_fit.py --target tofino --lanes 1 8 16 32   # growth steps
