@@ -243,14 +243,22 @@ def cmd_state(ctx: Context) -> int:
 
 
 def _counters(ctx: Context) -> dict:
+    from hina import pipeline
+
     from .inspect import job_packets, job_progress, reason_counts
+    from .jobs import program_layout
     conn = ctx._conn or ctx.connect(primary=False)
     registers = ctx.registers()
     if ctx.target == "tofino":            # the compiler's P4Info names (TofinoRegisters)
         return {"reasons": registers.reason_counts(),
                 "jobs": [{"job": j, **registers.job_packets(j)} for j in sorted(ctx.state.jobs)]}
-    return {"reasons": reason_counts(conn),
-            "jobs": [{**job_progress(registers, c), **job_packets(conn, c.job_id)}
+    # the pushed program's names: p4/hina.p4's, or the TNA program's on the embedded target,
+    # which keeps no slot_count (packets and bytes only, as on tofino)
+    layout = program_layout(conn.require_index())
+    progress = pipeline.SLOT_COUNT in layout.slot_registers
+    return {"reasons": reason_counts(conn, layout),
+            "jobs": [{"job": c.job_id, **(job_progress(registers, c) if progress else {}),
+                      **job_packets(conn, c.job_id, layout)}
                      for _, c in sorted(ctx.state.jobs.items())]}
 
 

@@ -137,14 +137,20 @@ def job_progress(registers: RegisterAccess, job: JobConfig) -> dict:
             "filling_copies": sum(1 for s, n in zip(seqs, counts) if s and n < len(job.workers))}
 
 
-def job_packets(switch: SwitchConnection, job_id: int) -> dict[str, int]:
-    """Packets and bytes the switch admitted for ``job_id`` (``HinaIngress.job_counter``; the
-    controller zeroes the cell when it creates or resets the job)."""
-    byte_count, packet_count = switch.read_counter(P.JOB_COUNTER, job_id).get(job_id, (0, 0))
+def job_packets(switch: SwitchConnection, job_id: int,
+                layout: Optional[pipeline.Layout] = None) -> dict[str, int]:
+    """Packets and bytes the switch admitted for ``job_id`` (``HinaIngress.job_counter``, or
+    the program's name for it in ``layout``; the controller zeroes the cell when it creates or
+    resets the job)."""
+    name = layout.counter(P.JOB_COUNTER) if layout is not None else P.JOB_COUNTER
+    byte_count, packet_count = switch.read_counter(name, job_id).get(job_id, (0, 0))
     return {"packets": packet_count, "bytes": byte_count}
 
 
-def reason_counts(switch: SwitchConnection) -> dict[str, int]:
-    """Packets per drop/exception reason (``HinaIngress.reason_counter``)."""
-    counts = switch.read_counter(P.REASON_COUNTER)
+def reason_counts(switch: SwitchConnection,
+                  layout: Optional[pipeline.Layout] = None) -> dict[str, int]:
+    """Packets per drop/exception reason (``HinaIngress.reason_counter``, or the program's name
+    for it in ``layout``)."""
+    name = layout.counter(P.REASON_COUNTER) if layout is not None else P.REASON_COUNTER
+    counts = switch.read_counter(name)
     return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}

@@ -84,8 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loss-method", choices=LOSS_METHODS, default="auto",
                    help="netem (TCLink), nft (netdev hooks in the hosts), switch (embedded "
                         "target drops itself); auto: the first available")
-    p.add_argument("--words", type=int, default=128, choices=(64, 128, 256),
-                   help="HINA_WORDS the program is compiled with")
+    p.add_argument("--program", choices=("v1model", "tna"), default="v1model",
+                   help="the switch program: p4/hina.p4 (default) or the TNA program "
+                        "p4/tna/hina_tna.p4 (embedded target only, --words 32 or 64)")
+    p.add_argument("--words", type=int, default=None, choices=(32, 64, 128, 256),
+                   help="words per packet of the program (HINA_WORDS; the TNA program: two "
+                        "blocks of TNA_LANES); default 128, the TNA program's 64")
     p.add_argument("--slots", type=int, default=32, help="the job's aggregation slots")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-rto", type=float, help="the workers' smallest retransmission timeout, "
@@ -172,7 +176,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         hn = HinaNetwork(topo, target=args.target, shape=shape, loss_method=method,
-                         words=args.words, n_slots=args.slots, log_dir=args.log_dir,
+                         words=args.words or (64 if args.program == "tna" else 128),
+                         program=args.program, n_slots=args.slots, log_dir=args.log_dir,
                          pcap_dir=args.pcap, switch_log_level=args.switch_log_level,
                          loss_seed=args.seed)
     except DeploymentError as exc:

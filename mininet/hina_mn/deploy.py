@@ -41,6 +41,12 @@ from .switches import TARGETS, P4ProcessSwitch
 from .workloads import thc_table
 
 HINA_P4 = programs.HINA_P4
+#: The switch programs a network can run: p4/hina.p4 (v1model) on either target, the TNA program
+#: (p4/tna/hina_tna.p4) on the embedded target's TNA dataplane.
+PROGRAMS = {"v1model": HINA_P4, "tna": programs.HINA_TNA_P4}
+#: Words per packet the TNA program is built for here (two blocks of TNA_LANES; workers speak
+#: 32 and 64 of the words it can carry).
+TNA_WORDS = (32, 64)
 #: the agent every worker host runs (``python -m hina.mininet.host_worker``)
 HOST_WORKER = "hina.mininet.host_worker"
 PYTHON = sys.executable
@@ -125,7 +131,10 @@ class HinaNetwork:
         target: ``embedded`` (softswitch) or ``bmv2`` (simple_switch_grpc).
         shape: the worker links' impairments (for the nft / switch loss methods).
         loss_method: from :func:`resolve_loss_method`.
-        words: ``HINA_WORDS`` the program is compiled with.
+        words: words per packet of the program: ``HINA_WORDS`` of p4/hina.p4, or ``2 *
+            TNA_LANES`` of the TNA program (32 or 64).
+        program: ``v1model`` (p4/hina.p4) or ``tna`` (p4/tna/hina_tna.p4, the embedded target
+            only: its TNA dataplane; the job's SUM saturates, ``sum_saturates``).
         n_slots: the job's slots (each worker's window).
         job_id: the job.
         log_dir: switch logs, worker outputs, BMv2 build files (default: a new temporary dir).
@@ -138,9 +147,20 @@ class HinaNetwork:
                  shape: T.LinkShape = T.LinkShape(), loss_method: str = "none",
                  words: int = 128, n_slots: int = 32, job_id: int = 1,
                  log_dir: Optional[str] = None, pcap_dir: Optional[str] = None,
-                 switch_log_level: str = "warn", loss_seed: Optional[int] = None):
+                 switch_log_level: str = "warn", loss_seed: Optional[int] = None,
+                 program: str = "v1model"):
         if target not in TARGETS:
             raise DeploymentError(f"target {target!r}: one of {tuple(TARGETS)}")
+        if program not in PROGRAMS:
+            raise DeploymentError(f"program {program!r}: one of {tuple(PROGRAMS)}")
+        if program == "tna" and target != "embedded":
+            raise DeploymentError(f"program tna: the embedded target runs it (its TNA "
+                                  f"dataplane); {target} runs p4/hina.p4 only")
+        if program == "tna" and words not in TNA_WORDS:
+            raise DeploymentError(f"program tna: words={words}: the TNA program carries "
+                                  f"{' or '.join(map(str, TNA_WORDS))} words per packet here "
+                                  "(two blocks of TNA_LANES = 16 or 32)")
+        self.program = program
         self.topo, self.target, self.shape, self.loss_method = topo, target, shape, loss_method
         self.words, self.n_slots, self.job_id = words, n_slots, job_id
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="hina-mn-"))
@@ -244,8 +264,8 @@ class HinaNetwork:
 
     def _push_pipeline(self) -> None:
         from hina.controller.p4runtime_client import SwitchConnection
-        p4info, device_config = compile_pipeline(self.target, self.words)
-        info(f"*** Pushing {HINA_P4.name} to {self.switch.name} ({self.switch.grpc_address})\n")
+        p4info, device_config = compile_pipeline(self.target, self.words, self.program)
+        info(f"*** Pushing {PROGRAMS[self.program].name} to {self.switch.name} ({self.switch.grpc_address})\n")
         if self.conn is None:
             self.conn = SwitchConnection(self.switch.grpc_address,
                                          device_id=self.switch.device_id)
@@ -278,12 +298,13 @@ class HinaNetwork:
             self.job_config = self.jobs.create_job(config)
         except (ConfigError, JobError) as exc:
             raise DeploymentError(str(exc)) from None
-        state = ControllerState(PipelineConfig(target=self.target, p4=str(HINA_P4),
-                                               defines={"HINA_WORDS": str(self.words)}),
+        state = ControllerState(PipelineConfig(target=self.target,
+                                               p4=str(PROGRAMS[self.program]),
+                                               defines=_defines(self.program, self.words)),
                                 {self.job_id: self.job_config})
         state.save(self.ctl_state)
         info(f"*** Job {self.job_id}: {len(self.workers)} workers, {self.n_slots} slots, "
-             f"HINA_WORDS={self.words}; hina-ctl state {self.ctl_state}\n")
+             f"{self.program} program, {self.words} words; hina-ctl state {self.ctl_state}\n")
 
     @property
     def ctl_state(self) -> Path:
@@ -323,6 +344,8 @@ class HinaNetwork:
                "--steps", str(steps), "--seed", str(seed), "--give-up", str(give_up_s)]
         if min_rto is not None:
             cmd += ["--min-rto", str(min_rto)]
+        if self.job_config is not None and self.job_config.sum_saturates:
+            cmd += ["--sum-saturates"]
         if mode == "ddp":
             ctl = self.control_intf(host)
             if ctl is None:
@@ -467,10 +490,15 @@ class HinaNetwork:
         self.stop()
 
 
+def _defines(program: str, words: int) -> dict:
+    return {"HINA_WORDS": str(words)} if program == "v1model" else {"TNA_LANES": str(words // 2)}
+
+
 @functools.lru_cache(maxsize=4)
-def compile_pipeline(target: str, words: int):
-    """(P4Info message, device config bytes) of ``p4/hina.p4`` for ``target``; cached in
-    memory (every network of a process pushes the same program) and on disk.
+def compile_pipeline(target: str, words: int, program: str = "v1model"):
+    """(P4Info message, device config bytes) of ``program`` (:data:`PROGRAMS`) for ``target``,
+    at ``words`` words per packet; cached in memory (every network of a process pushes the same
+    program) and on disk.
 
     The embedded target compiles in process (its P4Info cached by
     :class:`controller.target.PipelineConfig`); BMv2 needs ``p4c-bm2-ss``, whose output
@@ -482,8 +510,8 @@ def compile_pipeline(target: str, words: int):
     from hina.controller.config import ConfigError
     from hina.controller.target import PipelineConfig
     try:
-        return PipelineConfig(target=target, p4=str(HINA_P4),
-                              defines={"HINA_WORDS": str(words)}).build()
+        return PipelineConfig(target=target, p4=str(PROGRAMS[program]),
+                              defines=_defines(program, words)).build()
     except ConfigError as exc:
         raise DeploymentError(f"{target} pipeline: {exc}") from None
 

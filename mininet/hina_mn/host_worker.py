@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: the transport's)")
     p.add_argument("--give-up", type=float, default=30.0, help="fail after this long without "
                    "progress (seconds)")
+    p.add_argument("--sum-saturates", action="store_true", help="the switch's SUM saturates, "
+                   "sticky at an int32 bound (the TNA program): a result word there is an "
+                   "overflow")
     return p
 
 
@@ -74,7 +77,8 @@ def make_transport(args):
     from hina.worker.link import UdpLink
     from hina.worker.transport import JobParams, Transport
     table = tuple(int(v) for v in args.thc_table.split(",")) if args.thc_table else None
-    job = JobParams(args.job_id, args.workers, args.slots, args.words, table)
+    job = JobParams(args.job_id, args.workers, args.slots, args.words, table,
+                    sum_saturates=args.sum_saturates)
     kwargs = {} if args.min_rto is None else {"min_rto": args.min_rto}
     return Transport(UdpLink(args.bind, args.switch), job, give_up_s=args.give_up, **kwargs)
 

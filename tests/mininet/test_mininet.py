@@ -351,6 +351,43 @@ def test_allreduce_with_loss_on_every_link_is_still_exact(target, logs):
         hn.stop()
 
 
+@needs_mininet
+def test_allreduce_through_the_tna_program_with_loss_is_still_exact(logs):
+    """The TNA program (p4/tna/hina_tna.p4 at 32 lanes: 64 words per packet, two passes each)
+    on the embedded target's TNA dataplane, in Mininet with loss on every link: THC, fixed point
+    and the exact int32 sum come out as through p4/hina.p4 (the job says its SUM saturates, and
+    the workers read it so), and hina-ctl reads the switch's counters by the TNA program's
+    names: no error drop, the job's packets counted."""
+    codecs = ("thc", "fixed", "sum")
+    hn = _start(logs, "embedded", loss=LOSS_PCT, n_workers=N_WORKERS, control_network=False,
+                program="tna", words=64)
+    try:
+        assert hn.job_config.sum_saturates and hn.job_config.words == 64
+        reports = hn.run_workers("allreduce", codecs, size=SIZE, timeout_s=180)
+        results = _check(reports, codecs)
+        assert sum(r["retransmissions"] for r in results) > 0, "loss must cost retransmissions"
+        counters = _ctl(hn, "counters")
+        assert all(counters["reasons"][k] == 0 for k in ERROR_REASONS), counters["reasons"]
+        (job,) = counters["jobs"]
+        assert job["job"] == hn.job_id and job["packets"] > 0, job
+    finally:
+        hn.stop()
+
+
+def test_a_tna_network_is_refused_where_it_cannot_run(tmp_path):
+    """The TNA program runs on the embedded target only, at 32 or 64 words: anything else is
+    refused before a node starts, saying why."""
+    T = _import_topo()
+    from hina.mininet.deploy import DeploymentError, HinaNetwork
+    topo = T.StarTopo(n_workers=2, suffix=_suffix())
+    with pytest.raises(DeploymentError, match="program tna: the embedded target runs it"):
+        HinaNetwork(topo, target="bmv2", program="tna", words=64, log_dir=str(tmp_path))
+    with pytest.raises(DeploymentError, match="words=128: the TNA program carries 32 or 64"):
+        HinaNetwork(topo, program="tna", words=128, log_dir=str(tmp_path))
+    with pytest.raises(DeploymentError, match="program 'psa': one of"):
+        HinaNetwork(topo, program="psa", log_dir=str(tmp_path))
+
+
 def _process_gone(pid: int, within_s: float = 5.0) -> bool:
     """Whether /proc/``pid`` disappears within ``within_s`` (a SIGKILL is delivered, and a
     process that is not our child reaped, asynchronously)."""
