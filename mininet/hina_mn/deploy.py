@@ -265,7 +265,8 @@ class HinaNetwork:
     def _push_pipeline(self) -> None:
         from hina.controller.p4runtime_client import SwitchConnection
         p4info, device_config = compile_pipeline(self.target, self.words, self.program)
-        info(f"*** Pushing {PROGRAMS[self.program].name} to {self.switch.name} ({self.switch.grpc_address})\n")
+        info(f"*** Pushing {PROGRAMS[self.program].name} to {self.switch.name} "
+             f"({self.switch.grpc_address})\n")
         if self.conn is None:
             self.conn = SwitchConnection(self.switch.grpc_address,
                                          device_id=self.switch.device_id)
