@@ -36,6 +36,7 @@ from hina.pipeline import JobSpec
 from hina.softswitch.api import Exact, Lpm, MatchFieldInfo, Optional_, Range, TableEntry, Ternary
 
 from .config import ConfigError, JobConfig, allocate
+from .inspect import reason_counts as read_reason_counts
 from .p4runtime_client import P4InfoIndex, P4RuntimeClientError, SwitchConnection
 from .bmv2 import PACKET_HEADROOM
 from .target import P4RuntimeRegisters, RegisterAccess
@@ -492,7 +493,6 @@ class JobManager:
         log.info("job %d deleted", job_id)
 
     def reason_counts(self) -> dict[str, int]:
-        """Packets per drop/exception reason (``HinaIngress.reason_counter``)."""
-        counts = self.switch.read_counter(
-            program_layout(self.switch.require_index()).counter(P.REASON_COUNTER))
-        return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}
+        """Packets per drop/exception reason (``HinaIngress.reason_counter``, by the pushed
+        program's name for it)."""
+        return read_reason_counts(self.switch, program_layout(self.switch.require_index()))
