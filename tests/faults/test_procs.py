@@ -19,9 +19,10 @@ for t in threads: t.join()
 
 
 def test_events_of_two_threads_all_arrive(tmp_path):
-    """Every event two threads emit concurrently reaches the harness whole. With ``print``,
-    about 1 line in 1,500 merged with another thread's and both events were lost: a worker's
-    ``seated`` went missing that way and failed the kill -9 serve row in CI."""
+    """Every event two threads emit concurrently reaches the harness whole. With ``print``
+    (text and newline written apart) lines merged with the other thread's and both events were
+    lost (this test failed so): a worker's ``seated`` went missing that way and failed the
+    kill -9 serve row in CI."""
     child = Child("emitter", [sys.executable, "-c", _TWO_THREADS], tmp_path)
     try:
         assert child.wait_event(lambda e: False, timeout=120) is None     # returns at eof
