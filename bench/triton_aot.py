@@ -38,6 +38,9 @@ ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "P
               "nblocks": "i64", "norm": "fp32"}
 INVERSE_SIG = {"SUMS": "*i32", "SIGN_BITS": "*u8", "OUT": "*fp32", "numel": "i64", "nblocks": "i64",
                "scale": "fp32", "off0": "fp32"}
+FUSED_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "seed": "i64",
+             "numel": "i64", "n_pairs": "i64", "norm": "fp32", "a": "fp32", "half_g": "fp32", "g": "fp32",
+             "top": "fp32"}
 QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
              "seed": "i64", "n_pairs": "i64", "a": "fp32", "half_g": "fp32", "g": "fp32", "top": "fp32"}
 
@@ -68,13 +71,20 @@ def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Di
                 continue  # the codec keeps this block eager on this arch
             group = K.BLOCKS_PER_PROGRAM[prec].get(block, 1)
             r, c = K.tile_sides(block)
-            # float32 gradients with and without error feedback; half-precision ones read as they are
+            # float32 gradients with error feedback (y stored) and without (the norm alone);
+            # half-precision ones read as they are
             for x_type, has_res in (("fp32", False), ("fp32", True), ("bf16", True), ("fp16", True)):
                 out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<6} {x_type} residual={int(has_res)}", arch,
                             K._rotate_kernel, dict(ROTATE_SIG, X=f"*{x_type}"),
-                            {"R": r, "C": c, "G": group, "HAS_RES": has_res, "PREC": prec}, warps))
+                            {"R": r, "C": c, "G": group, "HAS_RES": has_res, "PREC": prec, "STORE_Y": has_res},
+                            warps))
             out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
                         {"R": r, "C": c, "G": group, "PREC": prec}, warps))
+            # encode without error feedback: rotation and rounding in one kernel
+            for x_type in ("fp32", "bf16"):
+                out.append((f"fused    block {block:>4} ({r}x{c}) {prec:<6} {x_type}", arch,
+                            K._rotate_quantise_kernel, dict(FUSED_SIG, X=f"*{x_type}"),
+                            {"R": r, "C": c, "PREC": prec}, K.FUSED_WARPS[prec].get(block, warps)))
         for has_deq in (False, True):
             out.append((f"quantise {8 * K.QUANT_OCTETS} values, error feedback={int(has_deq)}", arch,
                         K._quantise_kernel, QUANT_SIG,

@@ -330,30 +330,44 @@ class ThcCodec(Codec):
             raise CodecError(f"bucket {key!r}: gradient has {numel} values but its error-feedback "
                              f"state has {state.residual.numel()} (padded); call reset({key!r})")
         if state.pending is not None:  # agreement again without encode: recycle the buffer
-            state.spare, state.pending = state.pending, None
-        y = self._take_spare(state, padded, flat.device)
+            if not state.meta.get("fused"):  # (a fused agreement holds the caller's gradient)
+                state.spare = state.pending
+            state.pending = None
         residual = state.residual if self.error_feedback else None
-        norm = None
+        norm = y = None
+        fused = False
         kernels = self._kernels(flat, block)
         if kernels is not None:  # one pass: y = H (D pad(x)) + e and per-block sums of squares
             try:
                 # float16/bfloat16 gradients are read as they are (no float32 copy in memory)
                 x = flat.contiguous() if flat.dtype in kernels.INPUT_DTYPES else flat.to(torch.float32)
+                # without error feedback, y is not kept: encode rotates x again, fused with its
+                # rounding, so y never goes through memory (a third less traffic per round trip)
+                fused = not self.error_feedback
+                y = None if fused else self._take_spare(state, padded, flat.device)
                 with self._lock:
                     partial = self._buf("partial", padded // block, torch.float32, flat.device)
                     parts = kernels.rotate(x, self._sign_bits(kernels, state, padded, flat.device), residual, y,
-                                           block, partial)
-                    norm = parts.sum(dtype=torch.float64).sqrt().to(torch.float32).reshape(1)
+                                           block, partial, padded=padded)
+                    # ||y|| in float64 on the host: the sum is the one value read back
+                    norm = math.sqrt(float(parts.sum(dtype=torch.float64)))
                 self.last_kernels["agreement"] = "triton"
+                if fused:
+                    y = x
             except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
                 self._kernel_failed(exc)
+                norm, fused = None, False
         if norm is None:
-            norm = self._eager_rotate(flat.to(torch.float32), y, state, residual, block, padded)
-        check_finite_scalar(float(norm), key, "local")
+            y = self._take_spare(state, padded, flat.device)
+            norm = float(self._eager_rotate(flat.to(torch.float32), y, state, residual, block, padded))
+        # the one host synchronisation of the round trip (the value goes into a packet anyway);
+        # the code is made on the CPU, so encode and decode read it without another
+        norm32 = torch.tensor([norm], dtype=torch.float32)
+        check_finite_scalar(float(norm32), key, "local")
         state.pending = y
         state.meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype,
-                      "block": block, "padded": padded}
-        return float_to_max_code(norm)
+                      "block": block, "padded": padded, "fused": fused}
+        return float_to_max_code(norm32)
 
     def _eager_rotate(self, x: torch.Tensor, y: torch.Tensor, state: ThcState, residual: Optional[torch.Tensor],
                       block: int, padded: int) -> torch.Tensor:
@@ -388,6 +402,18 @@ class ThcCodec(Codec):
         scale = self._scale(agreed, key, meta["padded"])
         padded, device = meta["padded"], y.device
         packed = torch.empty((padded + 1) // 2, dtype=torch.uint8, device=device)
+        if meta.pop("fused", False):
+            # y is the gradient agreement() read: rotate it again, straight into the rounding
+            kernels = self._kernels(y, meta["block"])
+            if kernels is not None:
+                try:
+                    self._triton_encode(kernels, y, packed, state, scale, fused_block=meta["block"])
+                    self.last_kernels["encode"] = "triton"
+                    return self._lanes(packed, padded, meta)
+                except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
+                    self._kernel_failed(exc)
+            x, y = y, self._take_spare(state, padded, device)
+            self._eager_rotate(x.to(torch.float32), y, state, None, meta["block"], padded)
         self.last_kernels["encode"] = self._quantise_into(y, packed, state, scale, meta["block"])
         if self.error_feedback:
             old, state.residual = state.residual, y
@@ -395,8 +421,11 @@ class ThcCodec(Codec):
             state.spare = old if old is not state.pinned else None
         else:
             state.spare = y
+        return self._lanes(packed, padded, meta)
+
+    def _lanes(self, packed: torch.Tensor, padded: int, meta: Dict[str, Any]) -> EncodedLanes:
         stream = LaneStream(LaneOp.LUTSUM, packed, count=padded,
-                            lut=self._device_luts(device)["int_levels"], name="thc_indices")
+                            lut=self._device_luts(packed.device)["int_levels"], name="thc_indices")
         return EncodedLanes([stream], meta)
 
     def _quantise_into(self, y: torch.Tensor, packed: torch.Tensor, state: ThcState, scale: float,
@@ -422,15 +451,22 @@ class ThcCodec(Codec):
         return ((self._device_luts(device)["levels"] - g / 2.0) * ((2.0 * T) / (g * scale))).contiguous()
 
     def _triton_encode(self, kernels: Any, y: torch.Tensor, packed: torch.Tensor, state: ThcState,
-                       scale: float) -> None:
+                       scale: float, fused_block: int = 0) -> None:
         """:meth:`_eager_encode` as one Triton kernel; the noise is Philox keyed by a seed drawn
-        from this bucket's (CPU) generator, so a run is reproducible and workers independent."""
+        from this bucket's (CPU) generator, so a run is reproducible and workers independent.
+        ``fused_block``: ``y`` is the gradient itself, rotated in the same kernel (no error
+        feedback; the same indices as the rotation kernel's ``y`` would give)."""
         g, T = self.granularity, self.threshold
         luts = self._device_luts(y.device)
-        deq = self._dequantised_levels(y.device, scale) if self.error_feedback else None
         seed = int(torch.randint(0, 1 << 62, (1,), generator=self._generator(state, torch.device("cpu"))))
-        kernels.quantise(y, packed, luts["offset"], luts["slope"], deq, seed, scale * g / (2.0 * T), g / 2.0,
-                         float(g), float(len(self.table) - 1))
+        args = (luts["offset"], luts["slope"], seed, scale * g / (2.0 * T), g / 2.0, float(g),
+                float(len(self.table) - 1))
+        if fused_block:
+            bits = self._sign_bits(kernels, state, 2 * packed.numel(), y.device)
+            kernels.rotate_quantise(y, bits, packed, fused_block, *args)
+            return
+        deq = self._dequantised_levels(y.device, scale) if self.error_feedback else None
+        kernels.quantise(y, packed, args[0], args[1], deq, *args[2:])
 
     def _native_encode(self, y: torch.Tensor, packed: torch.Tensor, state: ThcState, scale: float) -> None:
         """The opt-in quantiser: :meth:`_eager_encode` in one pass, bit-identical (same RNG words,

@@ -48,7 +48,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     tl = None
 
 __all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "launch_config", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
-           "QUANT_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "self_check",
+           "QUANT_WARPS", "FUSED_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "rotate_quantise", "self_check",
            "supported", "tile_sides"]
 
 #: Triton imported
@@ -82,6 +82,9 @@ LAUNCH_CONFIG = {
     "tf32x3": {256: 1, 512: 1, 1024: 1, 2048: 2},
     "ieee": {256: 4, 512: 8, 1024: 16},
 }
+#: warps of the fused rotate-and-quantise kernel per precision and block, where they differ from
+#: the transform kernels' (LAUNCH_CONFIG); ``bench/bench_thc_kernels.py --fused`` times them
+FUSED_WARPS: Dict[str, Dict[int, int]] = {"tf32x3": {}, "ieee": {}}
 #: Hadamard blocks per program of the transform kernels (the ``G`` of their loop), per precision
 #: and block; 1 where nothing was measured. ``bench/bench_thc_kernels.py`` times the choices.
 BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "ieee": {}}
@@ -152,7 +155,7 @@ if AVAILABLE:
     @triton.jit
     def _rotate_kernel(X, SIGN_BITS, RES, Y, PARTIAL, numel, nblocks, norm,
                        R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, HAS_RES: tl.constexpr,
-                       PREC: tl.constexpr):
+                       PREC: tl.constexpr, STORE_Y: tl.constexpr):
         # G consecutive blocks per program (an unrolled loop): the Hadamard tiles are built
         # once per program and G tiles' loads are in flight together
         pid = tl.program_id(0)
@@ -170,7 +173,8 @@ if AVAILABLE:
                 y = y * norm  # 1 / sqrt(R C): orthonormal
                 if HAS_RES:
                     y += tl.load(RES + offs)
-                tl.store(Y + offs, y)
+                if STORE_Y:  # False: the norm alone (the fused encode rotates again)
+                    tl.store(Y + offs, y)
                 tl.store(PARTIAL + blk, tl.sum(tl.sum(y * y, axis=1), axis=0))
 
     @triton.jit
@@ -181,6 +185,23 @@ if AVAILABLE:
         v = tl.load(OFFSET + j) + tl.load(SLOPE + j) * u
         v = tl.minimum(v + r16.to(tl.float32) * 1.52587890625e-05, top)  # r16 = m - 2**15, m ~ U{0..2**16-1}
         return tl.floor(v).to(tl.int32)
+
+    @triton.jit
+    def _noise16(seed, octet, N: tl.constexpr):
+        """The 16-bit draws ``m - 2**15`` of N rows of 8 coordinates, one Philox call (four
+        32-bit words) per row: word k's low half for coordinate 2k of the row, its high half for
+        coordinate 2k + 1. Both encode kernels draw through here, so they round alike."""
+        w0, w1, w2, w3 = tl.randint4x(seed, octet)
+        # words in order (join stacks along a new last axis), then each word's two halves
+        w = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (N, 4))
+        return tl.reshape(tl.join(w & 0xFFFF, w >> 16), (N, 8)).to(tl.int32) - 32768
+
+    @triton.jit
+    def _store_indices(PACKED, octet, q, n_pairs, N: tl.constexpr):
+        """Rows of 8 indices, two per byte (even coordinate in the high nibble)."""
+        q_hi, q_lo = tl.split(tl.reshape(q, (N, 4, 2)))
+        pair = octet[:, None] * 4 + tl.arange(0, 4)[None, :]
+        tl.store(PACKED + pair, (q_hi * 16 + q_lo).to(tl.uint8), mask=pair < n_pairs)
 
     @triton.jit(do_not_specialize=["seed"])  # a fresh seed per call must not mean a fresh compile
     def _quantise_kernel(Y, PACKED, OFFSET, SLOPE, DEQ, RAND, seed, n_pairs, a, half_g, g, top,
@@ -195,17 +216,32 @@ if AVAILABLE:
         if HAS_RAND:  # explicit int16 draws (the tests' comparison with the eager path)
             r = tl.load(RAND + offs, mask=mask, other=0).to(tl.int32)
         else:
-            w0, w1, w2, w3 = tl.randint4x(seed, octet)
-            # words in order (join stacks along a new last axis), then each word's low half for
-            # the even coordinate of its pair and its high half for the odd one
-            w = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (OCTETS, 4))
-            r = tl.reshape(tl.join(w & 0xFFFF, w >> 16), (OCTETS, 8)).to(tl.int32) - 32768
+            r = _noise16(seed, octet, OCTETS)
         q = _round_to_index(y, r, OFFSET, SLOPE, a, half_g, g, top)
-        q_hi, q_lo = tl.split(tl.reshape(q, (OCTETS, 4, 2)))  # even coordinate: high nibble
-        pair = octet[:, None] * 4 + tl.arange(0, 4)[None, :]
-        tl.store(PACKED + pair, (q_hi * 16 + q_lo).to(tl.uint8), mask=pair < n_pairs)
+        _store_indices(PACKED, octet, q, n_pairs, OCTETS)
         if HAS_DEQ:  # error feedback: the residual is what the indices do not carry
             tl.store(Y + offs, y - tl.load(DEQ + q), mask=mask)
+
+    @triton.jit(do_not_specialize=["seed"])
+    def _rotate_quantise_kernel(X, SIGN_BITS, PACKED, OFFSET, SLOPE, seed, numel, n_pairs, norm,
+                                a, half_g, g, top, R: tl.constexpr, C: tl.constexpr,
+                                PREC: tl.constexpr):
+        # encode without error feedback in one pass: the rotation of _rotate_kernel (the same
+        # products, so the same float32 values) straight into the rounding of _quantise_kernel
+        # (the same draws per coordinate); y never goes to memory. 4.625 bytes per coordinate
+        # against 8.125 + 4.5 for the two kernels.
+        blk = tl.program_id(0).to(tl.int64)
+        rows = tl.arange(0, R)
+        cols = tl.arange(0, C)
+        offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
+        x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)
+        x = x * _sign(SIGN_BITS, offs)
+        y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C),
+                   input_precision=PREC)
+        y = tl.reshape(y * norm, (R * C // 8, 8))  # row-major: rows of 8 consecutive coordinates
+        octet = blk * (R * C // 8) + tl.arange(0, R * C // 8)
+        q = _round_to_index(y, _noise16(seed, octet, R * C // 8), OFFSET, SLOPE, a, half_g, g, top)
+        _store_indices(PACKED, octet, q, n_pairs, R * C // 8)
 
     @triton.jit
     def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, nblocks, scale, off0,
@@ -244,8 +280,9 @@ def pack_sign_bits(signs: torch.Tensor) -> torch.Tensor:
     return (neg * weights).sum(1, dtype=torch.uint8)
 
 
-def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor], y: torch.Tensor,
-           block: int, partial: torch.Tensor, config: Optional[Launch] = None) -> torch.Tensor:
+def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor], y: Optional[torch.Tensor],
+           block: int, partial: torch.Tensor, config: Optional[Launch] = None,
+           padded: Optional[int] = None) -> torch.Tensor:
     """``y = fwht(signs * pad(x), block) + residual`` (orthonormal, blockwise) in one pass.
 
     Args:
@@ -253,7 +290,8 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
             to ``y.numel()``).
         signs: the padded length's sign bits (:func:`pack_sign_bits`).
         residual: float32 of the padded length, or None.
-        y: float32 output, padded length (a multiple of ``block``).
+        y: float32 output, padded length (a multiple of ``block``); None: only the norm is
+            wanted (x is read, nothing but ``partial`` is written), ``padded`` gives the length.
         block: Hadamard block, see :func:`supported`.
         partial: float32 scratch of >= ``padded / block`` values: each block's ``sum(y**2)``.
         config: (precision, warps, blocks per program) instead of :func:`launch_config`'s (for
@@ -262,11 +300,15 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     Returns:
         The first ``padded / block`` values of ``partial`` (sum them for ``||y||**2``).
     """
-    padded, device = y.numel(), y.device
+    device = x.device
+    if y is not None:
+        padded = y.numel()
+        _check("y", y, padded, (torch.float32,), device)
+    elif padded is None or padded % block:
+        raise ValueError(f"padded={padded!r}: without y, the padded length (a multiple of {block})")
     nblocks = padded // block
     _check("x", x, 0, INPUT_DTYPES, device)
     _check("signs", signs, padded // 8, (torch.uint8,), device)
-    _check("y", y, padded, (torch.float32,), device)
     _check("partial", partial, nblocks, (torch.float32,), device)
     if residual is not None:
         _check("residual", residual, padded, (torch.float32,), device)
@@ -274,11 +316,48 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     if nblocks:
         prec, warps, group = config or launch_config(device, block)
         with _LAUNCH_GUARD:
+            out = y if y is not None else partial  # never written when y is None
             _rotate_kernel[(triton.cdiv(nblocks, group),)](
-                x, signs, residual if residual is not None else y, y, partial, x.numel(), nblocks,
+                x, signs, residual if residual is not None else out, out, partial, x.numel(), nblocks,
                 1.0 / math.sqrt(block), R=r, C=c, G=group, HAS_RES=residual is not None, PREC=prec,
-                num_warps=warps)
+                STORE_Y=y is not None, num_warps=warps)
     return partial[:nblocks]
+
+
+def rotate_quantise(x: torch.Tensor, signs: torch.Tensor, packed: torch.Tensor, block: int,
+                    offset: torch.Tensor, slope: torch.Tensor, seed: int, a: float, half_g: float,
+                    g: float, top: float, config: Optional[Launch] = None) -> None:
+    """Encode without error feedback in one pass: :func:`quantise` of :func:`rotate`'s ``y``
+    (no residual), the same float32 values and the same draws, so the same ``packed`` as the two
+    kernels, without ``y`` in memory.
+
+    Args:
+        x: as :func:`rotate`'s.
+        signs: the padded length's sign bits; the padded length is ``2 * packed.numel()``, a
+            multiple of ``block``.
+        packed: uint8 output, two indices per byte.
+        offset, slope, seed, a, half_g, g, top: as :func:`quantise`'s.
+        config: (precision, warps, _) instead of :func:`launch_config`'s; one block per program.
+    """
+    device = x.device
+    padded = 2 * packed.numel()
+    if padded % block:
+        raise ValueError(f"packed: {packed.numel()} bytes are not whole blocks of {block} values")
+    _check("x", x, 0, INPUT_DTYPES, device)
+    _check("signs", signs, padded // 8, (torch.uint8,), device)
+    _check("packed", packed, padded // 2, (torch.uint8,), device)
+    _check("offset", offset, int(g) + 1, (torch.float32,), device)
+    _check("slope", slope, int(g) + 1, (torch.float32,), device)
+    r, c = tile_sides(block)
+    if padded:
+        prec, warps, _ = config or launch_config(device, block)
+        if config is None:
+            warps = FUSED_WARPS[prec].get(block, warps)
+        with _LAUNCH_GUARD:
+            _rotate_quantise_kernel[(padded // block,)](
+                x, signs, packed, offset, slope, _SEED_BIT | (int(seed) & (_SEED_BIT - 1)), x.numel(),
+                padded // 2, 1.0 / math.sqrt(block), a, half_g, g, top, R=r, C=c, PREC=prec,
+                num_warps=warps)
 
 
 def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope: torch.Tensor,
@@ -347,8 +426,9 @@ _SELF_CHECK_RTOL = 1e-5
 
 def self_check(device: torch.device, block: int, luts: Dict[str, torch.Tensor], g: float,
                top: float) -> Optional[str]:
-    """Run the three kernels on two blocks of random data against the eager math; None when
-    they agree, else what differed (or the build or launch error).
+    """Run the three kernels on two blocks of random data against the eager math, and the fused
+    encode against two of them; None when they agree, else what differed (or the build or
+    launch error).
 
     A guard for GPUs the kernels never ran on: a kernel that builds but computes wrongly (a
     compiler or driver problem) must turn the codec eager rather than train on wrong values.
@@ -368,7 +448,8 @@ def self_check(device: torch.device, block: int, luts: Dict[str, torch.Tensor], 
         bits = pack_sign_bits(signs).to(device)
         problem = (_check_rotate(device, block, signs, bits, gen)
                    or _check_quantise(device, 2 * block, luts, g, top, gen)
-                   or _check_inverse(device, block, signs, bits, g, gen))
+                   or _check_inverse(device, block, signs, bits, g, gen)
+                   or _check_fused(device, block, bits, luts, g, top, gen))
     except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
         problem = f"{type(exc).__name__}: {exc}"
     return problem and f"{where}: {problem}"
@@ -426,4 +507,25 @@ def _check_inverse(device: torch.device, block: int, signs: torch.Tensor, bits: 
     err = float((out.cpu().double() - ref).abs().max())
     if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
         return f"inverse differs from the eager decode by {err:.3g}"
+    return None
+
+
+def _check_fused(device: torch.device, block: int, bits: torch.Tensor, luts: Dict[str, torch.Tensor],
+                 g: float, top: float, gen: torch.Generator) -> Optional[str]:
+    """:func:`rotate_quantise` against :func:`rotate` then :func:`quantise` with the same seed."""
+    from .packing import unpack_nibbles
+    padded = 2 * block
+    x = (torch.randn(padded - 3, generator=gen) * 4).to(device)
+    offset, slope = luts["offset"].to(device), luts["slope"].to(device)
+    y = torch.empty(padded, device=device)
+    rotate(x, bits, None, y, block, torch.empty(2, device=device))
+    two = torch.empty(block, dtype=torch.uint8, device=device)
+    quantise(y, two, offset, slope, None, 12345, 2.0, g / 2.0, g, top)
+    one = torch.empty(block, dtype=torch.uint8, device=device)
+    rotate_quantise(x, bits, one, block, offset, slope, 12345, 2.0, g / 2.0, g, top)
+    # the same float operations on the same values and the same draws: the same bytes
+    if not torch.equal(one, two):
+        got, want = unpack_nibbles(one.cpu(), padded), unpack_nibbles(two.cpu(), padded)
+        return (f"rotate_quantise differs from rotate + quantise ({int((got != want).sum())} of {padded} "
+                "indices)")
     return None
