@@ -35,10 +35,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import statistics
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -47,6 +49,7 @@ from hina.worker.codecs.fixedpoint import FixedPointCodec
 from hina.worker.codecs.hadamard import cuda_kernel_available
 from hina.worker.codecs import LosslessSketchCodec, SketchCodec
 from hina.worker.codecs.thc import ThcCodec
+from hina.worker.codecs.thc_triton import PRECISION_ENV
 from hina.worker.codecs.thc_table import PUBLISHED_TABLE
 
 FP32_BYTES = 4
@@ -108,6 +111,13 @@ def make_codecs(d: int, device: torch.device) -> Dict[str, Codec]:
     name, sketch = make_sketch(d)
     codecs: Dict[str, Codec] = {"thc (ours, b=4 g=30)": ThcCodec(1, error_feedback=False, compiled=False)}
     if device.type == "cuda":  # the default above runs the Triton kernels where Triton imports
+        if torch.cuda.get_device_capability(device) >= (8, 0):  # the kernels' other choices
+            for prec in ("tf32x3", "tf32x2"):
+                for plan in ThcCodec.ENCODE_PLANS:
+                    variant = ThcCodec(1, error_feedback=False, compiled=False)
+                    variant.encode_plan = plan
+                    codecs[f"thc ({prec}, {plan})"] = variant
+                    VARIANT_PRECISION[f"thc ({prec}, {plan})"] = prec
         codecs["thc (ours, eager torch ops)"] = ThcCodec(1, error_feedback=False, triton=False)
         codecs.update({"fixed point int32": FixedPointCodec(1), name: sketch})
         return codecs
@@ -122,6 +132,8 @@ def make_codecs(d: int, device: torch.device) -> Dict[str, Codec]:
     return codecs
 
 
+#: THC rows run with another transform precision than the GPU's default (HINA_THC_PRECISION)
+VARIANT_PRECISION: Dict[str, str] = {}
 #: seconds the first ``ThcCodec(compiled=True)`` took (kernel build, or load from the cache)
 COMPILE_SECONDS = None
 
@@ -133,22 +145,45 @@ def throughput(d: int, device: torch.device, repeats: int, only: str = "") -> Li
     for name, codec in make_codecs(d, device).items():
         if only not in name:
             continue
-        agreed = codec.agreement(x)
-        lanes = codec.encode(x, agreed)
-        agg = reference_aggregate([lanes])
-
-        def enc():
-            codec.encode(x, codec.agreement(x))
-
-        def dec():
-            codec.decode(agg, agreed, meta=lanes.meta)
-
-        gbps = d * FP32_BYTES / 1e9
-        enc_gbps, dec_gbps = gbps / timed(enc, device, repeats), gbps / timed(dec, device, repeats)
-        kernels = ",".join(sorted(set(getattr(codec, "last_kernels", {}).values()))) or "torch"
-        rows.append((name, enc_gbps, dec_gbps, kernels))
+        with precision(VARIANT_PRECISION.get(name)):
+            rows.append(_throughput_row(name, codec, x, d, device, repeats))
         codec.reset()
     return rows
+
+
+@contextlib.contextmanager
+def precision(prec: Optional[str]):
+    """HINA_THC_PRECISION set to ``prec`` (None: left alone) while the block runs."""
+    old = os.environ.get(PRECISION_ENV)
+    if prec is not None:
+        os.environ[PRECISION_ENV] = prec
+    try:
+        yield
+    finally:
+        if prec is not None:
+            if old is None:
+                os.environ.pop(PRECISION_ENV, None)
+            else:
+                os.environ[PRECISION_ENV] = old
+
+
+def _throughput_row(name: str, codec: Codec, x: torch.Tensor, d: int, device: torch.device,
+                    repeats: int) -> Tuple[str, float, float, str]:
+    """(codec, encode GB/s, decode GB/s, kernels that ran) of one codec on ``x``."""
+    agreed = codec.agreement(x)
+    lanes = codec.encode(x, agreed)
+    agg = reference_aggregate([lanes])
+
+    def enc():
+        codec.encode(x, codec.agreement(x))
+
+    def dec():
+        codec.decode(agg, agreed, meta=lanes.meta)
+
+    gbps = d * FP32_BYTES / 1e9
+    enc_gbps, dec_gbps = gbps / timed(enc, device, repeats), gbps / timed(dec, device, repeats)
+    kernels = ",".join(sorted(set(getattr(codec, "last_kernels", {}).values()))) or "torch"
+    return name, enc_gbps, dec_gbps, kernels
 
 
 def copy_bandwidth(d: int, device: torch.device, repeats: int) -> float:

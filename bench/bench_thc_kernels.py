@@ -25,6 +25,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -59,7 +60,6 @@ def gpu_ms(fn, device: torch.device, repeats: int) -> float:
             end.synchronize()
             times.append(start.elapsed_time(end))
         else:
-            import time
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
@@ -152,6 +152,25 @@ def codec_gbps(d: int, device: torch.device, repeats: int) -> Tuple[float, dict]
         codec.decode(agg, agreed, meta=lanes.meta)
         codec.encode(x, codec.agreement(x))
     ms = gpu_ms(both, device, repeats)
+    if device.type == "cuda":  # where the time goes: each phase alone, wall clock against GPU
+        phases = {"agreement": lambda: codec.agreement(x), "encode": lambda: codec.encode(x, agreed),
+                  "decode": lambda: codec.decode(agg, agreed, meta=lanes.meta)}
+        for name, fn in phases.items():
+            wall, gpu = [], []
+            for _ in range(repeats):
+                if name == "encode":  # encode quantises what an agreement left pending
+                    codec.agreement(x)
+                torch.cuda.synchronize(device)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                t0 = time.perf_counter()
+                start.record()
+                fn()
+                end.record()
+                torch.cuda.synchronize(device)
+                wall.append((time.perf_counter() - t0) * 1e3)
+                gpu.append(start.elapsed_time(end))
+            print(f"  {name:<10} wall {statistics.median(wall):7.3f} ms, between its events on the GPU "
+                  f"{statistics.median(gpu):7.3f} ms")
     return 4 * d / 1e6 / ms, dict(codec.last_kernels)
 
 

@@ -30,14 +30,14 @@ step env 30 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --f
     $PY -c 'import torch, triton; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda,
     torch.cuda.get_device_name(0)); print(\"triton\", triton.__version__)'"
 # the CUDA variants of the kernel, engine and DDP tests (no Triton interpreter: a GPU is present)
-step tests 110 "$PY" -m pytest -q -p no:cacheprovider tests/worker/test_thc_triton.py tests/worker/test_thc_fused.py \
-    tests/worker/test_engine_cuda.py tests/worker/test_engine.py tests/worker/test_codecs_cuda.py \
-    -k "not cpu"
+step tests 150 "$PY" -m pytest -v -p no:cacheprovider --timeout 40 tests/worker/test_thc_triton.py \
+    tests/worker/test_thc_fused.py tests/worker/test_engine_cuda.py tests/worker/test_engine.py \
+    tests/worker/test_codecs_cuda.py -k "not cpu"
 # THC's kernels over their launch choices (warps), then its encode+decode throughput on the GPU
 # against its copy bandwidth, then per-kernel GPU time
-step kernels 90 "$PY" bench/bench_thc_kernels.py --size 64M --blocks 1024 --precisions tf32x3 \
-    --warps 1,2,4 --groups 1
-step codecs 60 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --only thc --sizes 16M,64M,256M
+step kernels 90 "$PY" bench/bench_thc_kernels.py --size 64M --blocks 1024 --precisions tf32x3,tf32x2 \
+    --warps 1,2 --groups 1
+step codecs 90 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --only thc --sizes 64M,256M
 step codecs_profile 45 "$PY" bench/bench_codecs.py --device cuda --sizes 64M --profile \
     --only thc --skip-nmse
 # overlap: the model on the GPU; then on this machine's CPU cores (backward >= communication)

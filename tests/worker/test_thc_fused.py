@@ -71,7 +71,7 @@ def test_fused_launcher_refuses_bad_buffers():
 def test_codec_without_error_feedback_encodes_in_the_fused_kernel(monkeypatch):
     """The codec's fused encode gives the bytes the two kernels give for the seed and scale it
     used, and its decode matches the eager codec's quality; with error feedback (the default)
-    the fused kernel is never launched."""
+    the fused kernel is never launched, whatever the plan."""
     calls = []
     real = K.rotate_quantise
 
@@ -82,6 +82,8 @@ def test_codec_without_error_feedback_encodes_in_the_fused_kernel(monkeypatch):
     monkeypatch.setattr(K, "rotate_quantise", spy)
     grads = [torch.randn(5000, generator=torch.Generator().manual_seed(i)).to(DEVICE) for i in range(2)]
     codecs = [ThcCodec(2, rank=r, seed=4, error_feedback=False, triton=True) for r in range(2)]
+    for c in codecs:
+        c.encode_plan = "fused"
     agreed = reference_agree([c.agreement(g) for c, g in zip(codecs, grads)])
     lanes = [c.encode(g, agreed) for c, g in zip(codecs, grads)]
     assert all(c.last_kernels == {"agreement": "triton", "encode": "triton"} for c in codecs)
@@ -107,6 +109,7 @@ def test_codec_without_error_feedback_encodes_in_the_fused_kernel(monkeypatch):
     assert err < 0.3 and 0.7 < err / e_err < 1.4, (err, e_err)
     calls.clear()
     ef = ThcCodec(1, seed=4, triton=True)
+    ef.encode_plan = "fused"
     ef.encode(grads[0], reference_agree([ef.agreement(grads[0])]))
     assert not calls and ef.last_kernels["encode"] == "triton"
 
@@ -118,6 +121,7 @@ def test_fused_agreement_never_takes_the_callers_gradient_as_scratch():
     g = torch.randn(4096, generator=torch.Generator().manual_seed(1)).to(DEVICE)
     kept = g.clone()
     c = ThcCodec(1, seed=2, error_feedback=False, triton=True)
+    c.encode_plan = "fused"
     c.agreement(g)
     agreed = reference_agree([c.agreement(g)])  # the first agreement's pending state is dropped
     c.triton = "off"  # e.g. a kernel failed in between: encode rotates eagerly
@@ -129,3 +133,81 @@ def test_fused_agreement_never_takes_the_callers_gradient_as_scratch():
     out = c.decode(reference_aggregate([lanes]), agreed, meta=lanes.meta)
     assert torch.equal(g, kept)
     assert ((out - g).norm() / g.norm()).item() < 0.3
+
+
+@pytest.mark.parametrize("block", [256, 2048])
+def test_two_product_split_matches_plain_float32(block):
+    """"tf32x2" (the data operand split into a TF32 head and tail, two products per factor) on
+    the rotation, the inverse and the fused encode: float32 results within float32 rounding of
+    the plain ones (on a GPU, of real TF32 products; under the interpreter the split's masking
+    and sums), the same indices but for values on a rounding boundary."""
+    gen = torch.Generator().manual_seed(3)
+    padded = 2 * block
+    x = (torch.randn(padded, generator=gen) * 1e3).to(DEVICE)
+    bits = K.pack_sign_bits(random_signs(1, padded, torch.int8, DEVICE))
+    split, plain = ("tf32x2", 4, 1), ("ieee", 4, 1)
+    if DEVICE.type == "cuda":
+        split, plain = ("tf32x2", 1, 1), ("tf32x3", 1, 1)
+    ys = []
+    for config in (split, plain):
+        y = torch.empty(padded, device=DEVICE)
+        K.rotate(x, bits, None, y, block, torch.empty(2, device=DEVICE), config=config)
+        ys.append(y)
+    tol = 1e-5 * float(ys[1].abs().max())
+    assert float((ys[0] - ys[1]).abs().max()) <= tol
+    sums = torch.randint(-400, 400, (padded,), generator=gen, dtype=torch.int32).to(DEVICE)
+    outs = []
+    for config in (split, plain):
+        out = torch.empty(padded, device=DEVICE)
+        K.inverse(sums, bits, out, block, 0.01, 2.0, config=config)
+        outs.append(out)
+    assert float((outs[0] - outs[1]).abs().max()) <= 1e-5 * float(outs[1].abs().max())
+    luts = _luts()
+    packs = []
+    for config in (split, plain):
+        packed = torch.empty(padded // 2, dtype=torch.uint8, device=DEVICE)
+        K.rotate_quantise(x, bits, packed, block, luts["offset"], luts["slope"], 9, 1e-3, G / 2, G, TOP,
+                          config=config)
+        packs.append(packed)
+    assert float((packs[0] != packs[1]).float().mean()) < 0.01
+
+
+def test_precision_override(monkeypatch, caplog):
+    """HINA_THC_PRECISION names the transforms' precision; one the GPU lacks, or an unknown
+    one, is refused with the choices, and a codec then warns once and runs eagerly."""
+    monkeypatch.setenv(K.PRECISION_ENV, "tf32x2")
+    assert K.precision_for((9, 0)) == "tf32x2"
+    with pytest.raises(ValueError, match="sm_80"):
+        K.precision_for((7, 5))
+    monkeypatch.setenv(K.PRECISION_ENV, "fp8")
+    with pytest.raises(ValueError, match="one of"):
+        K.precision_for((9, 0))
+    monkeypatch.delenv(K.PRECISION_ENV)
+    assert K.precision_for((9, 0)) == K.TENSOR_CORE_PRECISION and K.precision_for((7, 5)) == "ieee"
+    if DEVICE.type == "cuda":  # the override is read where the codec picks its launch
+        monkeypatch.setenv(K.PRECISION_ENV, "fp8")
+        c = ThcCodec(1, triton=True)
+        x = torch.randn(4096, device=DEVICE)
+        c.encode(x, reference_agree([c.agreement(x)]))
+        assert c.triton == "off" and "HINA_THC_PRECISION" in caplog.text
+
+
+def test_encode_plans(monkeypatch):
+    """Each plan without error feedback decodes the same gradient to the same quality; an
+    unknown plan is refused."""
+    g = torch.randn(6000, generator=torch.Generator().manual_seed(8)).to(DEVICE)
+    errs = {}
+    for plan in ThcCodec.ENCODE_PLANS:
+        c = ThcCodec(1, seed=1, error_feedback=False, triton=True)
+        c.encode_plan = plan
+        agreed = reference_agree([c.agreement(g)])
+        lanes = c.encode(g, agreed)
+        out = c.decode(reference_aggregate([lanes]), agreed, meta=lanes.meta)
+        assert c.last_kernels["encode"] == "triton"
+        assert c.last_kernels["agreement"] == ("torch" if plan == "fused-xnorm" else "triton")
+        errs[plan] = ((out - g).norm() / g.norm()).item()
+    assert max(errs.values()) < 0.3 and max(errs.values()) / min(errs.values()) < 1.3, errs
+    c = ThcCodec(1, error_feedback=False, triton=True)
+    c.encode_plan = "fused-twice"
+    with pytest.raises(ValueError, match="encode_plan"):
+        c.agreement(g)

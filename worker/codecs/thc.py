@@ -177,6 +177,15 @@ class ThcCodec(Codec):
     """
 
     name = "thc"
+    #: How the Triton kernels encode without error feedback (with it, always "two-pass"):
+    #: "two-pass": the agreement's rotation writes y, encode's quantiser reads it (8.125 + 4.5
+    #: bytes per coordinate); "fused": the agreement's rotation only sums squares and encode
+    #: rotates again into the rounding (:func:`~worker.codecs.thc_triton.rotate_quantise`;
+    #: 4.125 + 4.625 bytes, the rotation computed twice, no y buffer); "fused-xnorm": as
+    #: "fused", with the norm taken from x itself (``||H D x|| = ||x||``, a plain reduction,
+    #: no rotation). Chosen by ``python bench/bench_codecs.py --device cuda`` (docs/codecs.md).
+    ENCODE_PLANS = ("two-pass", "fused", "fused-xnorm")
+    encode_plan = "two-pass"
     #: Per-bucket state only (residual, rotation, rounding RNG: ``states[key]``); the scratch
     #: buffers shared by the buckets are used under ``_lock`` and hold nothing between calls.
     concurrent_keys = True
@@ -265,7 +274,11 @@ class ThcCodec(Codec):
         if self.triton == "off" or (self.triton == "auto" and not t.is_cuda):
             return None
         kernels = _triton_kernels()
-        if kernels is None or not kernels.supported(t, block):
+        try:
+            if kernels is None or not kernels.supported(t, block):
+                return None
+        except ValueError as exc:  # e.g. HINA_THC_PRECISION names a precision the GPU lacks
+            self._kernel_failed(exc)
             return None
         problem = _verify_kernels(kernels, t.device, block, self.table)
         if problem is not None:
@@ -336,22 +349,28 @@ class ThcCodec(Codec):
         residual = state.residual if self.error_feedback else None
         norm = y = None
         fused = False
+        if self.encode_plan not in self.ENCODE_PLANS:
+            raise ValueError(f"encode_plan={self.encode_plan!r}: one of {self.ENCODE_PLANS}")
         kernels = self._kernels(flat, block)
         if kernels is not None:  # one pass: y = H (D pad(x)) + e and per-block sums of squares
             try:
                 # float16/bfloat16 gradients are read as they are (no float32 copy in memory)
                 x = flat.contiguous() if flat.dtype in kernels.INPUT_DTYPES else flat.to(torch.float32)
-                # without error feedback, y is not kept: encode rotates x again, fused with its
-                # rounding, so y never goes through memory (a third less traffic per round trip)
-                fused = not self.error_feedback
+                # without error feedback a fused plan keeps no y: encode rotates x again, into
+                # its rounding, so y never goes through memory (see ENCODE_PLANS)
+                fused = not self.error_feedback and self.encode_plan != "two-pass"
                 y = None if fused else self._take_spare(state, padded, flat.device)
-                with self._lock:
-                    partial = self._buf("partial", padded // block, torch.float32, flat.device)
-                    parts = kernels.rotate(x, self._sign_bits(kernels, state, padded, flat.device), residual, y,
-                                           block, partial, padded=padded)
-                    # ||y|| in float64 on the host: the sum is the one value read back
-                    norm = math.sqrt(float(parts.sum(dtype=torch.float64)))
-                self.last_kernels["agreement"] = "triton"
+                if fused and self.encode_plan == "fused-xnorm":  # ||H D x|| = ||x||
+                    norm = float(torch.linalg.vector_norm(x, dtype=torch.float32))
+                    self.last_kernels["agreement"] = "torch"
+                else:
+                    with self._lock:
+                        partial = self._buf("partial", padded // block, torch.float32, flat.device)
+                        parts = kernels.rotate(x, self._sign_bits(kernels, state, padded, flat.device), residual,
+                                               y, block, partial, padded=padded)
+                        # ||y|| in float64 on the host: the sum is the one value read back
+                        norm = math.sqrt(float(parts.sum(dtype=torch.float64)))
+                    self.last_kernels["agreement"] = "triton"
                 if fused:
                     y = x
             except Exception as exc:  # noqa: BLE001 - build/launch failure: eager from now on
@@ -723,7 +742,7 @@ _KERNELS_VERIFIED: Dict[tuple, Optional[str]] = {}
 def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Sequence[int]) -> Optional[str]:
     """:func:`~worker.codecs.thc_triton.self_check`, once per (device, block, table) and process:
     None when the kernels agree with the eager math, else what differed."""
-    key = (device, block, tuple(table))
+    key = (device, block, tuple(table), kernels.launch_config(device, block)[0])
     with _TRITON_LOCK:
         if key in _KERNELS_VERIFIED:
             return _KERNELS_VERIFIED[key]

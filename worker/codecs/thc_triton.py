@@ -47,7 +47,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "launch_config", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
+__all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "launch_config", "PRECISION_ENV", "TENSOR_CORE_PRECISION", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
            "QUANT_WARPS", "FUSED_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "rotate_quantise", "self_check",
            "supported", "tile_sides"]
 
@@ -80,19 +80,37 @@ QUANT_OCTETS, QUANT_WARPS = 256, 8
 #: blocks (64x64 tiles) spill at every warp count on sm_80, so they stay eager everywhere.
 LAUNCH_CONFIG = {
     "tf32x3": {256: 1, 512: 1, 1024: 1, 2048: 2},
+    "tf32x2": {256: 1, 512: 1, 1024: 1, 2048: 2},  # as tf32x3's (untimed apart from 1024)
     "ieee": {256: 4, 512: 8, 1024: 16},
 }
 #: warps of the fused rotate-and-quantise kernel per precision and block, where they differ from
 #: the transform kernels' (LAUNCH_CONFIG); ``bench/bench_thc_kernels.py --fused`` times them
-FUSED_WARPS: Dict[str, Dict[int, int]] = {"tf32x3": {}, "ieee": {}}
+FUSED_WARPS: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {}, "ieee": {}}
 #: Hadamard blocks per program of the transform kernels (the ``G`` of their loop), per precision
 #: and block; 1 where nothing was measured. ``bench/bench_thc_kernels.py`` times the choices.
-BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "ieee": {}}
+BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {}, "ieee": {}}
+
+
+#: environment variable naming the transforms' precision instead of :func:`precision_for`'s
+#: choice: "tf32x3", "tf32x2" (sm_80 and later) or "ieee"
+PRECISION_ENV = "HINA_THC_PRECISION"
+#: the transforms' precision on sm_80 and later (see LAUNCH_CONFIG)
+TENSOR_CORE_PRECISION = "tf32x3"
 
 
 def precision_for(capability: Tuple[int, int]) -> str:
-    """``tl.dot`` precision for a CUDA compute capability: TF32x3 on sm_80 and later."""
-    return "tf32x3" if tuple(capability) >= (8, 0) else "ieee"
+    """The transforms' precision for a CUDA compute capability: float32 accuracy from TF32
+    tensor-core products on sm_80 and later (``TENSOR_CORE_PRECISION``: "tf32x3", Triton's
+    three-product split, or "tf32x2", two products, see ``_split_dot``), plain float32 ("ieee")
+    before. ``HINA_THC_PRECISION`` overrides it where the GPU supports the choice."""
+    tensor_cores = tuple(capability) >= (8, 0)
+    wanted = os.environ.get(PRECISION_ENV, "")
+    if wanted:
+        if wanted not in LAUNCH_CONFIG or (wanted != "ieee" and not tensor_cores):
+            raise ValueError(f"{PRECISION_ENV}={wanted!r}: one of {sorted(LAUNCH_CONFIG)} "
+                             "(the tf32 ones need sm_80 or later)")
+        return wanted
+    return TENSOR_CORE_PRECISION if tensor_cores else "ieee"
 
 
 def _config(device: torch.device, block: int) -> Optional[Tuple[str, int]]:
@@ -146,6 +164,32 @@ if AVAILABLE:
         return (1 - 2 * (bits & 1)).to(tl.float32)
 
     @triton.jit
+    def _split_dot(a, b, SPLIT_B: tl.constexpr):
+        """``a @ b`` in float32 accuracy from two TF32 products, where the other operand is a
+        Hadamard tile (+-1, exact in TF32): the data operand splits into its TF32 head (the
+        top 10 mantissa bits, cut off by a mask) and the rest. Triton's "tf32x3" also multiplies
+        the Hadamard tile's (zero) tail: a third product that adds nothing."""
+        x = b if SPLIT_B else a
+        head = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        tail = x - head
+        # (one return at the end: Triton compiles the code after a return inside an if)
+        if SPLIT_B:
+            out = tl.dot(a, tail, acc=tl.dot(a, head, input_precision="tf32"), input_precision="tf32")
+        else:
+            out = tl.dot(tail, b, acc=tl.dot(head, b, input_precision="tf32"), input_precision="tf32")
+        return out
+
+    @triton.jit
+    def _hadamard_2d(h_r, x, h_c, PREC: tl.constexpr):
+        """``H_R X H_C`` for a tile ``X``: two products, each in ``PREC`` ("tf32x2": the split
+        of :func:`_split_dot`; else ``tl.dot``'s own precision)."""
+        if PREC == "tf32x2":
+            y = _split_dot(_split_dot(h_r, x, True), h_c, False)
+        else:
+            y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
+        return y
+
+    @triton.jit
     def _sign(SIGN_BITS, offs):
         """+-1.0 of each coordinate from the packed sign bits (bit k of byte j: coordinate 8j + k
         is negative); eight neighbouring threads share a byte, so it reads 1/8 byte each."""
@@ -169,7 +213,7 @@ if AVAILABLE:
                 offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
                 x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)  # padding: zeros
                 x = x * _sign(SIGN_BITS, offs)
-                y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
+                y = _hadamard_2d(h_r, x, h_c, PREC)
                 y = y * norm  # 1 / sqrt(R C): orthonormal
                 if HAS_RES:
                     y += tl.load(RES + offs)
@@ -236,8 +280,7 @@ if AVAILABLE:
         offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
         x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)
         x = x * _sign(SIGN_BITS, offs)
-        y = tl.dot(tl.dot(_hadamard_tile(R), x, input_precision=PREC), _hadamard_tile(C),
-                   input_precision=PREC)
+        y = _hadamard_2d(_hadamard_tile(R), x, _hadamard_tile(C), PREC)
         y = tl.reshape(y * norm, (R * C // 8, 8))  # row-major: rows of 8 consecutive coordinates
         octet = blk * (R * C // 8) + tl.arange(0, R * C // 8)
         q = _round_to_index(y, _noise16(seed, octet, R * C // 8), OFFSET, SLOPE, a, half_g, g, top)
@@ -257,7 +300,7 @@ if AVAILABLE:
             if blk < nblocks:  # the last program's group may reach past the last block
                 offs = blk * (R * C) + local
                 s = tl.load(SUMS + offs).to(tl.float32)
-                y = tl.dot(tl.dot(h_r, s, input_precision=PREC), h_c, input_precision=PREC)
+                y = _hadamard_2d(h_r, s, h_c, PREC)
                 y = y * scale  # includes 1 / sqrt(R C)
                 y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
                 y = y * _sign(SIGN_BITS, offs)
