@@ -47,7 +47,7 @@ step overlap_cpu 80 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 4 --rou
 step demo_cuda 90 "$PY" -m hina.demo.digits --device cuda --modes fp32,thc,fixed --epochs 1 \
     --out "$OUTDIR"
 # the sparse workloads (issue 15) with every HINA mode on the GPU, a few steps each
-step dlrm_cuda 100 "$PY" -m hina.demo.dlrm --device cuda --epochs 1 --max-steps 10 \
+step dlrm_cuda 130 "$PY" -m hina.demo.dlrm --device cuda --epochs 1 --max-steps 10 \
     --modes fp32,thc,sparse_thc,lossless,block_sparse,adaptive --out "${DEMO_OUT:-$OUTDIR/demo}"
 step moe_cuda 90 "$PY" -m hina.demo.moe --device cuda --epochs 1 --max-steps 10 \
     --modes fp32,thc,sparse_thc,block_sparse --out "${DEMO_OUT:-$OUTDIR/demo}"

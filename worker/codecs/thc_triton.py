@@ -18,6 +18,11 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     call of four words per 8 coordinates), two indices packed per byte, and the error-feedback
     update ``y -= deq[index]`` in place.
     Traffic: y in, packed out and, with error feedback, y out (4.5 or 8.5 bytes per coordinate).
+``rotate_quantise``
+    encode without error feedback in one pass (``ThcCodec.encode_plan`` "fused"): the rotation
+    of ``rotate`` straight into the rounding of ``quantise``, the same bytes as the two, y never
+    in memory. Traffic: x and the signs in, packed out (4.625 bytes per coordinate), but the
+    rotation is computed again (the agreement's ``rotate`` then only sums squares).
 ``inverse``
     decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
     Traffic: sums and sign bits in; out out (8.125 bytes per coordinate).
@@ -47,9 +52,10 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     triton = None
     tl = None
 
-__all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG", "launch_config", "PRECISION_ENV", "TENSOR_CORE_PRECISION", "MIN_BLOCK", "MAX_BLOCK", "QUANT_OCTETS",
-           "QUANT_WARPS", "FUSED_WARPS", "inverse", "pack_sign_bits", "precision_for", "quantise", "rotate", "rotate_quantise", "self_check",
-           "supported", "tile_sides"]
+__all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "FUSED_WARPS", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG",
+           "MAX_BLOCK", "MIN_BLOCK", "PRECISION_ENV", "QUANT_OCTETS", "QUANT_WARPS", "TENSOR_CORE_PRECISION",
+           "inverse", "launch_config", "pack_sign_bits", "precision_for", "quantise", "rotate",
+           "rotate_quantise", "self_check", "supported", "tile_sides"]
 
 #: Triton imported
 AVAILABLE = triton is not None
