@@ -88,15 +88,6 @@ class Context:
         self._conn = self.open_switch(primary)
         return self._conn
 
-    def require_slot_registers(self, what: str) -> None:
-        """Refuse ``what`` on tofino: it reads the v1model program's slot registers."""
-        if self.target == "tofino":
-            raise ConfigError(f"{what}: not supported on tofino: it decodes the v1model "
-                              "program's slot registers (slot_count, slot_flags, one lane "
-                              "register per word), which the TNA program keeps otherwise (no "
-                              "count, a pair register for the bitmap, lanes by pass); read its "
-                              "registers with 'hina-ctl read register NAME'")
-
     def manager(self) -> JobManager:
         """A primary connection's JobManager that knows the jobs of the state file."""
         conn = self.connect(primary=True)
@@ -198,16 +189,19 @@ def cmd_resync(ctx: Context) -> int:
 
 
 def cmd_state(ctx: Context) -> int:
+    from .cli_jobs import program_layout_of
     from .inspect import job_progress, slot_state
     a = ctx.args
-    ctx.require_slot_registers("'state'")
     config = ctx.job(a.job)
     registers = ctx.registers()
+    # the pushed program's registers: p4/hina.p4's, or the TNA program's (embedded or tofino)
+    layout = program_layout_of(ctx)
     if a.slot is None:
-        data = job_progress(registers, config)
-        data["slots"] = [slot_state(registers, config, s, lanes=0) for s in range(config.n_slots)]
+        data = job_progress(registers, config, layout)
+        data["slots"] = [slot_state(registers, config, s, lanes=0, layout=layout)
+                         for s in range(config.n_slots)]
     else:
-        data = slot_state(registers, config, a.slot)
+        data = slot_state(registers, config, a.slot, layout=layout)
     if a.json:
         ctx.print_json(data)
         return EXIT_OK
@@ -230,7 +224,7 @@ def cmd_state(ctx: Context) -> int:
             row = [str(s["slot"]), str(p["pool"]), generation,
                    "-" if p["seq"] is None else str(p["seq"]),
                    f"{p['count']}/{s['n_workers']}", ",".join(map(str, p["contributors"])) or "-",
-                   "yes" if p["overflow"] else ""]
+                   {True: "yes", False: "", None: "?"}[p["overflow"]]]
             if config.uses_blocks:
                 in_use = p["in_use"]
                 row += [str(p["block"]) if in_use else "-",
@@ -243,8 +237,6 @@ def cmd_state(ctx: Context) -> int:
 
 
 def _counters(ctx: Context) -> dict:
-    from hina import pipeline
-
     from .inspect import job_packets, job_progress, reason_counts
     from .jobs import program_layout
     conn = ctx._conn or ctx.connect(primary=False)
@@ -252,12 +244,11 @@ def _counters(ctx: Context) -> dict:
     if ctx.target == "tofino":            # the compiler's P4Info names (TofinoRegisters)
         return {"reasons": registers.reason_counts(),
                 "jobs": [{"job": j, **registers.job_packets(j)} for j in sorted(ctx.state.jobs)]}
-    # the pushed program's names: p4/hina.p4's, or the TNA program's on the embedded target,
-    # which keeps no slot_count (packets and bytes only, as on tofino)
+    # the pushed program's names: p4/hina.p4's, or the TNA program's on the embedded target
+    # (its progress from the slot bitmaps: it keeps no slot_count)
     layout = program_layout(conn.require_index())
-    progress = pipeline.SLOT_COUNT in layout.slot_registers
     return {"reasons": reason_counts(conn, layout),
-            "jobs": [{"job": c.job_id, **(job_progress(registers, c) if progress else {}),
+            "jobs": [{"job": c.job_id, **job_progress(registers, c, layout),
                       **job_packets(conn, c.job_id, layout)}
                      for _, c in sorted(ctx.state.jobs.items())]}
 

@@ -29,7 +29,7 @@ __all__ = ["add_job_commands"]
 def _words_default(ctx: Context) -> int:
     """HINA_WORDS of the pushed program: the v1model program's define, or the TNA program's
     words per packet (two blocks of TNA_LANES, read from the switch's P4Info)."""
-    layout = _layout(ctx)
+    layout = program_layout_of(ctx)
     if isinstance(layout, pipeline.TnaLayout):
         return layout.words
     if ctx.state.pipeline is not None and "HINA_WORDS" in ctx.state.pipeline.defines:
@@ -145,9 +145,10 @@ def _job_row(c: JobConfig) -> dict:
             "generation": c.generation}
 
 
-def _layout(ctx: Context) -> pipeline.Layout:
-    """The pushed program's layout: the v1model program's, or (tofino, a TNA program) read from
-    the switch's P4Info (its lane count decides the TNA program's entries)."""
+def program_layout_of(ctx: Context) -> pipeline.Layout:
+    """The pushed program's layout: the v1model program's, or a TNA program's (tofino, or the
+    embedded target running p4/tna) read from the switch's P4Info (its lane count decides the
+    TNA program's entries, its registers what ``state`` reads)."""
     p = ctx.state.pipeline
     if p is None or (p.target != "tofino" and Path(p.p4).name != Path(HINA_TNA_P4).name):
         return pipeline.V1MODEL
@@ -176,7 +177,7 @@ def cmd_job_show(ctx: Context) -> int:
     data = config.to_json()
     data["lane_op"] = config.lane_op
     data["multicast_group"] = spec.mcast_grp
-    layout = _layout(ctx)
+    layout = program_layout_of(ctx)
     data["entries"] = len(pipeline.job_entries(spec, layout)) + (
         len(pipeline.lut_entries(spec.lut_id, config.thc_table, spec.words, layout))
         if config.thc_table else 0)

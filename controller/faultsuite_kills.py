@@ -256,10 +256,16 @@ KILL_SWITCH_HOLD = (f"never a wrong sum; serve re-installs the switch by itself,
                     f"and every worker is exact in the next step within the same bound")
 
 
-def row_kill_switch(kills: int, target: str = "embedded", seed: int = 9) -> Row:
+def row_kill_switch(kills: int, target: str = "embedded", seed: int = 9,
+                    program: str = "v1model") -> Row:
     """SIGKILL of the switch process (``embedded``: softswitch; ``bmv2``: simple_switch_grpc on
-    veths), restarted on the same ports; ``hina-ctl serve`` re-installs it."""
+    veths), restarted on the same ports; ``hina-ctl serve`` re-installs it. ``program``:
+    ``v1model`` (p4/hina.p4) or ``tna`` (p4/tna/hina_tna.p4, the embedded target only: its
+    TNA dataplane)."""
     inputs = KILL_SWITCH_INPUT.format(elements=ELEMENTS)
+    label = target if program == "v1model" else f"{target}, {program}"
+    if program == "tna" and target != "embedded":
+        raise ValueError(f"program tna: the embedded target runs it, not {target}")
     if target == "bmv2":
         why = bmv2_missing()
         if why is not None:
@@ -270,7 +276,7 @@ def row_kill_switch(kills: int, target: str = "embedded", seed: int = 9) -> Row:
         rng = random.Random(seed)
         switch = (Bmv2SwitchProcess(N_WORKERS, logdir) if target == "bmv2"
                   else EmbeddedSwitchProcess(N_WORKERS, logdir))
-        dep = Deployment(switch, logdir, LEASE_S * 3, seed=seed)
+        dep = Deployment(switch, logdir, LEASE_S * 3, seed=seed, program=program)
         records = []
         try:
             dep.start_serve()
@@ -319,11 +325,11 @@ def row_kill_switch(kills: int, target: str = "embedded", seed: int = 9) -> Row:
                 f"every worker exact again {_fmt(split_s)} s after the kill"
                 + (f"; {len(other)} kills NOT explained: "
                    f"{[r['in_flight_outcome'] for r in other]}" if other else ""))
-        return Row("kill -9 switch", target, inputs, kills, KILL_SWITCH_HOLD, held, ok,
+        return Row("kill -9 switch", label, inputs, kills, KILL_SWITCH_HOLD, held, ok,
                    details={"kills": records, "wrong": wrong[:5], "results": steps,
                             "repushes": repushes})
 
-    return _run_row(body, "kill -9 switch", target, inputs, KILL_SWITCH_HOLD, kills)
+    return _run_row(body, "kill -9 switch", label, inputs, KILL_SWITCH_HOLD, kills)
 
 
 #: How the step in flight at a switch kill ended: exact after the re-install; the kill split a
@@ -443,12 +449,13 @@ def row_kill_serve(kills: int, seed: int = 10) -> Row:
 
 def kill_rows(mode: str = "full", bmv2: bool = True,
               progress: Callable[[Row], None] = lambda row: None) -> list[Row]:
-    """The kill -9 rows in ``mode`` (``full`` or ``quick``); the switch row on BMv2 too where
-    it runs."""
+    """The kill -9 rows in ``mode`` (``full`` or ``quick``); the switch row on the embedded
+    target's TNA program, and on BMv2 where it runs, too."""
     counts = KILL_COUNTS[mode]
     rows = []
     for make in (lambda: row_kill_worker(counts["worker"]),
                  lambda: row_kill_switch(counts["switch"], "embedded"),
+                 lambda: row_kill_switch(counts["switch"], "embedded", program="tna"),
                  lambda: (row_kill_switch(counts["switch"], "bmv2") if bmv2 else
                           skipped("kill -9 switch", "bmv2",
                                   KILL_SWITCH_INPUT.format(elements=ELEMENTS), KILL_SWITCH_HOLD,

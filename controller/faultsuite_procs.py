@@ -378,7 +378,7 @@ class Deployment:
     """
 
     def __init__(self, switch, logdir: Path, lease_s: float, n_workers: int = N_WORKERS,
-                 seed: int = SEED_BASE, elements: int = ELEMENTS):
+                 seed: int = SEED_BASE, elements: int = ELEMENTS, program: str = "v1model"):
         from .config import JobConfig
         from .jobs import JobManager
         from .p4runtime_client import SwitchConnection
@@ -391,7 +391,12 @@ class Deployment:
         self.serve: Optional[Child] = None
         self.serve_starts = self.serve_attempts = 0
         self.state_path = self.logdir / "ctl.json"
-        self.pipeline = PipelineConfig(target=switch.kind, defines={"HINA_WORDS": str(WORDS)})
+        if program == "tna":   # the TNA program on the embedded target: WORDS in two blocks
+            from hina.programs import HINA_TNA_P4
+            self.pipeline = PipelineConfig(target=switch.kind, p4=str(HINA_TNA_P4),
+                                           defines={"TNA_LANES": str(WORDS // 2)})
+        else:
+            self.pipeline = PipelineConfig(target=switch.kind, defines={"HINA_WORDS": str(WORDS)})
         with SwitchConnection(switch.address, timeout=10) as conn:
             conn.set_pipeline(*self.pipeline.build())
             registers = register_access(switch.kind, conn, switch.thrift_port)

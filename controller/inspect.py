@@ -12,6 +12,13 @@ also has, per copy, ``block_index[c]`` (the block the copy's round sums) and ``b
 
 Lane words decode by the job's lane operation: SUM as signed 32-bit, LUT_SUM as two unsigned
 16-bit sums (first coordinate in the upper half), MAX and OR as unsigned 32-bit.
+
+The TNA program (:class:`hina.pipeline.TnaLayout`) keeps the same state otherwise: no
+``slot_count`` and no ``slot_flags``; ``slot_bitmap`` is one register of pairs per slot (index
+``reg_base + slot``; member 0 the bitmap of pool 0, member 1 of pool 1), a copy is complete when
+its bitmap holds every worker, and its count is the bitmap's population; lanes saturate instead
+of flagging, so a SUM copy's overflow is a lane word at a bound (known only where the lanes are
+read: None otherwise); lane words sit where :meth:`~hina.pipeline.Layout.lane_cell` says.
 """
 from __future__ import annotations
 
@@ -55,7 +62,7 @@ def _members(bitmap: int) -> list[int]:
 
 
 def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
-               lanes: Optional[int] = None) -> dict:
+               lanes: Optional[int] = None, layout: Optional[pipeline.Layout] = None) -> dict:
     """Both pool copies of one slot of ``job``, decoded.
 
     Args:
@@ -63,6 +70,7 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
         job: the job (its reg_base, words and codec).
         slot: slot index within the job.
         lanes: decode only the first ``lanes`` words (default all).
+        layout: the pushed program's (default: p4/hina.p4's).
 
     Returns:
         ``{"job", "slot", "lane_op", "pools": [{"pool", "seq", "in_use", "generation",
@@ -77,6 +85,8 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
     if not 0 <= slot < job.n_slots:
         raise ValueError(f"slot {slot}: job {job.job_id} has slots 0..{job.n_slots - 1}")
     words = job.words if lanes is None else max(0, min(lanes, job.words))
+    if isinstance(layout, pipeline.TnaLayout):
+        return _tna_slot_state(registers, job, slot, words, layout)
     base = job.reg_base or 0
     cells: list[tuple[str, int]] = []
     for pool in (0, 1):
@@ -115,22 +125,32 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
             "n_workers": len(job.workers), "pools": pools}
 
 
-def job_progress(registers: RegisterAccess, job: JobConfig) -> dict:
+def job_progress(registers: RegisterAccess, job: JobConfig,
+                 layout: Optional[pipeline.Layout] = None) -> dict:
     """Chunks the job's current generation has started (highest sequence number seen + 1) and
     copies complete now.
 
     Read from ``slot_seq``, ``slot_count`` and ``slot_generation`` (one Read of ``6 * n_slots``
-    cells); copies left over from an earlier generation do not count.
+    cells; on the TNA program ``slot_bitmap`` instead of ``slot_count``); copies left over from
+    an earlier generation do not count.
     """
     base = job.reg_base or 0
     copies = range(2 * base, 2 * (base + job.n_slots))
     n = len(copies)
-    values = registers.read([(pipeline.SLOT_SEQ, c) for c in copies] +
-                            [(pipeline.SLOT_COUNT, c) for c in copies] +
-                            [(pipeline.SLOT_GENERATION, c) for c in copies])
-    current = [g == job.generation for g in values[2 * n:]]
+    tna = isinstance(layout, pipeline.TnaLayout)
+    name = layout.register if tna else (lambda r: r)
+    counted = ([(name(pipeline.SLOT_BITMAP), base + s) for s in range(job.n_slots)] if tna
+               else [(pipeline.SLOT_COUNT, c) for c in copies])
+    values = registers.read([(name(pipeline.SLOT_SEQ), c) for c in copies] + counted +
+                            [(name(pipeline.SLOT_GENERATION), c) for c in copies])
+    generations = values[n + len(counted):]
+    current = [g == job.generation for g in generations]
     seqs = [s if ok else 0 for s, ok in zip(values[:n], current)]
-    counts = values[n:2 * n]
+    if tna:   # per slot a pair (pool 0, pool 1): a copy's count is its bitmap's population
+        counts = [_popcount(pair[pool] & _all_workers(job)) for pair in values[n:n + len(counted)]
+                  for pool in (0, 1)]
+    else:
+        counts = values[n:2 * n]
     started = max(seqs, default=0)          # seq + 1 of the newest use: chunks 0..seq
     complete = sum(1 for s, n in zip(seqs, counts) if s and n == len(job.workers))
     return {"job": job.job_id, "chunks": started, "complete_copies": complete,
@@ -154,3 +174,61 @@ def reason_counts(switch: SwitchConnection,
     name = layout.counter(P.REASON_COUNTER) if layout is not None else P.REASON_COUNTER
     counts = switch.read_counter(name)
     return {reason.name: counts.get(int(reason), (0, 0))[1] for reason in P.DropReason}
+
+
+def _popcount(value: int) -> int:
+    return bin(value).count("1")
+
+
+def _all_workers(job: JobConfig) -> int:
+    return (1 << len(job.workers)) - 1
+
+
+def _tna_slot_state(registers: RegisterAccess, job: JobConfig, slot: int, words: int,
+                    layout: pipeline.TnaLayout) -> dict:
+    """:func:`slot_state` on the TNA program (module docstring): the bitmap pair of the slot,
+    then per copy its seq, generation, block registers (block-sparse jobs) and lanes."""
+    base = job.reg_base or 0
+    blocks = job.uses_blocks and layout.block_sparse
+    cells: list[tuple[str, int]] = [(layout.register(pipeline.SLOT_BITMAP), base + slot)]
+    for pool in (0, 1):
+        c = (base + slot) * 2 + pool
+        cells += [(layout.register(pipeline.SLOT_SEQ), c),
+                  (layout.register(pipeline.SLOT_GENERATION), c)]
+        if blocks:
+            cells += [(layout.register(pipeline.BLOCK_INDEX), c),
+                      (layout.register(pipeline.BLOCK_NEXT), c)]
+        cells += [layout.lane_cell(w, c) for w in range(words)]
+    values = registers.read(cells)
+    pair, per_pool = values[0], 2 + 2 * blocks + words
+    if not (isinstance(pair, tuple) and len(pair) == 2):
+        raise ValueError(f"{cells[0][0]}[{cells[0][1]}] = {pair!r}: expected a pair of bitmaps")
+    everyone = _all_workers(job)
+    saturates = job.lane_op in ("SUM", "BLOCK_SUM")
+    pools = []
+    for pool in (0, 1):
+        seq1, generation, *rest = values[1 + pool * per_pool:1 + (pool + 1) * per_pool]
+        block_values, cells_of_words = rest[:2 * blocks], rest[2 * blocks:]
+        lane_words = [v & _MASK32 for v in cells_of_words]
+        bitmap = pair[pool] & everyone
+        overflow = None       # the lanes were not read
+        if words:
+            overflow = saturates and any(w in (0x7FFFFFFF, 0x80000000) for w in lane_words)
+        pools.append({
+            "pool": pool,
+            "in_use": seq1 != 0,
+            "seq": (seq1 - 1) & _MASK32 if seq1 else None,
+            "generation": generation,
+            "current": generation == job.generation,
+            "count": _popcount(bitmap),
+            "complete": bitmap == everyone,
+            "bitmap": bitmap,
+            "contributors": _members(bitmap),
+            "overflow": overflow,
+            "lanes": decode_lanes(lane_words, job.lane_op),
+        })
+        if block_values:
+            pools[-1]["block"] = block_values[0]
+            pools[-1]["block_next"] = None if block_values[1] == P.BLOCK_END else block_values[1]
+    return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,
+            "n_workers": len(job.workers), "pools": pools}

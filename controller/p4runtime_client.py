@@ -83,6 +83,19 @@ def _decode_value(data: bytes) -> int:
     return int.from_bytes(data, "big")
 
 
+def register_value(data: p4runtime_pb2.P4Data) -> Union[int, tuple]:
+    """A register cell's value: an integer (a bit string), or a tuple of the members' values
+    (a struct cell: a TNA ``Register`` of a struct, e.g. ``slot_bitmap``'s pairs)."""
+    which = data.WhichOneof("data")
+    if which == "bitstring":
+        return _decode_value(data.bitstring)
+    if which == "struct":
+        return tuple(register_value(m) for m in data.struct.members)
+    if which is None:
+        return 0
+    raise P4RuntimeClientError(f"register value of kind {which} is not decoded", "UNIMPLEMENTED")
+
+
 def p4data_values(data: p4runtime_pb2.P4Data) -> tuple[int, ...]:
     """The values of a digest's ``P4Data`` (a struct or tuple of bitstrings, or one
     bitstring), unsigned, in member order."""
@@ -604,20 +617,22 @@ class SwitchConnection:
         entry.data.packet_count, entry.data.byte_count = packets, byte_count
         return self.update("MODIFY", counter_entry=entry)
 
-    def read_register(self, name: str, index: Optional[int] = None) -> dict[int, int]:
+    def read_register(self, name: str, index: Optional[int] = None) -> dict[int, Union[int, tuple]]:
         """{index: value} of register ``name`` (RegisterEntry: the embedded target has it;
-        BMv2's P4Runtime does not, see ``controller.bmv2``)."""
+        BMv2's P4Runtime does not, see ``controller.bmv2``); a struct cell's value is a tuple
+        (:func:`register_value`)."""
         r = self.require_index().register(name)
         entry = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
         if index is not None:
             entry.index.index = index
         out = {}
         for e in self.read([p4runtime_pb2.Entity(register_entry=entry)], f"read {name}"):
-            out[e.register_entry.index.index] = _decode_value(e.register_entry.data.bitstring)
+            out[e.register_entry.index.index] = register_value(e.register_entry.data)
         return out
 
-    def read_register_cells(self, cells: Sequence[tuple[str, int]]) -> list[int]:
-        """Values of many ``(register, index)`` cells in one Read request, in order."""
+    def read_register_cells(self, cells: Sequence[tuple[str, int]]) -> list[Union[int, tuple]]:
+        """Values of many ``(register, index)`` cells in one Read request, in order (a struct
+        cell's value is a tuple, :func:`register_value`)."""
         index = self.require_index()
         entities, ids = [], {}
         for name, i in cells:
@@ -627,7 +642,7 @@ class SwitchConnection:
             entry.index.index = i
             entities.append(p4runtime_pb2.Entity(register_entry=entry))
         got = {(ids[e.register_entry.register_id], e.register_entry.index.index):
-               _decode_value(e.register_entry.data.bitstring)
+               register_value(e.register_entry.data)
                for e in self.read(entities, "read registers")}
         try:
             return [got[cell] for cell in cells]

@@ -49,7 +49,7 @@ from hina import protocol as P
 from hina.generated import tofino_bf_pb2
 from hina.tofino_build import PARSER_BUG, parser_defects
 
-from .p4runtime_client import P4RuntimeClientError, SwitchConnection, pipeline_prefix
+from .p4runtime_client import P4RuntimeClientError, SwitchConnection, pipeline_prefix, register_value
 
 __all__ = ["FORMATS", "PipelineProfile", "CompilerOutput", "TofinoOutputError",
            "pi_device_config", "parse_pi_device_config", "bf_pipeline_config",
@@ -411,18 +411,6 @@ def _register_zero(register_id: int, index: int) -> p4runtime_pb2.Update:
     return SwitchConnection.update("MODIFY", register_entry=entry)
 
 
-def _p4data(data) -> Union[int, tuple]:
-    """A register cell's value: an integer (a bit string) or a tuple (a struct, e.g. a pair)."""
-    which = data.WhichOneof("data")
-    if which == "bitstring":
-        return int.from_bytes(data.bitstring, "big") if data.bitstring else 0
-    if which == "struct":
-        return tuple(_p4data(m) for m in data.struct.members)
-    if which is None:
-        return 0
-    raise P4RuntimeClientError(f"register value of kind {which} is not decoded", "UNIMPLEMENTED")
-
-
 class TofinoRegisters:
     """Registers and counters of a Tofino through P4Runtime, by the names ``hina-ctl`` uses.
 
@@ -456,7 +444,7 @@ class TofinoRegisters:
         entry = p4runtime_pb2.RegisterEntry(register_id=obj.id)
         if index is not None:
             entry.index.index = index
-        return {e.register_entry.index.index: _p4data(e.register_entry.data)
+        return {e.register_entry.index.index: register_value(e.register_entry.data)
                 for e in self.switch.read([p4runtime_pb2.Entity(register_entry=entry)],
                                           f"read register {obj.name}")}
 
@@ -475,17 +463,14 @@ class TofinoRegisters:
                                           f"read counter {obj.name}")}
 
     # -- RegisterAccess (controller.target) ---------------------------------------------------
-    def read(self, cells: Sequence[Tuple[str, int]]) -> List[int]:
-        """The values of ``(register, index)`` cells, in order (integer registers only)."""
+    def read(self, cells: Sequence[Tuple[str, int]]) -> List[Union[int, tuple]]:
+        """The values of ``(register, index)`` cells, in order (a struct cell's as a tuple)."""
         out = []
         for name, index in cells:
             value = self.register_values(name, index).get(index)
             if value is None:
                 raise P4RuntimeClientError(f"register {name}[{index}] missing from the answer",
                                            "INTERNAL")
-            if not isinstance(value, int):
-                raise P4RuntimeClientError(f"register {name} holds a struct {value}: read it "
-                                           "with register_values", "INVALID_ARGUMENT")
             out.append(value)
         return out
 

@@ -395,7 +395,10 @@ class TnaLayout(Layout):
     * lanes: ``lanes`` registers, word ``w`` of slot copy ``c`` in ``lane_<w % lanes>`` at
       ``2 * c + w // lanes`` (two blocks per packet, a pass each);
     * block-sparse (the ``TNA_BLOCK_SPARSE=1`` profile only): ``slot_state.block_index`` and
-      ``block_next.block_next``, indexed by slot copy as in the v1model program.
+      ``block_next.block_next``, indexed by slot copy as in the v1model program;
+    * ``slot_bitmap`` (``SLOT_BITMAP``): a register of pairs, one per slot (index
+      ``reg_base + slot``), the bitmaps of copy 0 and copy 1; no ``slot_count``, no
+      ``slot_flags`` (:mod:`controller.inspect` reads the state from these).
 
     Args:
         lanes: TNA_LANES of the compiled program (words per pass; a packet has two blocks).
@@ -427,6 +430,10 @@ class TnaLayout(Layout):
         self._names = dict(self._NAMES)
         self._names.update({sketch_register(r): f"{TNA_EGRESS}.sketch_rows.sketch_row_{r}"
                             for r in range(rows)})
+        # the pair register of both copies' bitmaps (index: the slot, not the copy); the
+        # block-sparse profile declares it in its own control, applied after block_index
+        self._names[SLOT_BITMAP] = _tna("slot_bitmap.slot_bitmap" if block_sparse
+                                        else "slot_state.slot_bitmap")
 
     @property
     def words(self) -> int:

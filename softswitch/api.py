@@ -13,7 +13,8 @@ Conventions
   (``hdr.ipv4.dstAddr``, or the ``@name`` annotation when present).
 * All values are Python ``int`` (unsigned, already reduced to the field's width); the engine
   checks widths and raises :class:`ControlError` with code ``INVALID_ARGUMENT`` for a value
-  wider than its field.
+  wider than its field. A cell of a register of structs (TNA ``Register<S, I>``) is a tuple of
+  such ints, one per field of ``S`` (:data:`RegisterValue`).
 * Every control-plane method raises :class:`ControlError` (never anything else) on bad input.
 """
 from __future__ import annotations
@@ -135,11 +136,25 @@ class TableInfo:
 
 @dataclass(frozen=True)
 class RegisterInfo:
+    """A register: v1model ``register<T>(size)`` or TNA ``Register<T, I>(size)``.
+
+    ``T`` is ``bit<N>``/``int<N>`` (``fields`` empty: a cell is an ``int``, ``bitwidth`` N) or,
+    on TNA, a struct of such fields (``fields`` its fields in declaration order, ``type_name``
+    the struct type's P4 name: a cell is a tuple of ints, one per field; ``bitwidth`` is the sum
+    of the fields' widths, the cell's size in bits, and ``signed`` is False).
+    """
     name: str
     bitwidth: int
     size: int
     signed: bool = False
     annotations: tuple[str, ...] = ()
+    fields: tuple[StructFieldInfo, ...] = ()
+    type_name: str = ""
+
+    @property
+    def is_struct(self) -> bool:
+        """Whether a cell is a struct (a tuple of ints) rather than one int."""
+        return bool(self.fields)
 
 
 @dataclass(frozen=True)
@@ -196,6 +211,7 @@ class ValueSetInfo:
 class StructFieldInfo:
     name: str
     bitwidth: int
+    signed: bool = False      # int<N> (P4Info: an ``int`` bitstring); values are still unsigned
 
 
 @dataclass(frozen=True)
@@ -363,6 +379,13 @@ class CloneSession:
 
 
 # --------------------------------------------------------------------------------------------
+# Register cells
+# --------------------------------------------------------------------------------------------
+#: A register cell: an int, or for a register of structs a tuple of ints (one per field).
+RegisterValue = Union[int, tuple[int, ...]]
+
+
+# --------------------------------------------------------------------------------------------
 # Results of processing a frame
 # --------------------------------------------------------------------------------------------
 @dataclass
@@ -420,9 +443,14 @@ class Dataplane(Protocol):
     def clone_sessions(self) -> dict[int, CloneSession]: ...
 
     # -- externs ---------------------------------------------------------------------------
-    def register_read(self, name: str, index: int) -> int: ...
-    def register_write(self, name: str, index: int, value: int) -> None: ...
-    def register_reset(self, name: str) -> None: ...
+    def register_read(self, name: str, index: int) -> RegisterValue:
+        """Cell ``index``: an int, or for a struct register (``RegisterInfo.fields``) a tuple
+        of ints, one per field in the struct's order, each reduced to its field's width."""
+    def register_write(self, name: str, index: int, value: RegisterValue) -> None:
+        """Set cell ``index`` to ``value`` (as :meth:`register_read` gives it); a value of the
+        wrong shape, or one that does not fit its cell or field, is INVALID_ARGUMENT."""
+    def register_reset(self, name: str) -> None:
+        """Every cell back to the register's initial value."""
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
         """(bytes, packets)."""
     def counter_write(self, name: str, index: int, bytes_: int, packets: int) -> None: ...

@@ -16,6 +16,9 @@ included, so a controller written against a P4Info from real p4c works unchanged
 * annotations are copied as written, except ``@id`` and ``@name`` (ids and names say them),
   ``@brief`` and ``@description`` (the ``doc`` field) and ``@hidden``: tables and actions so
   annotated get ids and count for aliases, but are not listed.
+* a TNA ``Register<S, I>`` of a struct ``S`` is a register with ``type_spec.struct.name`` ``S``
+  and ``S``'s members (one bitstring each) in ``type_info.structs``, as bf-p4c writes it with
+  ``--p4runtime-force-std-externs``.
 * ``type_info`` is present when p4c touches it: a table, an action parameter, a register, a
   counter, a meter, a digest or a controller header is listed, or a control calls an extern
   function.
@@ -258,13 +261,21 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         msg = p4info.registers.add()
         _set_preamble(msg.preamble, ids.registers[register.name], register.name, ids,
                       register.annotations)
-        _set_bits(msg.type_spec, register.bitwidth, register.signed)
+        if register.is_struct:
+            # a TNA Register of structs, as bf-p4c --p4runtime-force-std-externs writes it: the
+            # struct's name here, its members in type_info (below)
+            msg.type_spec.struct.name = register.type_name
+        else:
+            _set_bits(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
     type_info = p4info.type_info
     if (p4info.tables or p4info.registers or p4info.counters or p4info.meters
             or p4info.controller_packet_metadata or info.digests or info.calls_extern_functions
             or any(a.params for a in p4info.actions)):
         type_info.SetInParent()      # p4c's type converter ran: `type_info {}` even if empty
+    for register in info.registers:
+        if register.is_struct:
+            _add_struct(type_info, register.type_name, register.fields)
     for enum in info.serializable_enums:
         msg = type_info.serializable_enums[enum.name]
         msg.underlying_type.bitwidth = enum.bitwidth
@@ -276,11 +287,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         msg = p4info.digests.add()
         _set_preamble(msg.preamble, ids.digests[digest.name], digest.name, ids)
         msg.type_spec.struct.name = digest.name
-        struct = type_info.structs[digest.name]
-        for field in digest.fields:
-            member = struct.members.add()
-            member.name = field.name
-            _set_bits(member.type_spec, field.bitwidth, False)
+        _add_struct(type_info, digest.name, digest.fields)
     return p4info
 
 
@@ -342,6 +349,20 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
         b = type_spec.bitstring
         return (b.int.bitwidth, True) if b.HasField("int") else (b.bit.bitwidth, False)
 
+    def struct_fields(type_name: str) -> tuple[StructFieldInfo, ...]:
+        if type_name not in p4info.type_info.structs:
+            raise ValueError(f"P4Info type_info has no struct {type_name!r}")
+        return tuple(StructFieldInfo(m.name, *bits(m.type_spec))
+                     for m in p4info.type_info.structs[type_name].members)
+
+    def register(r) -> RegisterInfo:
+        if r.type_spec.WhichOneof("type_spec") == "struct":    # a TNA Register of structs
+            fields = struct_fields(r.type_spec.struct.name)
+            return RegisterInfo(r.preamble.name, sum(f.bitwidth for f in fields), r.size,
+                                fields=fields, type_name=r.type_spec.struct.name)
+        width, signed = bits(r.type_spec)
+        return RegisterInfo(r.preamble.name, width, r.size, signed=signed)
+
     return ProgramInfo(
         arch=p4info.pkg_info.arch or "v1model",
         tables=tuple(TableInfo(
@@ -361,8 +382,7 @@ def program_info_from_p4info(p4info: p4info_pb2.P4Info) -> ProgramInfo:
         actions=tuple(ActionInfo(a.preamble.name,
                                  tuple(ParamInfo(p.name, p.bitwidth) for p in a.params))
                       for a in p4info.actions),
-        registers=tuple(RegisterInfo(r.preamble.name, bits(r.type_spec)[0], r.size,
-                                     signed=bits(r.type_spec)[1]) for r in p4info.registers),
+        registers=tuple(register(r) for r in p4info.registers),
         counters=tuple(CounterInfo(c.preamble.name, counter_unit(c.spec), c.size)
                        for c in p4info.counters),
         direct_counters=tuple(DirectCounterInfo(c.preamble.name, counter_unit(c.spec),
@@ -441,6 +461,19 @@ def _set_bits(type_spec, bitwidth: int, signed: bool) -> None:
         type_spec.bitstring.int.bitwidth = bitwidth
     else:
         type_spec.bitstring.bit.bitwidth = bitwidth
+
+
+def _add_struct(type_info: p4info_pb2.P4TypeInfo, name: str,
+                fields: Iterable[StructFieldInfo]) -> None:
+    """``type_info.structs[name]``: one bitstring member per field. A struct that a digest and
+    a register (or two registers) share is described once."""
+    if name in type_info.structs:
+        return
+    struct = type_info.structs[name]
+    for field in fields:
+        member = struct.members.add()
+        member.name = field.name
+        _set_bits(member.type_spec, field.bitwidth, field.signed)
 
 
 def _direct_resources(info: ProgramInfo, ids: SymbolIds) -> dict[str, list[int]]:

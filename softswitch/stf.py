@@ -36,7 +36,9 @@ Supported commands
     Clone sessions (``mirroring_get`` only logs).
 ``register_write NAME INDEX VALUE``, ``register_reset NAME``, ``register_read NAME INDEX [OP VALUE]``
     Registers; ``register_read`` only logs unless followed by a comparison (an extension:
-    ``register_read r 0 == 5``). OP is one of ``== != < <= > >=``.
+    ``register_read r 0 == 5``). OP is one of ``== != < <= > >=``. A TNA register of structs
+    (extension) takes one VALUE per field, in the struct's order, where others take one
+    (``register_write pairs 0 1 2``, ``register_read pairs 0 == 1 2``; OP ``==`` or ``!=``).
 ``counter_write NAME INDEX PACKETS BYTES``, ``counter_read NAME INDEX``
     Indexed counters (argument order of ``simple_switch_CLI``; ``counter_read`` only logs).
 ``check_counter NAME(INDEX|HANDLE) [packets|bytes OP VALUE]``
@@ -601,26 +603,48 @@ class StfRunner:
         if not COMPARISONS[op](actual, expected):
             self.fail(f"{what} is {actual}, expected {op} {expected}")
 
+    def _register_value(self, name: str, words: list):
+        """The cell value ``words`` give register ``name``: one number, or for a register of
+        structs one per field (a tuple, in the struct's order)."""
+        fields = next(r.fields for r in self.info.registers if r.name == name)
+        values = tuple(parse_number(w) for w in words)
+        if not fields:
+            if len(values) != 1:
+                raise StfError(f"register {name}: expected one VALUE, got {len(values)}")
+            return values[0]
+        if len(values) != len(fields):
+            raise StfError(f"register {name} holds structs ({', '.join(f.name for f in fields)})"
+                           f": expected one VALUE per field, got {len(values)}")
+        return values
+
     def cmd_register_write(self, rest: str) -> None:
         words = rest.split()
-        if len(words) != 3:
-            raise StfError("expected register_write NAME INDEX VALUE")
-        self.dp.register_write(self._extern(words[0], "register"), parse_number(words[1]),
-                               parse_number(words[2]))
+        if len(words) < 3:
+            raise StfError("expected register_write NAME INDEX VALUE...")
+        name = self._extern(words[0], "register")
+        self.dp.register_write(name, parse_number(words[1]), self._register_value(name, words[2:]))
 
     def cmd_register_reset(self, rest: str) -> None:
         self.dp.register_reset(self._extern(rest.strip(), "register"))
 
     def cmd_register_read(self, rest: str) -> None:
         words = rest.split()
-        if len(words) not in (2, 4):
-            raise StfError("expected register_read NAME INDEX [OP VALUE]")
+        if len(words) < 2 or len(words) == 3:
+            raise StfError("expected register_read NAME INDEX [OP VALUE...]")
         name = self._extern(words[0], "register")
         index = parse_number(words[1])
         value = self.dp.register_read(name, index)
         self.log.append(f"    {name}[{index}] = {value}")
-        if len(words) == 4:
-            self._compare(f"register {name}[{index}]", value, words[2], words[3])
+        if len(words) < 4:
+            return
+        what, op = f"register {name}[{index}]", words[2]
+        expected = self._register_value(name, words[3:])
+        if not isinstance(expected, tuple):
+            self._compare(what, value, op, words[3])
+        elif op not in ("==", "!="):
+            raise StfError(f"{what} holds a struct: compare it with == or != only")
+        elif (value == expected) != (op == "=="):
+            self.fail(f"{what} is {value}, expected {op} {expected}")
 
     def cmd_counter_write(self, rest: str) -> None:
         words = rest.split()

@@ -294,12 +294,35 @@ class TnaChecksum:
 
 
 class StructRegister:
-    """TNA ``Register<S, I>`` of a struct type: one struct object per cell (``make()`` gives the
-    initial value); only RegisterActions reach it. Not listed in the program's P4Runtime info."""
+    """TNA ``Register<S, I>`` of a struct ``S`` of ``bit<N>``/``int<N>`` fields: one struct object
+    per cell (``make()`` gives a fresh initial value), which RegisterActions update in place.
 
-    def __init__(self, name: str, size: int, make):
-        self.name, self.size = name, size
+    ``fields`` is ``((name, width, signed), ...)`` in ``S``'s order, ``type_name`` ``S``'s P4
+    name. The control plane sees a cell as a tuple of unsigned ints, one per field
+    (:meth:`read`, :meth:`write`); the dataplane runtime checks what it writes.
+    """
+
+    def __init__(self, name: str, size: int, make, fields: tuple = (), type_name: str = ""):
+        self.name, self.size, self.make = name, size, make
+        self.fields, self.type_name = tuple(fields), type_name
         self.values = [make() for _ in range(size)]
+        # the generated struct class: builds a cell from field values (``of``)
+        self.cls = type(self.values[0]) if self.values else type(make())
+
+    def read(self, index: int) -> tuple:
+        """Cell ``index`` as unsigned field values (signed fields are stored negative)."""
+        return tuple(v & ((1 << w) - 1)
+                     for v, (_, w, _) in zip(self.values[index].values(), self.fields))
+
+    def write(self, index: int, values: tuple) -> None:
+        """Set cell ``index`` from unsigned field values that fit their widths."""
+        self.values[index] = self.cls.of(*(
+            v - (1 << w) if signed and v >> (w - 1) else v
+            for v, (_, w, signed) in zip(values, self.fields)))
+
+    def reset(self) -> None:
+        # In place: generated code holds a reference to this list.
+        self.values[:] = [self.make() for _ in range(self.size)]
 
 
 class Counter:

@@ -29,11 +29,12 @@ class TnaExternGen:
                     isinstance(et, StructT) and not all(isinstance(ft, Bits) for _, ft in et.fields)):
                 raise unsupported(d, f"Register of {et} (bit<N> or a struct of bit<N> fields)")
             size = self.g(args[0])
+            from .codegen import copied_annotations     # (codegen imports this module)
+            annotations = copied_annotations(d.annotations)
             if isinstance(et, Bits):
                 init = self.g(args[1]) if len(args) > 1 else "0"
-                from .codegen import copied_annotations     # (codegen imports this module)
                 o.line(f"{vn} = REG.register({full}, {size}, {et.width}, {et.signed}, "
-                       f"{copied_annotations(d.annotations)!r})")
+                       f"{annotations!r})")
                 if init != "0":
                     o.line(f"{vn}.initial = {init}")
                     o.line(f"{vn}.reset()")
@@ -41,7 +42,11 @@ class TnaExternGen:
                 cls = self.class_of(et)
                 init = self.value_for(args[1], et) if len(args) > 1 else None
                 mk = f"{init}" if init else f"{cls}()"
-                o.line(f"{vn} = RT.StructRegister({full}, {size}, lambda: {mk})")
+                # a P4Runtime register too (P4Info: a struct type_spec), as bf-p4c's
+                # --p4runtime-force-std-externs has it
+                fields = tuple((n, ft.width, ft.signed) for n, ft in et.fields)
+                o.line(f"{vn} = REG.struct_register({full}, {size}, lambda: {mk}, {fields!r}, "
+                       f"{et.name!r}, {annotations!r})")
         elif t.name == "RegisterAction":
             self.gen_register_action(d, vn)
         elif t.name == "Checksum":

@@ -158,6 +158,15 @@ class Registry:
         self.registers[name] = r
         return r
 
+    def struct_register(self, name, size, make, fields, type_name, annotations=()):
+        """A TNA ``Register`` of struct cells (``make()``: a fresh initial cell; ``fields``:
+        ``(name, width, signed)`` of the struct's fields in order; ``type_name``: its P4 name).
+        Listed with the bit<N> registers, in declaration order, so that P4Info has it."""
+        r = externs.StructRegister(name, int(size), make, tuple(map(tuple, fields)), type_name)
+        r.annotations = tuple(annotations)
+        self.registers[name] = r
+        return r
+
     def counter(self, name, size, kind):
         c = externs.Counter(name, int(size), COUNTER_UNITS[kind])
         self.counters[name] = c
@@ -209,8 +218,7 @@ class Registry:
         return ProgramInfo(
             tables=tables,
             actions=tuple(actions),
-            registers=tuple(RegisterInfo(r.name, r.width, r.size, r.signed, r.annotations)
-                            for r in registers),
+            registers=tuple(_register_info(r) for r in registers),
             counters=tuple(CounterInfo(c.name, c.unit, c.size) for c in counters),
             direct_counters=tuple(DirectCounterInfo(d.name, d.unit, d.table)
                                   for d in direct_counters),
@@ -239,3 +247,12 @@ class Registry:
             if user in users:
                 found.setdefault(enum.name, enum)
         return tuple(found[n] for n in sorted(found))
+
+
+def _register_info(r) -> RegisterInfo:
+    """The :class:`RegisterInfo` of a registered ``externs.Register`` or ``StructRegister``."""
+    if isinstance(r, externs.StructRegister):
+        fields = tuple(StructFieldInfo(n, w, s) for n, w, s in r.fields)
+        return RegisterInfo(r.name, sum(f.bitwidth for f in fields), r.size,
+                            annotations=r.annotations, fields=fields, type_name=r.type_name)
+    return RegisterInfo(r.name, r.width, r.size, r.signed, r.annotations)

@@ -18,7 +18,8 @@ from ..frontend.controlplane import ControlPlaneView
 from . import externs
 from .externs import (crc32_packed, csum16_int, csum16_packed, csum16_parts,  # noqa: F401
                       hash_crc32, hash_csum16, hash_csum16_sum,
-                      hash_packed, hash_v1model, StructRegister, TnaChecksum, tna_xor)   # (generated code calls these as RT.*)
+                      hash_packed, hash_v1model, TnaChecksum, tna_xor)   # (generated code calls these as RT.*)
+from .externs import StructRegister
 from .profiles import ActionProfile
 from .registry import (COUNTER_UNITS, METER_UNITS, DirectCounter, DirectMeter,  # noqa: F401
                        Registry, ValueSet)
@@ -602,14 +603,21 @@ class V1Dataplane:
             raise ControlError("OUT_OF_RANGE", f"index {index} of {what} {name} not in 0..{obj.size - 1}")
         return obj
 
-    def register_read(self, name: str, index: int) -> int:
+    def register_read(self, name: str, index: int):
+        """An int, or for a register of structs a tuple of ints (one per field, in order)."""
         r = self._extern(self.REG.registers, "register", name, index)
+        if isinstance(r, StructRegister):
+            return r.read(index)
         v = r.values[index]
         return v & ((1 << r.width) - 1)
 
-    def register_write(self, name: str, index: int, value: int) -> None:
+    def register_write(self, name: str, index: int, value) -> None:
+        """``value`` as :meth:`register_read` gives it; INVALID_ARGUMENT when it does not fit."""
         r = self._extern(self.REG.registers, "register", name, index)
-        if not isinstance(value, int) or value < 0 or value >> r.width:
+        if isinstance(r, StructRegister):
+            r.write(index, _struct_cell(r, value))
+            return
+        if not _fits(value, r.width):
             raise ControlError("INVALID_ARGUMENT", f"value {value!r} does not fit register {name} ({r.width} bits)")
         if r.signed and value >> (r.width - 1):
             value -= 1 << r.width
@@ -693,6 +701,30 @@ class V1Dataplane:
 
     def value_set_get(self, name: str) -> list:
         return list(self._value_set(name).order)
+
+
+def _fits(value, width: int) -> bool:
+    """Whether ``value`` is an unsigned int of at most ``width`` bits."""
+    return isinstance(value, int) and value >= 0 and not value >> width
+
+
+def _struct_cell(r: StructRegister, value) -> tuple:
+    """``value`` checked as a cell of struct register ``r``: a tuple of one unsigned int per
+    field, each within its field's width (ControlError INVALID_ARGUMENT naming the field)."""
+    names = ", ".join(f"{n}: {'int' if signed else 'bit'}<{w}>" for n, w, signed in r.fields)
+    if not isinstance(value, tuple):
+        raise ControlError("INVALID_ARGUMENT", f"register {r.name} holds structs "
+                           f"{r.type_name} {{{names}}}: a value is a tuple of {len(r.fields)} "
+                           f"ints, not {value!r}")
+    if len(value) != len(r.fields):
+        raise ControlError("INVALID_ARGUMENT", f"register {r.name} holds structs "
+                           f"{r.type_name} {{{names}}}: {len(value)} field values given, "
+                           f"{len(r.fields)} expected")
+    for v, (field, width, _) in zip(value, r.fields):
+        if not _fits(v, width):
+            raise ControlError("INVALID_ARGUMENT", f"value {v!r} of field {field} does not fit "
+                               f"register {r.name} ({width} bits)")
+    return value
 
 
 def _user_entry(entry: TableEntry) -> TableEntry:

@@ -11,8 +11,11 @@ or ``t2na``) describes a TNA program as that compiler names it, which this targe
 * TNA externs (P4Info ``externs``) are not served: P4Runtime has no entity for them here, as
   on PI and Stratum;
 * with ``--p4runtime-force-std-externs``, a ``Register`` of a struct (``Register<pair, _>``) is
-  a P4Info register whose cells are structs; this target keeps such registers out of its
-  control plane, so the push is accepted and each RegisterEntry of one is UNIMPLEMENTED.
+  a P4Info register whose ``type_spec`` names a struct of ``type_info``. The program's own
+  struct register of that name serves it (RegisterEntry data: a ``struct`` of one bitstring
+  per field) once the struct's members match its fields in number and widths; a struct
+  register the program does not have is accepted at the push and each RegisterEntry of it is
+  UNIMPLEMENTED.
 """
 from __future__ import annotations
 
@@ -107,7 +110,7 @@ class Pipeline:
         # the Tofino compiler's pipeline prefixes seen (one pipeline: at most one)
         self._pipe_prefixes: Optional[set[str]] = (
             set() if p4info.pkg_info.arch in TOFINO_ARCHS else None)
-        #: P4Info registers of struct cells the program keeps out of its control plane
+        #: P4Info registers of struct cells the program does not have (UNIMPLEMENTED)
         self.unserved_registers: dict[int, str] = {}
         self.actions: dict[int, Action] = {}
         self.action_ids: dict[str, int] = {}
@@ -143,9 +146,7 @@ class Pipeline:
             else:
                 served.append(msg)
         self.registers = self._resources(served, info.registers, "register",
-                                         lambda m, i: _check_width(
-                                             f"register {i.name!r}", _bits_of(m.type_spec),
-                                             i.bitwidth))
+                                         lambda m, i: _check_register(m, i, p4info.type_info))
         self.counters = self._resources(p4info.counters, info.counters, "counter")
         self.direct_counters = self._resources(p4info.direct_counters, info.direct_counters,
                                                "direct counter")
@@ -240,7 +241,8 @@ class Pipeline:
     def resource(self, kind: str, resource_id: int) -> Resource:
         if kind == "register" and resource_id in self.unserved_registers:
             raise unimplemented(f"register {self.unserved_registers[resource_id]!r} holds "
-                                "structs: this target serves registers of bit<N> cells only")
+                                "structs and is not in the program: this target has no "
+                                "such register to serve")
         table = getattr(self, kind.replace(" ", "_") + "s")
         if resource_id not in table:
             raise not_found(f"{kind} id {resource_id} is not in the P4Info")
@@ -253,6 +255,33 @@ def _check_value_set(msg, info: api.ValueSetInfo) -> None:
                        f"program's has {len(info.match_fields)}")
     for mf, field in zip(msg.match, info.match_fields):
         _check_width(f"match field {mf.id} of value set {info.name!r}", mf.bitwidth,
+                     field.bitwidth)
+
+
+def _check_register(msg, info: api.RegisterInfo, type_info) -> None:
+    """The P4Info register ``msg`` describes the program's register ``info``: both of
+    ``bit<N>`` cells of the same width, or both of structs whose members (``type_info``) match
+    the program's fields in number and widths."""
+    what = f"register {info.name!r}"
+    if msg.type_spec.WhichOneof("type_spec") != "struct":
+        if info.is_struct:
+            raise invalid(f"P4Info {what} holds bitstrings, the program's holds structs "
+                          f"{info.type_name}")
+        _check_width(what, _bits_of(msg.type_spec), info.bitwidth)
+        return
+    type_name = msg.type_spec.struct.name
+    if not info.is_struct:
+        raise invalid(f"P4Info {what} holds structs {type_name!r}, the program's holds "
+                      f"bit<{info.bitwidth}>")
+    if type_name not in type_info.structs:
+        raise invalid(f"P4Info {what} holds structs {type_name!r}, which its type_info does "
+                      "not describe")
+    members = type_info.structs[type_name].members
+    if len(members) != len(info.fields):
+        raise invalid(f"P4Info {what} holds structs {type_name} of {len(members)} members, "
+                      f"the program's of {len(info.fields)} fields")
+    for member, field in zip(members, info.fields):
+        _check_width(f"member {member.name!r} of {what}", _bits_of(member.type_spec),
                      field.bitwidth)
 
 

@@ -293,10 +293,17 @@ def _fill_counter(entity, counter_id: int, index: int, byte_count: int, packet_c
     entry.data.byte_count, entry.data.packet_count = byte_count, packet_count
 
 
-def _fill_register(entity, register_id: int, index: int, value: int) -> None:
+def _fill_register(entity, register_id: int, index: int, value: api.RegisterValue) -> None:
+    """A cell's RegisterEntry: an int as a bitstring; a struct register's tuple as a struct of
+    one bitstring per field, in the struct's order (as bf-p4c's standard P4Info declares it)."""
     entry = entity.register_entry
     entry.register_id, entry.index.index = register_id, index
-    entry.data.bitstring = encode_bytes(value)
+    if isinstance(value, tuple):
+        members = entry.data.struct.members
+        for v in value:
+            members.add().bitstring = encode_bytes(v)
+    else:
+        entry.data.bitstring = encode_bytes(value)
 
 
 def _fill_meter(entity, meter_id: int, index: int,

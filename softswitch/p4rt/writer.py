@@ -190,9 +190,7 @@ class Writer(Codec):
         register = self.pipeline.resource("register", msg.register_id)
         what = f"register {register.name!r}"
         self._modify_only(kind, what)
-        if msg.data.WhichOneof("data") != "bitstring":
-            raise invalid(f"{what}: data must be a bitstring")
-        value = decode_bytes(msg.data.bitstring, register.info.bitwidth, what)
+        value = _register_value(msg.data, register.info, what)
         for index in self._indices(msg, register.info.size, what):
             old = self.dp.register_read(register.name, index) if self.undoable else None
             self.dp.register_write(register.name, index, value)
@@ -290,6 +288,33 @@ class Writer(Codec):
             check_config(msg.config, f"digest {digest.name!r}")
             streams.configure(digest.id, msg.config)
         self._remember(lambda: streams.configure(digest.id, old))
+
+
+def _register_value(data, info: api.RegisterInfo, what: str) -> api.RegisterValue:
+    """The cell value a RegisterEntry's ``data`` gives register ``info``: a bitstring for a
+    ``bit<N>`` register; for a register of structs, a ``struct`` of one bitstring per field, in
+    order (a tuple of ints). The wrong kind of data, or of members, is INVALID_ARGUMENT."""
+    which = data.WhichOneof("data")
+    if not info.is_struct:
+        if which != "bitstring":
+            raise invalid(f"{what}: data must be a bitstring, not {which or 'empty'}")
+        return decode_bytes(data.bitstring, info.bitwidth, what)
+    shape = ", ".join(f"{f.name}: {'int' if f.signed else 'bit'}<{f.bitwidth}>"
+                      for f in info.fields)
+    if which != "struct":
+        raise invalid(f"{what} holds structs {info.type_name} {{{shape}}}: data must be a "
+                      f"struct of {len(info.fields)} bitstrings, not {which or 'empty'}")
+    members = data.struct.members
+    if len(members) != len(info.fields):
+        raise invalid(f"{what} holds structs {info.type_name} {{{shape}}}: data has "
+                      f"{len(members)} members, {len(info.fields)} expected")
+    values = []
+    for member, field in zip(members, info.fields):
+        member_what = f"{what}, member {field.name!r}"
+        if member.WhichOneof("data") != "bitstring":
+            raise invalid(f"{member_what}: must be a bitstring")
+        values.append(decode_bytes(member.bitstring, field.bitwidth, member_what))
+    return tuple(values)
 
 
 def _check_existence(kind: int, exists: bool, what: str) -> None:

@@ -161,15 +161,15 @@ def test_extern_registers_are_refused_before_asking(hina_ctl, switch):
 
 def test_job_commands_need_the_hina_program(hina_ctl, switch):
     """Job commands run on tofino (tests/controller/test_tofino_jobs.py), on the TNA program:
-    a P4Info of another program is refused (the recording server takes no writes); ``state`` (the v1model
-    program's slot registers) is refused on tofino, saying why."""
+    a P4Info of another program is refused (the recording server takes no writes), and so
+    ``state`` of the job it did not create."""
     status, _, err = hina_ctl("--target", "tofino", "pipeline", "push", "--p4", str(TINY))
     assert status == 0, err
     status, _, err = hina_ctl("job", "create", "--id", "1", "--codec", "fixed",
                               "--worker", "10.0.0.1:40000")
     assert status == 1 and "the pushed program: not a HINA program" in err
     status, _, err = hina_ctl("state", "--job", "1")
-    assert status == 1 and "'state': not supported on tofino" in err
+    assert status == 1 and "job 1 does not exist" in err
 
 
 def test_prebuilt_output_and_bad_inputs(hina_ctl, switch, cache, tmp_path):

@@ -59,6 +59,14 @@ def test_killed_switch_embedded(no_leftovers):
     assert row.details["repushes"] == QUICK["switch"]
 
 
+def test_killed_switch_embedded_tna(no_leftovers):
+    """The same on the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
+    dataplane): serve re-pushes that program and the job after each kill."""
+    row = K.row_kill_switch(QUICK["switch"], "embedded", program="tna")
+    _check(row)
+    assert row.target == "embedded, tna" and row.details["repushes"] == QUICK["switch"]
+
+
 def test_killed_switch_bmv2(no_leftovers):
     from hina.controller.bmv2_dataplane import leftovers
     why = K.bmv2_missing()

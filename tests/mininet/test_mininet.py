@@ -335,6 +335,51 @@ class TestBmv2Star:
                    codec)
 
 
+@pytest.fixture(scope="class")
+def tna_star(logs):
+    """4 workers around the embedded target running the TNA program (64 words per packet);
+    torn down after its class."""
+    if _mininet_missing():
+        pytest.skip(_mininet_missing())
+    hn = _start(logs, program="tna", words=64)
+    try:
+        yield hn
+    finally:
+        hn.stop()
+
+
+@needs_mininet
+class TestTnaStar:
+    """DDP through the TNA program (p4/tna/hina_tna.p4) in Mininet, as through p4/hina.p4 above:
+    the workers' DDP against DDP's own fp32 all-reduce, then hina-ctl's view of the job: no
+    error drop, and its slots by the TNA program's registers (contributors from its pair
+    register of bitmaps: it keeps no count)."""
+
+    @pytest.mark.parametrize("codec", ["thc", "fixed"])
+    def test_ddp_training_through_the_tna_program_against_fp32(self, tna_star, codec):
+        tna_star.reset_job()
+        _check_ddp(tna_star.run_workers("ddp", [codec], steps=DDP_STEPS, timeout_s=120), codec)
+        counters = _ctl(tna_star, "counters")
+        assert all(counters["reasons"][k] == 0 for k in ERROR_REASONS), counters["reasons"]
+        (job,) = counters["jobs"]
+        assert job["job"] == tna_star.job_id and job["packets"] > 0, job
+        n, slots = N_WORKERS, tna_star.n_slots
+        assert (job["complete_copies"], job["filling_copies"]) == (2 * slots, 0), job
+        state = _ctl(tna_star, "state", "--job", str(tna_star.job_id))
+        assert state["chunks"] == job["chunks"] > 2 * slots
+        for s in state["slots"]:
+            assert [(p["count"], p["contributors"], p["complete"]) for p in s["pools"]] == \
+                [(n, list(range(n)), True)] * 2, s
+        last = state["chunks"] - 1
+        slot = _ctl(tna_star, "state", "--job", str(tna_star.job_id), "--slot",
+                    str(last % slots))
+        pool = slot["pools"][(last // slots) % 2]
+        # the network's job is a THC job (whatever codec the workers run), so its lanes show
+        # as LUT_SUM: two 16-bit sums per word
+        assert (pool["seq"], pool["complete"], len(pool["lanes"])) == \
+            (last, True, 2 * tna_star.words), pool
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_allreduce_with_loss_on_every_link_is_still_exact(target, logs):
     codecs = ("thc", "fetchsgd", "sum") if target == "embedded" else ALL_CODECS

@@ -74,12 +74,15 @@ def test_register_action_index_out_of_range_returns_zero(dp):
 def test_tiny_tna_program_compiles_with_p4runtime_names():
     dp = compile_file(TINY).instantiate()
     info = dp.info
-    assert [r.name for r in info.registers] == ["HinaTnaIngress.lane_0"]
+    # the Register<pair_t, _> too, as bf-p4c's standard P4Info lists it (a register of structs)
+    assert [(r.name, r.type_name) for r in info.registers] == [
+        ("HinaTnaIngress.lane_0", ""), ("HinaTnaIngress.slot_bitmap", "pair_t")]
     assert [c.name for c in info.counters] == ["HinaTnaIngress.reason_counter"]
     assert [t.name for t in info.tables] == ["HinaTnaIngress.forwarding"]
     # no forwarding entry: the packet has no egress port and is dropped, registers updated
     assert dp.process(1, (0x0102).to_bytes(4, "big")).outputs == []
     assert dp.register_read("HinaTnaIngress.lane_0", 2) == 0x0102
+    assert dp.register_read("HinaTnaIngress.slot_bitmap", 2) == (0x0102, 0)
 
 
 @pytest.mark.skipif(shutil.which("bf-p4c") is None, reason="bf-p4c is not installed")
