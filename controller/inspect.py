@@ -105,24 +105,33 @@ def slot_state(registers: RegisterAccess, job: JobConfig, slot: int,
             values[pool * per_pool:(pool + 1) * per_pool]
         blocks, cells_of_words = rest[:n_blocks], rest[n_blocks:]
         lane_words = [pipeline.lane_word(v, w) for w, v in enumerate(cells_of_words)]
-        pools.append({
-            "pool": pool,
-            "in_use": seq1 != 0,
-            "seq": (seq1 - 1) & _MASK32 if seq1 else None,
-            "generation": generation,
-            "current": generation == job.generation,
-            "count": count,
-            "complete": count == len(job.workers),
-            "bitmap": pool_bitmap,
-            "contributors": _members(pool_bitmap),
-            "overflow": bool(flags & P.Flag.OVERFLOW),
-            "lanes": decode_lanes(lane_words, job.lane_op),
-        })
-        if blocks:
-            pools[-1]["block"] = blocks[0]
-            pools[-1]["block_next"] = None if blocks[1] == P.BLOCK_END else blocks[1]
+        pools.append(_pool(job, pool, seq1, generation, count, count == len(job.workers),
+                           pool_bitmap, bool(flags & P.Flag.OVERFLOW), lane_words, blocks))
     return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,
             "n_workers": len(job.workers), "pools": pools}
+
+
+def _pool(job: JobConfig, pool: int, seq1: int, generation: int, count: int, complete: bool,
+          bitmap: int, overflow: Optional[bool], lane_words: Sequence[int],
+          blocks: Sequence[int]) -> dict:
+    """One slot copy of :func:`slot_state`, decoded."""
+    out = {
+        "pool": pool,
+        "in_use": seq1 != 0,
+        "seq": (seq1 - 1) & _MASK32 if seq1 else None,
+        "generation": generation,
+        "current": generation == job.generation,
+        "count": count,
+        "complete": complete,
+        "bitmap": bitmap,
+        "contributors": _members(bitmap),
+        "overflow": overflow,
+        "lanes": decode_lanes(lane_words, job.lane_op),
+    }
+    if blocks:
+        out["block"] = blocks[0]
+        out["block_next"] = None if blocks[1] == P.BLOCK_END else blocks[1]
+    return out
 
 
 def job_progress(registers: RegisterAccess, job: JobConfig,
@@ -214,21 +223,7 @@ def _tna_slot_state(registers: RegisterAccess, job: JobConfig, slot: int, words:
         overflow = None       # the lanes were not read
         if words:
             overflow = saturates and any(w in (0x7FFFFFFF, 0x80000000) for w in lane_words)
-        pools.append({
-            "pool": pool,
-            "in_use": seq1 != 0,
-            "seq": (seq1 - 1) & _MASK32 if seq1 else None,
-            "generation": generation,
-            "current": generation == job.generation,
-            "count": _popcount(bitmap),
-            "complete": bitmap == everyone,
-            "bitmap": bitmap,
-            "contributors": _members(bitmap),
-            "overflow": overflow,
-            "lanes": decode_lanes(lane_words, job.lane_op),
-        })
-        if block_values:
-            pools[-1]["block"] = block_values[0]
-            pools[-1]["block_next"] = None if block_values[1] == P.BLOCK_END else block_values[1]
+        pools.append(_pool(job, pool, seq1, generation, _popcount(bitmap), bitmap == everyone,
+                           bitmap, overflow, lane_words, block_values))
     return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,
             "n_workers": len(job.workers), "pools": pools}
