@@ -156,6 +156,8 @@ def job_progress(registers: RegisterAccess, job: JobConfig,
     current = [g == job.generation for g in generations]
     seqs = [s if ok else 0 for s, ok in zip(values[:n], current)]
     if tna:   # per slot a pair (pool 0, pool 1): a copy's count is its bitmap's population
+        # (an unused copy's bits are left over from an earlier use: its seq is 0, so it counts
+        # neither as complete nor as filling below)
         counts = [_popcount(pair[pool] & _all_workers(job)) for pair in values[n:n + len(counted)]
                   for pool in (0, 1)]
     else:
@@ -219,7 +221,9 @@ def _tna_slot_state(registers: RegisterAccess, job: JobConfig, slot: int, words:
         seq1, generation, *rest = values[1 + pool * per_pool:1 + (pool + 1) * per_pool]
         block_values, cells_of_words = rest[:2 * blocks], rest[2 * blocks:]
         lane_words = [v & _MASK32 for v in cells_of_words]
-        bitmap = pair[pool] & everyone
+        # a copy's bits are only reset by its next use (reset and job create leave the pair
+        # register alone), so an unused copy's are left over: none count
+        bitmap = pair[pool] & everyone if seq1 else 0
         overflow = None       # the lanes were not read
         if words:
             overflow = saturates and any(w in (0x7FFFFFFF, 0x80000000) for w in lane_words)

@@ -184,6 +184,10 @@ def test_job_lifecycle_with_the_compilers_standard_p4info(hina_ctl, embedded_swi
 
     status, text, err = hina_ctl("reset", "--job", "1")
     assert status == 0, err
+    status, text, err = hina_ctl("state", "--job", "1", "--json")   # the bitmaps stay, unused
+    assert status == 0 and json.loads(text)["chunks"] == 0, err
+    assert all((p["in_use"], p["count"], p["contributors"]) == (False, 0, [])
+               for s in json.loads(text)["slots"] for p in s["pools"])
     status, text, err = hina_ctl("read", "register", "HinaTnaIngress.slot_state.slot_seq",
                                  "--json")
     assert not any(json.loads(text)["values"].values())
@@ -243,6 +247,8 @@ def test_jobs_with_the_compilers_default_p4info(hina_ctl, embedded_switch):
     assert len(_entries(sw, "pipe.HinaTnaIngress.admission.worker_admission")) == 2
     assert len(_entries(sw, "pipe.HinaTnaIngress.reason.worker_generation")) == 2
     _allreduce(sw, job, lambda w: FixedPointCodec(2, rank=w), seed=3)
+    status, _, err = hina_ctl("state", "--job", "1")       # extern registers: not readable
+    assert status == 1 and "is a Tofino extern" in err and len(err.strip().splitlines()) == 1, err
     status, text, err = hina_ctl("job", "show", "1", "--json")
     assert status == 0 and json.loads(text)["entries"] == 1 + 2 + 2 + 1 + 2 + 2
 
