@@ -34,7 +34,8 @@ from hina.controller.p4runtime_client import SwitchConnection
 from hina.controller.primary import PrimaryHold
 from hina.controller.restarts import SwitchKeeper
 from hina.controller.state import ControllerState
-from ctlutil import free_port, wait_for
+from hina.controller.target import PipelineConfig
+from ctlutil import TEST_WORDS, free_port, wait_for
 from hina.worker.agent import allreduce_following
 from hina.worker.jobclient import JobClient
 
@@ -97,6 +98,20 @@ class Controller:
 @pytest.fixture
 def controller(embedded_switch, embedded_pipeline, tmp_path):
     ctl = Controller(embedded_switch, embedded_pipeline, tmp_path / "ctl.json")
+    try:
+        yield ctl
+    finally:
+        ctl.close()
+
+
+@pytest.fixture
+def tna_controller(embedded_switch, tmp_path):
+    """:func:`controller` with the TNA program (p4/tna/hina_tna.p4 at TEST_WORDS words per
+    packet) on the embedded switch's TNA dataplane."""
+    from hina.programs import HINA_TNA_P4
+    pipeline = PipelineConfig(target="embedded", p4=str(HINA_TNA_P4),
+                              defines={"TNA_LANES": str(TEST_WORDS // 2)})
+    ctl = Controller(embedded_switch, pipeline, tmp_path / "ctl.json")
     try:
         yield ctl
     finally:
@@ -180,7 +195,12 @@ def test_a_job_run_twice_aggregates_both_times(controller):
     assert "whole job runs again" in job.generation_cause and "left" in job.generation_cause
 
 
-def test_a_crashed_worker_restarts_and_survivors_follow(controller):
+@pytest.mark.parametrize("program", ["v1model", "tna"])
+def test_a_crashed_worker_restarts_and_survivors_follow(program, request):
+    """(On the TNA program a new generation re-keys admission by INSERT + DELETE + MODIFY:
+    hina.pipeline.TnaLayout.generation_updates.)"""
+    controller = request.getfixturevalue("controller" if program == "v1model" else
+                                         "tna_controller")
     workers = [Worker(controller.address, heartbeat=(i < N_WORKERS - 1))
                for i in range(N_WORKERS)]
     workers.sort(key=lambda w: w.index)
@@ -224,13 +244,28 @@ def test_a_crashed_worker_restarts_and_survivors_follow(controller):
     assert data["generation"] == 2
     cause = data["generation_cause"]
     assert f"worker {crashed.index} restarted" in cause and "timed out" in cause, cause
-    text = subprocess.run([sys.executable, "-m", "hina.controller.cli", "--state",
-                           str(controller.state_path), "job", "show", str(JOB)],
+    # (the TNA program's job view reads its lanes from the switch's P4Info: --switch)
+    text = subprocess.run([sys.executable, "-m", "hina.controller.cli", "--switch",
+                           controller.switch.address, "--state", str(controller.state_path),
+                           "job", "show", str(JOB)],
                           capture_output=True, text=True, cwd=ROOT, timeout=CLI_TIMEOUT_S)
-    assert "generation cause" in text.stdout and "timed out" in text.stdout
+    assert "generation cause" in text.stdout and "timed out" in text.stdout, text.stderr
 
 
-def test_workers_carry_on_when_the_job_service_restarts(controller):
+@pytest.fixture
+def patient_controller(embedded_switch, embedded_pipeline, tmp_path):
+    """:func:`controller` with leases of 3 s, not LEASE_S: with 1 s, a stall of the loaded
+    machine right after the re-joins below could free a seat (a second re-join), and the
+    barrier after them then waited for its first session in vain."""
+    ctl = Controller(embedded_switch, embedded_pipeline, tmp_path / "ctl.json", lease_s=3.0)
+    try:
+        yield ctl
+    finally:
+        ctl.close()
+
+
+def test_workers_carry_on_when_the_job_service_restarts(patient_controller):
+    controller = patient_controller
     workers = [Worker(controller.address) for _ in range(N_WORKERS)]
     try:
         with ThreadPoolExecutor(N_WORKERS) as pool:
@@ -254,7 +289,13 @@ def test_workers_carry_on_when_the_job_service_restarts(controller):
             w.close()
 
 
-def test_a_restarted_switch_gets_pipeline_and_jobs_again(controller):
+@pytest.mark.parametrize("program", ["v1model", "tna"])
+def test_a_restarted_switch_gets_pipeline_and_jobs_again(program, request):
+    """A restarted switch (its program and entries gone) is re-installed by serve's keeper, the
+    job moved to a new generation, and the workers go on in it: on p4/hina.p4 and on the TNA
+    program alike."""
+    controller = request.getfixturevalue("controller" if program == "v1model" else
+                                         "tna_controller")
     workers = [Worker(controller.address) for _ in range(N_WORKERS)]
     try:
         with ThreadPoolExecutor(N_WORKERS) as pool:
@@ -303,7 +344,10 @@ class _Deaf:
         self.link.close()
 
 
-def test_a_result_split_by_a_switch_restart_is_refused_not_mixed(controller):
+@pytest.mark.parametrize("program", ["v1model", "tna"])
+def test_a_result_split_by_a_switch_restart_is_refused_not_mixed(program, request):
+    controller = request.getfixturevalue("controller" if program == "v1model" else
+                                         "tna_controller")
     """The switch restarts after the other workers got the results of step 0 and went on to
     step 1, while worker 0 lost them (its results dropped, as when the kill lands between the
     copies of a multicast). The re-install moves the job on; worker 0's retransmission meets a
