@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from hina import programs
 from hina.worker.link import FrameLink
 
 from .bmv2 import free_tcp_port
@@ -391,12 +392,9 @@ class Deployment:
         self.serve: Optional[Child] = None
         self.serve_starts = self.serve_attempts = 0
         self.state_path = self.logdir / "ctl.json"
-        if program == "tna":   # the TNA program on the embedded target: WORDS in two blocks
-            from hina.programs import HINA_TNA_P4
-            self.pipeline = PipelineConfig(target=switch.kind, p4=str(HINA_TNA_P4),
-                                           defines={"TNA_LANES": str(WORDS // 2)})
-        else:
-            self.pipeline = PipelineConfig(target=switch.kind, defines={"HINA_WORDS": str(WORDS)})
+        # p4/hina.p4, or the TNA program on the embedded target's TNA dataplane
+        self.pipeline = PipelineConfig(target=switch.kind, p4=str(programs.PROGRAMS[program]),
+                                       defines=programs.program_defines(program, WORDS))
         with SwitchConnection(switch.address, timeout=10) as conn:
             conn.set_pipeline(*self.pipeline.build())
             registers = register_access(switch.kind, conn, switch.thrift_port)

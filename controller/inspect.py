@@ -36,6 +36,8 @@ __all__ = ["decode_lanes", "slot_state", "job_progress", "job_packets", "reason_
 _BITMAP_BITS = 32
 _MASK32 = (1 << 32) - 1
 _MASK16 = (1 << 16) - 1
+#: lane words (unsigned) where a saturating program's SUM sticks: its overflow signal
+_SATURATED_WORDS = frozenset(b & _MASK32 for b in P.SATURATED_SUM)
 
 
 def decode_lanes(words: Sequence[int], lane_op: str) -> list[int]:
@@ -147,7 +149,7 @@ def job_progress(registers: RegisterAccess, job: JobConfig,
     copies = range(2 * base, 2 * (base + job.n_slots))
     n = len(copies)
     tna = isinstance(layout, pipeline.TnaLayout)
-    name = layout.register if tna else (lambda r: r)
+    name = (layout or pipeline.V1MODEL).register
     counted = ([(name(pipeline.SLOT_BITMAP), base + s) for s in range(job.n_slots)] if tna
                else [(pipeline.SLOT_COUNT, c) for c in copies])
     values = registers.read([(name(pipeline.SLOT_SEQ), c) for c in copies] + counted +
@@ -226,7 +228,7 @@ def _tna_slot_state(registers: RegisterAccess, job: JobConfig, slot: int, words:
         bitmap = pair[pool] & everyone if seq1 else 0
         overflow = None       # the lanes were not read
         if words:
-            overflow = saturates and any(w in (0x7FFFFFFF, 0x80000000) for w in lane_words)
+            overflow = saturates and any(w in _SATURATED_WORDS for w in lane_words)
         pools.append(_pool(job, pool, seq1, generation, _popcount(bitmap), bitmap == everyone,
                            bitmap, overflow, lane_words, block_values))
     return {"job": job.job_id, "slot": slot, "lane_op": job.lane_op,

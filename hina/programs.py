@@ -30,3 +30,16 @@ P4_INCLUDE = P4_DIR / "include"
 P4_STF_DIR = P4_DIR / "tests"
 #: the aggregation program for Tofino (TNA; bf-p4c, and the embedded target's TNA dataplane)
 HINA_TNA_P4 = P4_DIR / "tna" / "hina_tna.p4"
+
+#: the aggregation programs by name: ``v1model`` (p4/hina.p4, BMv2 and the embedded target) and
+#: ``tna`` (the TNA program: bf-p4c, and the embedded target's TNA dataplane)
+PROGRAMS = {"v1model": HINA_P4, "tna": HINA_TNA_P4}
+
+
+def program_defines(program: str, words: int) -> dict[str, str]:
+    """The defines that build ``program`` (:data:`PROGRAMS`) for ``words`` words per packet:
+    ``HINA_WORDS`` of p4/hina.p4; ``TNA_LANES`` of the TNA program, whose packets carry two
+    blocks of lanes."""
+    if program not in PROGRAMS:
+        raise ValueError(f"program {program!r}: one of {tuple(PROGRAMS)}")
+    return {"HINA_WORDS": str(words)} if program == "v1model" else {"TNA_LANES": str(words // 2)}

@@ -89,6 +89,10 @@ TNA_TOFINO1_WORDS = 32
 #: :data:`TNA_TOFINO1_WORDS`. The wire format is the same at every one (docs/protocol.md); which
 #: one a job uses is the pushed program's (``HINA_WORDS``, or two blocks of ``TNA_LANES``).
 WORKER_WORDS = (TNA_TOFINO1_WORDS,) + V1MODEL_WORDS
+#: The int32 bounds (min, max) where a saturating switch's SUM words stick (the TNA program; a
+#: job's ``sum_saturates``): a result word at either is its overflow signal, which workers and
+#: ``hina-ctl state`` read so (a true sum of exactly a bound reads so too).
+SATURATED_SUM = (-(1 << 31), (1 << 31) - 1)
 #: Bits per THC table index on the wire.
 THC_INDEX_BITS = 4
 #: Entries of a THC table (2 ** THC_INDEX_BITS).

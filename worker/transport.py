@@ -56,7 +56,7 @@ _COALESCE_ENOUGH = 8
 _COALESCE_S = 0.0005
 
 #: The bounds where a saturating switch's sums stick (JobParams.sum_saturates).
-_INT32_MAX, _INT32_MIN = np.iinfo(np.int32).max, np.iinfo(np.int32).min
+_INT32_MIN, _INT32_MAX = P.SATURATED_SUM
 # numpy dtype a stream's data has on the wire side (before big-endian conversion)
 _NP_UP = {P.Op.SUM: np.int32, P.Op.LUT_SUM: np.uint8, P.Op.MAX: np.uint32, P.Op.OR: np.uint32,
           P.Op.BLOCK_SUM: np.int32}

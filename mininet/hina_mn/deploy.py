@@ -43,7 +43,7 @@ from .workloads import thc_table
 HINA_P4 = programs.HINA_P4
 #: The switch programs a network can run: p4/hina.p4 (v1model) on either target, the TNA program
 #: (p4/tna/hina_tna.p4) on the embedded target's TNA dataplane.
-PROGRAMS = {"v1model": HINA_P4, "tna": programs.HINA_TNA_P4}
+PROGRAMS = programs.PROGRAMS
 #: Words per packet the TNA program is built for here (two blocks of TNA_LANES; workers speak
 #: 32 and 64 of the words it can carry).
 TNA_WORDS = (32, 64)
@@ -301,7 +301,8 @@ class HinaNetwork:
             raise DeploymentError(str(exc)) from None
         state = ControllerState(PipelineConfig(target=self.target,
                                                p4=str(PROGRAMS[self.program]),
-                                               defines=_defines(self.program, self.words)),
+                                               defines=programs.program_defines(
+                                                   self.program, self.words)),
                                 {self.job_id: self.job_config})
         state.save(self.ctl_state)
         info(f"*** Job {self.job_id}: {len(self.workers)} workers, {self.n_slots} slots, "
@@ -491,10 +492,6 @@ class HinaNetwork:
         self.stop()
 
 
-def _defines(program: str, words: int) -> dict:
-    return {"HINA_WORDS": str(words)} if program == "v1model" else {"TNA_LANES": str(words // 2)}
-
-
 @functools.lru_cache(maxsize=4)
 def compile_pipeline(target: str, words: int, program: str = "v1model"):
     """(P4Info message, device config bytes) of ``program`` (:data:`PROGRAMS`) for ``target``,
@@ -512,7 +509,7 @@ def compile_pipeline(target: str, words: int, program: str = "v1model"):
     from hina.controller.target import PipelineConfig
     try:
         return PipelineConfig(target=target, p4=str(PROGRAMS[program]),
-                              defines=_defines(program, words)).build()
+                              defines=programs.program_defines(program, words)).build()
     except ConfigError as exc:
         raise DeploymentError(f"{target} pipeline: {exc}") from None
 

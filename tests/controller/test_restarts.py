@@ -108,9 +108,9 @@ def controller(embedded_switch, embedded_pipeline, tmp_path):
 def tna_controller(embedded_switch, tmp_path):
     """:func:`controller` with the TNA program (p4/tna/hina_tna.p4 at TEST_WORDS words per
     packet) on the embedded switch's TNA dataplane."""
-    from hina.programs import HINA_TNA_P4
+    from hina.programs import HINA_TNA_P4, program_defines
     pipeline = PipelineConfig(target="embedded", p4=str(HINA_TNA_P4),
-                              defines={"TNA_LANES": str(TEST_WORDS // 2)})
+                              defines=program_defines("tna", TEST_WORDS))
     ctl = Controller(embedded_switch, pipeline, tmp_path / "ctl.json")
     try:
         yield ctl

@@ -313,6 +313,11 @@ if AVAILABLE:
                 tl.store(OUT + offs, y, mask=offs < numel)
 
 
+def _seed_arg(seed: int) -> int:
+    """The encode kernels' Philox seed argument: the low 62 bits of ``seed`` with _SEED_BIT set."""
+    return _SEED_BIT | (int(seed) & (_SEED_BIT - 1))
+
+
 def _check(name: str, t: torch.Tensor, n: int, dtypes: Tuple[torch.dtype, ...], device: torch.device) -> None:
     if t.device != device or t.dtype not in dtypes or not t.is_contiguous() or t.numel() < n:
         raise ValueError(f"{name}: expected a contiguous {'/'.join(map(str, dtypes))} tensor of >= {n} "
@@ -404,7 +409,7 @@ def rotate_quantise(x: torch.Tensor, signs: torch.Tensor, packed: torch.Tensor, 
             warps = FUSED_WARPS[prec].get(block, warps)
         with _LAUNCH_GUARD:
             _rotate_quantise_kernel[(padded // block,)](
-                x, signs, packed, offset, slope, _SEED_BIT | (int(seed) & (_SEED_BIT - 1)), x.numel(),
+                x, signs, packed, offset, slope, _seed_arg(seed), x.numel(),
                 padded // 2, 1.0 / math.sqrt(block), a, half_g, g, top, R=r, C=c, PREC=prec,
                 num_warps=warps)
 
@@ -436,7 +441,7 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
         with _LAUNCH_GUARD:
             _quantise_kernel[(triton.cdiv(pairs, 4 * QUANT_OCTETS),)](
                 y, packed, offset, slope, deq if deq is not None else y, rand if rand is not None else y,
-                _SEED_BIT | (int(seed) & (_SEED_BIT - 1)), pairs, a, half_g, g, top,
+                _seed_arg(seed), pairs, a, half_g, g, top,
                 OCTETS=QUANT_OCTETS, HAS_DEQ=deq is not None, HAS_RAND=rand is not None, num_warps=QUANT_WARPS)
 
 
