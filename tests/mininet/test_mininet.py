@@ -470,9 +470,11 @@ def test_teardown_leaves_no_interfaces_or_processes_also_on_failure(target, logs
                                     env=dict(os.environ, **{NETWORK_ENV: hn.topo.aggregator}))
         # its environment shows the tag once mnexec has exec'd (before, /proc shows ours)
         deadline = time.monotonic() + 10
-        while hn.stray_workers() != [stray.pid] and time.monotonic() < deadline:
+        seen = []
+        while seen != [stray.pid] and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert hn.stray_workers() == [stray.pid]
+            seen = hn.stray_workers()
+        assert seen == [stray.pid]
     finally:
         hn.stop()
     assert leftover_interfaces(names) == []
