@@ -43,7 +43,9 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .faultsuite import Row, bmv2_missing, skipped
+from hina import programs
+
+from .faultsuite import Row, bmv2_missing, skipped, target_label
 from .faultsuite_procs import (ELEMENTS, N_WORKERS, Bmv2SwitchProcess, Child,
                                Deployment, EmbeddedSwitchProcess)
 
@@ -130,6 +132,16 @@ def _run_row(body: Callable[[Path], Row], name: str, target: str, inputs: str,
     return row
 
 
+def _check_program(target: str, program: str) -> str:
+    """The row's target column for ``program`` on ``target`` (``embedded, tna``: the TNA program
+    on the embedded target's TNA dataplane; BMv2 runs only the v1model program)."""
+    if program not in programs.PROGRAMS:
+        raise ValueError(f"program {program!r}: one of {tuple(programs.PROGRAMS)}")
+    if program == "tna" and target != "embedded":
+        raise ValueError(f"program tna: the embedded target runs it, not {target}")
+    return target_label(target, program)
+
+
 def _fmt(values: Sequence[float]) -> str:
     return ", ".join(f"{v:.2f}" for v in values) or "-"
 
@@ -147,15 +159,18 @@ KILL_WORKER_HOLD = (f"never a wrong sum; replaced: every worker (survivors in th
                     f"the kill")
 
 
-def row_kill_worker(kills: int, seed: int = 8) -> Row:
-    """SIGKILL of worker processes on the embedded switch (see the module docstring)."""
+def row_kill_worker(kills: int, seed: int = 8, program: str = "v1model") -> Row:
+    """SIGKILL of worker processes on the embedded switch (see the module docstring), running
+    ``program`` (``v1model`` or ``tna``: :func:`_check_program`)."""
     inputs = KILL_WORKER_INPUT.format(elements=ELEMENTS, lease=LEASE_S)
+    label = _check_program("embedded", program)
     if kills < 2:
         raise ValueError("kills: at least 2 (one replaced, the last not)")
 
     def body(logdir: Path) -> Row:
         rng = random.Random(seed)
-        dep = Deployment(EmbeddedSwitchProcess(N_WORKERS, logdir), logdir, LEASE_S, seed=seed)
+        dep = Deployment(EmbeddedSwitchProcess(N_WORKERS, logdir), logdir, LEASE_S, seed=seed,
+                         program=program)
         try:
             dep.start_serve()
             workers = dep.start_workers(WORKER_GIVE_UP_S)
@@ -236,10 +251,10 @@ def row_kill_worker(kills: int, seed: int = 8) -> Row:
                 f"replaced: survivors failed {', '.join(str(r['errors']) for r in final)} "
                 f"{_fmt([x for r in final for x in r['failed_after_s'] if x is not None])} s "
                 f"after the kill")
-        return Row("kill -9 worker", "embedded", inputs, kills, KILL_WORKER_HOLD, held, ok,
+        return Row("kill -9 worker", label, inputs, kills, KILL_WORKER_HOLD, held, ok,
                    details={"kills": records, "wrong": wrong[:5], "results": steps})
 
-    return _run_row(body, "kill -9 worker", "embedded", inputs, KILL_WORKER_HOLD, kills)
+    return _run_row(body, "kill -9 worker", label, inputs, KILL_WORKER_HOLD, kills)
 
 
 # ------------------------------------------------------------------------------------------
@@ -263,9 +278,7 @@ def row_kill_switch(kills: int, target: str = "embedded", seed: int = 9,
     ``v1model`` (p4/hina.p4) or ``tna`` (p4/tna/hina_tna.p4, the embedded target only: its
     TNA dataplane)."""
     inputs = KILL_SWITCH_INPUT.format(elements=ELEMENTS)
-    label = target if program == "v1model" else f"{target}, {program}"
-    if program == "tna" and target != "embedded":
-        raise ValueError(f"program tna: the embedded target runs it, not {target}")
+    label = _check_program(target, program)
     if target == "bmv2":
         why = bmv2_missing()
         if why is not None:
@@ -384,14 +397,16 @@ KILL_SERVE_HOLD = (f"never a wrong sum, no step fails; aggregation goes on while
                    f"{SERVE_RESEAT_S:g} s of the new serve's start")
 
 
-def row_kill_serve(kills: int, seed: int = 10) -> Row:
-    """SIGKILL of ``hina-ctl serve`` with workers aggregating through the embedded switch."""
+def row_kill_serve(kills: int, seed: int = 10, program: str = "v1model") -> Row:
+    """SIGKILL of ``hina-ctl serve`` with workers aggregating through the embedded switch,
+    running ``program`` (``v1model`` or ``tna``: :func:`_check_program`)."""
     inputs = KILL_SERVE_INPUT.format(elements=ELEMENTS, lease=SERVE_LEASE_S, down=SERVE_DOWN_S)
+    label = _check_program("embedded", program)
 
     def body(logdir: Path) -> Row:
         rng = random.Random(seed)
         dep = Deployment(EmbeddedSwitchProcess(N_WORKERS, logdir), logdir, SERVE_LEASE_S,
-                         seed=seed)
+                         seed=seed, program=program)
         records = []
         try:
             dep.start_serve()
@@ -440,27 +455,29 @@ def row_kill_serve(kills: int, seed: int = 10) -> Row:
                 f"all workers re-seated {_fmt(reseat)} s after the new serve's start, same "
                 f"indices, generation {final_generation} throughout; {dep.serve_attempts} serve "
                 f"processes for {dep.serve_starts} starts")
-        return Row("kill -9 serve", "embedded", inputs, kills, KILL_SERVE_HOLD, held, ok,
+        return Row("kill -9 serve", label, inputs, kills, KILL_SERVE_HOLD, held, ok,
                    details={"kills": records, "wrong": wrong[:5], "failed": failed[:5],
                             "results": steps, "serve_attempts": dep.serve_attempts})
 
-    return _run_row(body, "kill -9 serve", "embedded", inputs, KILL_SERVE_HOLD, kills)
+    return _run_row(body, "kill -9 serve", label, inputs, KILL_SERVE_HOLD, kills)
 
 
 def kill_rows(mode: str = "full", bmv2: bool = True,
               progress: Callable[[Row], None] = lambda row: None) -> list[Row]:
-    """The kill -9 rows in ``mode`` (``full`` or ``quick``); the switch row on the embedded
-    target's TNA program, and on BMv2 where it runs, too."""
+    """The kill -9 rows in ``mode`` (``full`` or ``quick``): each on the embedded target with
+    the v1model program and with the TNA program; the switch row on BMv2 too, where it runs."""
     counts = KILL_COUNTS[mode]
     rows = []
     for make in (lambda: row_kill_worker(counts["worker"]),
+                 lambda: row_kill_worker(counts["worker"], program="tna"),
                  lambda: row_kill_switch(counts["switch"], "embedded"),
                  lambda: row_kill_switch(counts["switch"], "embedded", program="tna"),
                  lambda: (row_kill_switch(counts["switch"], "bmv2") if bmv2 else
                           skipped("kill -9 switch", "bmv2",
                                   KILL_SWITCH_INPUT.format(elements=ELEMENTS), KILL_SWITCH_HOLD,
                                   "not asked for (--no-bmv2)")),
-                 lambda: row_kill_serve(counts["serve"])):
+                 lambda: row_kill_serve(counts["serve"]),
+                 lambda: row_kill_serve(counts["serve"], program="tna")):
         row = make()
         rows.append(row)
         progress(row)

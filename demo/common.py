@@ -38,6 +38,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from hina import codecs as codec_registry
+from hina import programs
 from hina import protocol as P
 from hina.procs import rank_processes
 
@@ -52,6 +53,9 @@ ALL_MODES = ("fp32", "sparse") + TORCH_HOOK_MODES + HINA_MODES
 L2_L4_BYTES = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
 #: Elements per block of the block density (a block is nonzero when any element is).
 DENSITY_BLOCK = 64
+#: words per packet of the TNA program in the demos (``--program tna``): two blocks of
+#: ``TNA_LANES`` 16 (Tofino 1's build) or 32 (the program's most)
+TNA_DEMO_WORDS = (P.TNA_TOFINO1_WORDS, 2 * P.TNA_TOFINO1_WORDS)
 #: Iterations before a comm hook compresses: DDP rebuilds its buckets after the first one, and
 #: PowerSGD refuses less than 2 (``start_powerSGD_iter``); the same for every hook mode.
 START_ITER = 2
@@ -521,7 +525,8 @@ def run_all(workload: Workload, runs: Sequence[RunSpec], args,
     results = []
     try:
         if own and any(r.mode in HINA_MODES for r in runs):
-            deployment = LocalDeployment(args.workers, words=args.words, loss=args.loss)
+            deployment = LocalDeployment(args.workers, words=args.words, loss=args.loss,
+                                         program=getattr(args, "program", "v1model"))
         for run in runs:
             t0 = time.monotonic()
             results.append(run_mode(workload, run, args, deployment))
@@ -634,8 +639,15 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
     parser.add_argument("--modes", default=default_modes,
                         help=f"comma-separated, from {','.join(modes)}; mode@SEED runs it with "
                              "another seed (model initialisation, data order, codec)")
-    parser.add_argument("--words", type=int, default=P.WORDS, choices=P.V1MODEL_WORDS,
-                        help="HINA_WORDS the switch program is compiled with")
+    parser.add_argument("--program", choices=tuple(programs.PROGRAMS), default="v1model",
+                        help="the switch program: v1model (p4/hina.p4) or tna (the Tofino "
+                             "program, p4/tna/hina_tna.p4, on the embedded target's TNA dataplane)")
+    parser.add_argument("--words", type=int, default=None,
+                        choices=sorted(set(P.V1MODEL_WORDS) | set(TNA_DEMO_WORDS)),
+                        help=f"words per packet the switch program is compiled with (v1model: "
+                             f"HINA_WORDS {', '.join(map(str, P.V1MODEL_WORDS))}, default "
+                             f"{P.WORDS}; tna: {' or '.join(map(str, TNA_DEMO_WORDS))}, two "
+                             f"blocks of TNA_LANES, default {TNA_DEMO_WORDS[-1]})")
     parser.add_argument("--slots", type=int, default=32, help="aggregation slots of the job")
     parser.add_argument("--loss", type=float, default=0.0, help="packet loss per switch port")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -660,6 +672,12 @@ def check_common_args(parser: argparse.ArgumentParser, args, modes: Sequence[str
         parser.error("--device cuda: no CUDA device available")
     if args.hina_bucket_mb is not None and not args.hina_bucket_mb > 0:
         parser.error(f"--hina-bucket-mb {args.hina_bucket_mb}: must be > 0")
+    allowed = TNA_DEMO_WORDS if args.program == "tna" else P.V1MODEL_WORDS
+    if args.words is None:
+        args.words = allowed[-1] if args.program == "tna" else P.WORDS
+    elif args.words not in allowed:
+        parser.error(f"--words {args.words}: the {args.program} program takes "
+                     f"{', '.join(map(str, allowed))}")
     try:
         runs = parse_runs(args.modes, modes)
     except ValueError as exc:

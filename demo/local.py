@@ -68,6 +68,7 @@ class WorkerSeat:
     n_slots: int
     words: int
     thc_table: Optional[tuple[int, ...]]
+    sum_saturates: bool = False        # the TNA program: SUM sticks at the int32 bounds
 
 
 class LocalDeployment:
@@ -75,15 +76,22 @@ class LocalDeployment:
 
     Args:
         n_workers: number of worker ports.
-        words: ``HINA_WORDS`` to compile the program with.
+        words: words per packet to compile the program with (``HINA_WORDS`` of p4/hina.p4;
+            the TNA program: 32 or 64, two blocks of ``TNA_LANES``).
         loss: per-port drop probability in both directions (loss testing).
         log_file: where the switch logs.
+        program: ``v1model`` (p4/hina.p4) or ``tna`` (p4/tna/hina_tna.p4 on the embedded
+            target's TNA dataplane, with every operation: :func:`hina.programs.embedded_defines`;
+            its SUM saturates, which the seats carry to the workers).
     """
 
     def __init__(self, n_workers: int, words: int = P.WORDS, loss: float = 0.0,
-                 log_file: Optional[str] = None):
-        self.n_workers, self.words = n_workers, words
-        self.program = compile_file(str(HINA_P4), defines={"HINA_WORDS": str(words)})
+                 log_file: Optional[str] = None, program: str = "v1model"):
+        self.n_workers, self.words, self.program_name = n_workers, words, program
+        self.program = compile_file(str(programs.PROGRAMS[program]),
+                                    defines=programs.embedded_defines(program, words))
+        self.layout = pipeline.layout_for(self.program.info.tables)
+        self.layout.check_words(words)
         ports = free_udp_ports(2 * n_workers)
         self.switch_ports = ports[:n_workers]
         self.worker_ports = ports[n_workers:]
@@ -129,7 +137,8 @@ class LocalDeployment:
         self.jobs.create(spec, thc_table=thc_table)
         return [WorkerSeat(w, a.mac, a.ip, a.udp_port, ("127.0.0.1", self.worker_ports[w]),
                            ("127.0.0.1", self.switch_ports[w]), job_id, self.n_workers, n_slots,
-                           self.words, tuple(thc_table) if thc_table is not None else None)
+                           self.words, tuple(thc_table) if thc_table is not None else None,
+                           self.layout.sum_saturates)
                 for w, a in enumerate(workers)]
 
     def delete_job(self, job_id: int = 1) -> None:
@@ -165,5 +174,6 @@ def connect_worker(seat: WorkerSeat, **transport_kwargs):
     link = FrameLink(Endpoint(seat.mac, seat.ip, seat.udp_port),
                      Endpoint(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE),
                      seat.tunnel_local, seat.tunnel_switch)
-    job = JobParams(seat.job_id, seat.n_workers, seat.n_slots, seat.words, seat.thc_table)
+    job = JobParams(seat.job_id, seat.n_workers, seat.n_slots, seat.words, seat.thc_table,
+                    sum_saturates=seat.sum_saturates)
     return Transport(link, job, **transport_kwargs)

@@ -43,3 +43,16 @@ def program_defines(program: str, words: int) -> dict[str, str]:
     if program not in PROGRAMS:
         raise ValueError(f"program {program!r}: one of {tuple(PROGRAMS)}")
     return {"HINA_WORDS": str(words)} if program == "v1model" else {"TNA_LANES": str(words // 2)}
+
+
+def embedded_defines(program: str, words: int) -> dict[str, str]:
+    """:func:`program_defines` plus what makes the TNA program carry every operation of the
+    v1model program on the embedded target (which has no stage budget): its block-sparse
+    profile (``TNA_BLOCK_SPARSE=1``) and ``hina.protocol.PAIRS_PER_PACKET`` pairs per PAIRS packet (``HINA_PAIRS``, as
+    p4/hina.p4);
+    the Tofino builds choose these by what fits (docs/dataplane.md, "Tofino (TNA)")."""
+    from hina import protocol as P
+    defines = program_defines(program, words)
+    if program == "tna":
+        defines.update(TNA_BLOCK_SPARSE="1", HINA_PAIRS=str(P.PAIRS_PER_PACKET))
+    return defines

@@ -30,6 +30,8 @@ def test_unknown_device_is_a_usage_error():
     (("demo.moe", "--modes", "sparse"), "unknown mode 'sparse'"),
     (("demo.dlrm", "--hina-bucket-mb", "0"), "--hina-bucket-mb 0.0: must be > 0"),
     (("demo.dlrm", "--modes", "adaptive,zip"), "unknown mode 'zip'"),
+    (("demo.moe", "--program", "tna", "--words", "128"), "--words 128: the tna program takes 32, 64"),
+    (("demo.dlrm", "--program", "tofino"), "invalid choice: 'tofino'"),
 ])
 def test_sparse_workload_usage_errors(args, message):
     done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT,

@@ -73,6 +73,27 @@ def test_dlrm_tiny_fp32_and_adaptive_with_per_table_buckets(switch):
         assert p["local"] <= p["union"] <= min(1.0, WORKERS * 32 / rows) + 1e-6, p
 
 
+def test_dlrm_tiny_exact_modes_through_the_tna_program():
+    """``--program tna``: the Tofino program (its Tofino 1 size, 32 words, and the block-sparse
+    profile) on the embedded target's TNA dataplane; its SUM saturates, which the seats tell
+    the workers. The exact modes train as fp32 does, every bucket through the switch."""
+    wl = DlrmWorkload(ClickLogSpec(rows=(256, 128, 64)), n_train=4096, n_test=1024)
+    with LocalDeployment(WORKERS, words=32, program="tna") as tna:
+        seat = tna.create_job()[0]
+        assert seat.sum_saturates and seat.words == 32
+        tna.delete_job()
+        results = run_all(wl, [RunSpec("fp32"), RunSpec("fixed"), RunSpec("block_sparse")],
+                          _args(words=32, max_steps=10, hina_bucket_mb=0.002), tna)
+    _check_table(results, ["fp32", "fixed", "block_sparse"])
+    fp32 = results[0]
+    for r in results[1:]:
+        assert r.steps == 10 and r.fallback_buckets == 0, (r.mode, r.fallback_buckets)
+        assert r.bytes_note.startswith("measured")
+        # fixed point of the same gradients: fp32's losses to within its quantisation
+        np.testing.assert_allclose(r.losses, fp32.losses, rtol=1e-3, err_msg=r.mode)
+        assert abs(r.metric - fp32.metric) < 1e-3, (r.mode, r.metric, fp32.metric)
+
+
 def test_moe_tiny_fp32_and_thc_through_the_switch(switch):
     wl = MoeWorkload(n_train=2000, n_test=500, experts=16)
     results = run_all(wl, [RunSpec("fp32"), RunSpec("thc")], _args(batch=8, lr=0.01, max_steps=30),

@@ -53,6 +53,16 @@ def test_killed_worker(no_leftovers):
     assert not last["replaced"] and last["errors"] == ["TransportTimeout"]
 
 
+def test_killed_worker_tna(no_leftovers):
+    """The same on the TNA program: a replacement's new generation re-keys the TNA admission
+    (worker_generation entries) and the survivors' stuck step completes exactly."""
+    row = K.row_kill_worker(QUICK["worker"], program="tna")
+    assert row.target == "embedded, tna"
+    _check(row)
+    assert all(r["replaced"] == (i < len(row.details["kills"]) - 1)
+               for i, r in enumerate(row.details["kills"]))
+
+
 def test_killed_switch_embedded(no_leftovers):
     row = K.row_kill_switch(QUICK["switch"], "embedded")
     _check(row)
@@ -81,5 +91,14 @@ def test_killed_switch_bmv2(no_leftovers):
 
 def test_killed_serve(no_leftovers):
     row = K.row_kill_serve(QUICK["serve"])
+    _check(row)
+    assert all(r["results_while_down"] > 0 for r in row.details["kills"])
+
+
+def test_killed_serve_tna(no_leftovers):
+    """The same on the TNA program: aggregation goes on while serve is down, the workers are
+    re-seated in the same generation."""
+    row = K.row_kill_serve(QUICK["serve"], program="tna")
+    assert row.target == "embedded, tna"
     _check(row)
     assert all(r["results_while_down"] > 0 for r in row.details["kills"])
