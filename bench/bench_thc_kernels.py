@@ -85,8 +85,9 @@ def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps
     out = torch.empty(d, device=device)
     parts = torch.empty(padded // block, device=device)
     packed = torch.empty(padded // 2, dtype=torch.uint8, device=device)
-    from hina.worker.codecs.thc import DEFAULT_TABLE, _rounding_luts
-    luts = {k: v.to(device) for k, v in _rounding_luts(DEFAULT_TABLE).items()}
+    from hina.worker.codecs.thc import DEFAULT_TABLE
+    from hina.worker.codecs.thc_rounding import rounding_luts
+    luts = {k: v.to(device) for k, v in rounding_luts(DEFAULT_TABLE).items()}
     current = K.launch_config(device, block)
 
     def run(kernel: str, config: tuple) -> torch.Tensor:

@@ -14,7 +14,8 @@ import torch
 from hina.worker.codecs.base import float_from_max_code, reference_aggregate, reference_agree
 from hina.worker.codecs.hadamard import fwht, random_signs
 from hina.worker.codecs.packing import unpack_nibbles
-from hina.worker.codecs.thc import ThcCodec, _rounding_luts
+from hina.worker.codecs.thc import ThcCodec
+from hina.worker.codecs.thc_rounding import rounding_luts
 from hina.worker.codecs.thc_table import DEFAULT_TABLE
 
 K = pytest.importorskip("hina.worker.codecs.thc_triton")
@@ -123,7 +124,7 @@ def test_quantise_matches_the_eager_rounding(n):
     state = c._state(0)
     y = torch.randn(n, generator=torch.Generator().manual_seed(n)) * 6  # clamps some (|u - 15| > 15)
     want, rand = _eager_indices(y, c, state, 2.0)
-    luts = _rounding_luts(DEFAULT_TABLE)
+    luts = rounding_luts(DEFAULT_TABLE)
     deq = (luts["levels"] - 15.0) * 0.25
     yk = y.clone().to(DEVICE)
     packed = torch.empty(n // 2, dtype=torch.uint8, device=DEVICE)
@@ -138,7 +139,7 @@ def test_quantise_matches_the_eager_rounding(n):
 def test_philox_rounding_is_unbiased_and_per_seed():
     """In-kernel noise: P(upper level) = p for a value between two levels, independently per
     coordinate; other seeds, other draws."""
-    luts = _rounding_luts(DEFAULT_TABLE)
+    luts = rounding_luts(DEFAULT_TABLE)
     n, u = 1 << 16, 10.3  # between levels 9 (index 4) and 11 (index 5): p = 0.65
     a = 1.0
     y = torch.full((n,), u - 15.0, device=DEVICE)
@@ -168,7 +169,7 @@ def test_launchers_refuse_bad_buffers():
         K.rotate(y, signs.to(torch.int8), None, torch.empty_like(y), 1024, torch.empty(1, device=DEVICE))
     with pytest.raises(ValueError, match="partial"):
         K.rotate(y, bits, None, torch.empty_like(y), 1024, torch.empty(0, device=DEVICE))
-    luts = _rounding_luts(DEFAULT_TABLE)
+    luts = rounding_luts(DEFAULT_TABLE)
     with pytest.raises(ValueError, match="whole pairs"):
         K.quantise(torch.zeros(3, device=DEVICE), torch.empty(2, dtype=torch.uint8, device=DEVICE),
                    luts["offset"].to(DEVICE), luts["slope"].to(DEVICE), None, 0, 1.0, 15.0, 30.0, 15.0)
@@ -326,7 +327,7 @@ G, TOP = 30.0, float(len(DEFAULT_TABLE) - 1)
 
 
 def _luts():
-    return {k: v.to(DEVICE) for k, v in _rounding_luts(DEFAULT_TABLE).items()}
+    return {k: v.to(DEVICE) for k, v in rounding_luts(DEFAULT_TABLE).items()}
 
 
 @pytest.mark.parametrize("block,dtype", [(256, torch.float32), (512, torch.float32), (1024, torch.float32),

@@ -491,7 +491,7 @@ def self_check(device: torch.device, block: int, luts: Dict[str, torch.Tensor], 
         device: where to run them.
         block: Hadamard block size (a supported one).
         luts: the codec's rounding tables (``offset``, ``slope``, ``levels``; see
-            ``thc._rounding_luts``).
+            ``thc_rounding.rounding_luts``).
         g: the table's largest level; top: the largest index.
     """
     from .hadamard import random_signs  # local: the eager helpers only matter here
