@@ -42,11 +42,6 @@ TNA_UNSUPPORTED = {
     "not dropped as STALE_POOL (no count register: the copy's bitmap must stay complete for a "
     "worker that lost its result; tna_slot_state.p4)":
         ["test_aggregation.py::test_stale_round_is_dropped"],
-    "the UDP checksum of a request is not verified, only its presence (Tofino's parser "
-    "checksum units cannot sum the unparsed payload; tna_parser.p4)":
-        ["test_checksum.py::test_bad_checksums_are_dropped_and_change_nothing[wrong",
-         "test_checksum.py::test_bad_checksums_are_dropped_and_change_nothing[payload_bit",
-         "test_checksum.py::test_bad_checksums_are_dropped_and_change_nothing[seq_bit"],
     "HARVEST and RESET are the control plane's on TNA (register reads and writes), not "
     "switch messages (a pass per counter block; tna_sketch.p4)":
         ["test_sketch.py::test_harvest_outside_the_sketch_is_bad_slot",

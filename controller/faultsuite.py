@@ -463,21 +463,14 @@ LINK_FAULTS = {
     "corrupt 2%, a bit flip past the FCS": LinkFaults(corrupt=0.02),
 }
 ROW3_HOLD = "every worker's sum bit-exact; faults cost retransmissions only"
-#: Why a bit flip past the FCS is not a row on the TNA program (docs/dataplane.md, "Tofino
-#: (TNA)"; tests/faults/test_faults.py shows what happens instead).
-TNA_NO_UDP_CHECKSUM = ("the TNA program does not verify a contribution's UDP checksum (Tofino "
-                       "1's parser checksum units cannot sum the unparsed payload): such a "
-                       "flip is summed")
 
 
 def row_link_faults(fault: str, elements: int, n_workers: int = 3, steps: int = 2,
-                    seed: int = 3, program: str = "v1model", force: bool = False) -> Row:
+                    seed: int = 3, program: str = "v1model") -> Row:
     """``steps`` SUM allreduces of ``elements`` int32 per worker with ``fault`` on every worker's
     link, both directions, through the embedded switch running ``program`` (``v1model`` or
     ``tna``) in process, one loopback UDP port per worker
-    (:class:`hina.testing.switchjob.LocalJob`). A flip past the FCS on the TNA program is a
-    skipped row (:data:`TNA_NO_UDP_CHECKSUM`) unless ``force``: then it runs, to show what
-    happens."""
+    (:class:`hina.testing.switchjob.LocalJob`)."""
     import dataclasses
     from hina.testing.switchjob import LocalJob
     from hina.worker.transport import Transport
@@ -486,8 +479,6 @@ def row_link_faults(fault: str, elements: int, n_workers: int = 3, steps: int = 
     label = target_label("embedded", program)
     inputs = f"{fault} on every worker link, {n_workers} workers x {steps} allreduces of " \
              f"{elements} int32"
-    if faults.corrupt and program == "tna" and not force:
-        return skipped(f"link faults: {fault}", label, inputs, ROW3_HOLD, TNA_NO_UDP_CHECKSUM)
     job = LocalJob(compile_program(program), n_workers)
     rng = np.random.default_rng(seed)
     data = [[rng.integers(-(1 << 20), 1 << 20, size=elements, dtype=np.int64).astype(np.int32)

@@ -18,22 +18,29 @@
 // Validation as one ternary table (one stage; a chain of gateways took two): a worker-to-switch
 // message of a known type and op, with its payload parsed, zero reserved bits, and a UDP length
 // that is exactly the message's size (no trailing bytes leak into results); v3's checksum must
-// be present (its value: see tna_parser.p4). Anything else is MALFORMED.
+// be present and right (the parser's udp_ok: tna_parser.p4). A well-formed message with a wrong
+// checksum is BAD_CHECKSUM, as is any with none; anything else is MALFORMED (the v1model
+// program's order: its Validate, then VerifyUdpChecksum).
 control TnaValidate(inout tna_headers_t hdr,
                     inout tna_ingress_metadata_t meta,
                     in ingress_intrinsic_metadata_from_parser_t ig_prsr_md) {
 
     action well_formed() {}
-    action missing_checksum() {
-        meta.verdict = VERDICT_NO_CHECKSUM;
+    action bad_checksum() {
+        meta.verdict = VERDICT_BAD_CHECKSUM;
     }
     action malformed() {
         meta.verdict = VERDICT_MALFORMED;
     }
 
+// Each message shape twice: with the right checksum (well_formed), then with a wrong one
+// (bad_checksum). The keys: parser error, version, type, op, reserved, which payload headers
+// the parser filled (words_a, thc_a, pair), UDP length, UDP checksum, udp_ok.
+#define TNA_MESSAGE(type, op, words, thc, pair, length) \
+    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, true) : well_formed(); \
+    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, false) : bad_checksum();
 #define TNA_AGGREGATE_WORDS(op) \
-    (0, HINA_VERSION, MSG_AGGREGATE, op, 0, true, false, false, \
-     UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS, _) : well_formed();
+    TNA_MESSAGE(MSG_AGGREGATE, op, true, false, false, UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS)
     table message_check {
         key = {
             ig_prsr_md.parser_err: ternary;
@@ -46,33 +53,34 @@ control TnaValidate(inout tna_headers_t hdr,
             hdr.pair.isValid():    ternary;
             hdr.udp.length:        ternary;
             hdr.udp.checksum:      ternary;
+            meta.udp_ok:           ternary;
         }
         actions = {
             well_formed;
-            missing_checksum;
+            bad_checksum;
             malformed;
         }
         const entries = {
-            (0, HINA_VERSION, _, _, 0, _, _, _, _, UDP_NO_CHECKSUM) : missing_checksum();
+            (0, HINA_VERSION, _, _, 0, _, _, _, _, UDP_NO_CHECKSUM, _) : bad_checksum();
             TNA_AGGREGATE_WORDS(OP_SUM)
             TNA_AGGREGATE_WORDS(OP_MAX)
             TNA_AGGREGATE_WORDS(OP_OR)
-            (0, HINA_VERSION, MSG_AGGREGATE, OP_LUT_SUM, 0, false, true, false,
-             UDP_BYTES + HINA_HEADER_BYTES + TNA_WORDS, _) : well_formed();
-            (0, HINA_VERSION, MSG_PAIRS, _, 0, false, false, true,
-             UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS, _) : well_formed();
+            TNA_MESSAGE(MSG_AGGREGATE, OP_LUT_SUM, false, true, false,
+                        UDP_BYTES + HINA_HEADER_BYTES + TNA_WORDS)
+            TNA_MESSAGE(MSG_PAIRS, _, false, false, true,
+                        UDP_BYTES + HINA_HEADER_BYTES + HINA_PAIR_BYTES * HINA_PAIRS)
 #if TNA_BLOCK_SPARSE
             // Block-sparse: the block header and the lanes (BLOCK_SUM), or the header alone
             // (BLOCK_SKIP: a SKIP with lanes, or a BLOCK_SUM without, is MALFORMED).
-            (0, HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SUM, 0, true, false, false,
-             UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS, _) : well_formed();
-            (0, HINA_VERSION, MSG_AGGREGATE, OP_BLOCK_SKIP, 0, false, false, false,
-             UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES, _) : well_formed();
+            TNA_MESSAGE(MSG_AGGREGATE, OP_BLOCK_SUM, true, false, false,
+                        UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES + 4 * TNA_WORDS)
+            TNA_MESSAGE(MSG_AGGREGATE, OP_BLOCK_SKIP, false, false, false,
+                        UDP_BYTES + HINA_HEADER_BYTES + HINA_BLOCK_BYTES)
         }
-        size = 10;
+        size = 15;
 #else
         }
-        size = 8;
+        size = 11;
 #endif
         const default_action = malformed();
     }
@@ -271,7 +279,7 @@ control TnaReason(inout tna_headers_t hdr,
     apply {
         if (meta.verdict == VERDICT_MALFORMED || meta.ipv4_bad == 1 TNA_BLOCK_GAP_BAD) {
             meta.reason = REASON_MALFORMED;
-        } else if (meta.verdict == VERDICT_NO_CHECKSUM) {
+        } else if (meta.verdict == VERDICT_BAD_CHECKSUM) {
             meta.reason = REASON_BAD_CHECKSUM;
         } else if (meta.job_miss == 1) {
             meta.reason = REASON_BAD_JOB;

@@ -10,13 +10,17 @@
 // order.
 //
 // Checksums (v3 makes the UDP checksum mandatory): the IPv4 header checksum is verified by the
-// parser's Checksum unit and rewritten by the deparser. The UDP checksum covers the whole payload
-// (up to 256 B): Tofino 1's parser checksum units verify a sum over extracted fields only, in
-// the parser states where they are extracted, and cannot subtract a residual over payload left
-// unparsed, so the program does not verify a contribution's UDP checksum (it refuses a zero,
-// i.e. missing, checksum only; docs/dataplane.md, "Tofino (TNA)"). Replies get a correct UDP
-// checksum: the ingress deparser sums the payload into the bridged header, the egress deparser
-// adds the pseudo-header and the rewritten headers to it.
+// parser's Checksum unit and rewritten by the deparser. A message's UDP checksum is verified by
+// a second unit: a worker's message is parsed whole (every lane, index and pair is extracted
+// into headers, and a parser checksum unit sums extracted fields only, in the states that
+// extract them), so the unit adds the pseudo-header, the UDP and HINA headers and the payload
+// as each state extracts them and verifies in the state that extracts the last of them
+// (udp_ok; TnaValidate refuses a wrong sum as BAD_CHECKSUM, a zero field as missing). The
+// pseudo-header's zero byte is a constant, which bf-p4c leaves out: the protocol byte is summed
+// by its place in the IPv4 header, an odd byte, so as the low byte of its word, as the
+// pseudo-header has it. Replies get a correct UDP checksum: the ingress deparser sums the
+// payload into the bridged header, the egress deparser adds the pseudo-header and the
+// rewritten headers to it.
 #ifndef _HINA_TNA_PARSER_P4_
 #define _HINA_TNA_PARSER_P4_
 
@@ -39,6 +43,7 @@ parser HinaTnaIngressParser(packet_in pkt,
                             out tna_ingress_metadata_t meta,
                             out ingress_intrinsic_metadata_t ig_intr_md) {
     Checksum() ipv4_checksum;
+    Checksum() udp_checksum;       // a worker's message: pseudo-header, UDP, HINA, payload
 
     state start {
         pkt.extract(ig_intr_md);
@@ -58,6 +63,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.lut_miss = 0;
         meta.pair_add = 0;
         meta.ipv4_ok = false;
+        meta.udp_ok = false;
 #if TNA_BLOCK_SPARSE
         meta.block_gap = 1;            // only a block-sparse packet's is computed (TnaValidate)
         meta.block_check = 0;
@@ -80,6 +86,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.pass = hdr.pass.pass;
         meta.recirculated = 1;
         meta.ipv4_ok = true;
+        meta.udp_ok = true;            // pass 0 checked it
         // Pass 0's lane selection inputs, for the same choice in this pass.
         meta.new_round = hdr.pass.new_round;
         meta.worker_id = hdr.pass.worker_id;
@@ -111,6 +118,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.ipv4);
         ipv4_checksum.add(hdr.ipv4);
         meta.ipv4_ok = ipv4_checksum.verify();
+        udp_checksum.add({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol});
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (IPV4_IHL_NO_OPTIONS, 0, IP_PROTO_UDP): parse_udp;
             default: accept;
@@ -119,6 +127,8 @@ parser HinaTnaIngressParser(packet_in pkt,
 
     state parse_udp {
         pkt.extract(hdr.udp);
+        udp_checksum.add(hdr.udp);
+        udp_checksum.add({hdr.udp.length});      // the pseudo-header's UDP length
         transition select(hdr.udp.dst_port) {
             HINA_UDP_PORT_BASE &&& HINA_UDP_PORT_MASK: parse_hina;
             default: accept;
@@ -127,6 +137,7 @@ parser HinaTnaIngressParser(packet_in pkt,
 
     state parse_hina {
         pkt.extract(hdr.hina);
+        udp_checksum.add(hdr.hina);
         transition select(hdr.hina.msg_type, hdr.hina.op) {
             (MSG_AGGREGATE, OP_LUT_SUM): parse_thc;
 #if TNA_BLOCK_SPARSE
@@ -141,9 +152,14 @@ parser HinaTnaIngressParser(packet_in pkt,
         }
     }
 
+    // Pass 0's lanes; a recirculated packet's too (its udp_ok was set in parse_pass, and
+    // TnaValidate does not look at a recirculated packet).
     state parse_words {
         pkt.extract(hdr.words_a);
         pkt.extract(hdr.words_b);
+        udp_checksum.add(hdr.words_a);
+        udp_checksum.add(hdr.words_b);
+        meta.udp_ok = udp_checksum.verify();
         transition accept;
     }
 
@@ -151,12 +167,15 @@ parser HinaTnaIngressParser(packet_in pkt,
     // Block-sparse: the block header, then the lanes of a nonzero block (BLOCK_SUM) ...
     state parse_block_words {
         pkt.extract(hdr.block);
+        udp_checksum.add(hdr.block);
         transition parse_words;
     }
 
     // ... or the block header alone (BLOCK_SKIP: the sender's block is zero).
     state parse_block {
         pkt.extract(hdr.block);
+        udp_checksum.add(hdr.block);
+        meta.udp_ok = udp_checksum.verify();
         transition accept;
     }
 #endif
@@ -164,6 +183,9 @@ parser HinaTnaIngressParser(packet_in pkt,
     state parse_thc {
         pkt.extract(hdr.thc_a);
         pkt.extract(hdr.thc_b);
+        udp_checksum.add(hdr.thc_a);
+        udp_checksum.add(hdr.thc_b);
+        meta.udp_ok = udp_checksum.verify();
         transition accept;
     }
 
@@ -177,6 +199,9 @@ parser HinaTnaIngressParser(packet_in pkt,
     state parse_pairs {
         pkt.extract(hdr.pair);
         pkt.extract(hdr.pair_rest);
+        udp_checksum.add(hdr.pair);
+        udp_checksum.add(hdr.pair_rest);
+        meta.udp_ok = udp_checksum.verify();
         transition accept;
     }
 
