@@ -152,4 +152,6 @@ def test_bucket_caps_by_mode():
     assert wl.bucket_cap_mb_of("sparse_thc") == 0.0001
     assert wl.bucket_cap_mb_of("thc", 0.5) == wl.bucket_cap_mb_of("fixed", 0.5) == 0.5
     assert wl.bucket_cap_mb_of("fp16", 0.5) is None
-    assert MoeWorkload().bucket_cap_mb_of("thc") is None
+    moe = MoeWorkload()
+    assert moe.bucket_cap_mb_of("thc") == 0.0001          # a bucket per parameter
+    assert moe.bucket_cap_mb_of("sparse_thc") is None and moe.bucket_cap_mb_of("fp32") is None

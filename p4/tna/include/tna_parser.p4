@@ -86,7 +86,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.pass = hdr.pass.pass;
         meta.recirculated = 1;
         meta.ipv4_ok = true;
-        meta.udp_ok = true;            // pass 0 checked it
+        meta.udp_ok = true;            // pass 0 checked it (TnaValidate runs in pass 0 only)
         // Pass 0's lane selection inputs, for the same choice in this pass.
         meta.new_round = hdr.pass.new_round;
         meta.worker_id = hdr.pass.worker_id;
@@ -152,8 +152,8 @@ parser HinaTnaIngressParser(packet_in pkt,
         }
     }
 
-    // Pass 0's lanes; a recirculated packet's too (its udp_ok was set in parse_pass, and
-    // TnaValidate does not look at a recirculated packet).
+    // Pass 0's lanes; a recirculated packet's too, whose udp_ok this overwrites with a check
+    // of nothing (its unit added no field): harmless, as TnaValidate runs in pass 0 only.
     state parse_words {
         pkt.extract(hdr.words_a);
         pkt.extract(hdr.words_b);
