@@ -183,8 +183,10 @@ parser HinaTnaIngressParser(packet_in pkt,
     state parse_thc {
         pkt.extract(hdr.thc_a);
         pkt.extract(hdr.thc_b);
-        udp_checksum.add(hdr.thc_a);
-        udp_checksum.add(hdr.thc_b);
+        // One list: a block is TNA_LANES bytes, odd at 1 lane, and the unit sums 16-bit words
+        // of the packet (the embedded target pads each list to a word: one list keeps both
+        // sums the packet's).
+        udp_checksum.add({hdr.thc_a, hdr.thc_b});
         meta.udp_ok = udp_checksum.verify();
         transition accept;
     }
