@@ -107,3 +107,35 @@ def test_frames_cut_inside_the_hina_header_are_counted(target, job, keep):
     cut = F.build_frame(_endpoint(w0), _switch(), message)
     assert target.send(w0.port, cut) == []
     assert reason_count(target, R.MALFORMED) == 1
+
+
+#: Bits flipped by test_a_flipped_bit_of_a_contribution_is_never_summed: a seeded sample of
+#: the UDP length and checksum, the HINA header and the payload (the UDP ports are left alone:
+#: a flipped port sends a frame past the HINA parser, not to a drop reason).
+_FLIP_BITS = 24
+
+
+def test_a_flipped_bit_of_a_contribution_is_never_summed(target, job):
+    """Every frame with one bit flipped after its sender's checksum (the corruption an FCS does
+    not see) is dropped by some reason (BAD_CHECKSUM, or MALFORMED where the flip breaks the
+    shape first), the slot is untouched, and the real contributions then sum exactly: on the
+    TNA program too, whose parser verifies the checksum of the whole message."""
+    a, b = np.arange(TEST_WORDS), np.full(TEST_WORDS, 7)
+    good = contribution(job, 0, P.Op.SUM, a)
+    start = F.FRAME_HEADER_BYTES - 4                       # the UDP length field
+    rng = np.random.default_rng(11)
+    bits = sorted(rng.choice((len(good) - start) * 8, size=_FLIP_BITS, replace=False))
+    before = {r: reason_count(target, r) for r in (R.BAD_CHECKSUM, R.MALFORMED)}
+    for bit in bits:
+        bad = bytearray(good)
+        bad[start + bit // 8] ^= 0x80 >> (bit % 8)
+        assert send(target, job, 0, bytes(bad)) == [], bit
+    counted = {r: reason_count(target, r) - n for r, n in before.items()}
+    assert sum(counted.values()) == _FLIP_BITS, counted
+    assert counted[R.BAD_CHECKSUM] > 0, counted
+    send(target, job, 0, good)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
+    assert len(replies) == 2
+    for r in replies:
+        assert r.count == 2
+        np.testing.assert_array_equal(r.words(), a + b)
