@@ -120,7 +120,7 @@ class MoeWorkload(SparseCodecs, Workload):
     # and the router apart) hang torch's powerSGD_hook on gloo: its future callbacks wait on a
     # second all-reduce inside gloo's worker threads (docs/workloads.md). THC gets a bucket per
     # parameter (its own scale per tensor): over five seeds of 6 epochs its mean accuracy is
-    # 0.4 points above fp32's so, 1.4 points below in the one bucket (docs/workloads.md).
+    # 0.1 points above fp32's so, 1.4 points below in the one bucket (docs/workloads.md).
     hina_bucket_cap_by_mode = {"thc": 0.0001}
 
     def make_optimizer(self, params, lr: float):
