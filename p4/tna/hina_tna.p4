@@ -308,7 +308,7 @@ control HinaTnaIngress(inout tna_headers_t hdr,
                     index_next_block();
                 }
             } else if (hdr.hina.msg_type == MSG_AGGREGATE && meta.verdict == VERDICT_OK
-                       && meta.ipv4_ok && meta.job_miss == 0 && meta.worker_miss == 0
+                       && !meta.ipv4_err && meta.job_miss == 0 && meta.worker_miss == 0
                        && meta.slot_miss == 0 TNA_BLOCK_GAP_OK) {
                 slot_state.apply(hdr, meta);
             } else {

@@ -263,8 +263,11 @@ def tna_xor(packed: int, nbits: int, w: int, out_mask: int) -> int:
 class TnaChecksum:
     """TNA ``Checksum`` (16-bit ones' complement): ``add``/``subtract`` accumulate (per packet:
     the TNA dataplane clears every instance before each parser), ``verify`` is true when the
-    accumulated sum is 0xFFFF, ``get`` gives the checksum of what was accumulated, ``update``
-    the checksum of its argument alone (the deparser's use; ``zeros_as_ones``: 0 as 0xFFFF)."""
+    checksum is WRONG (the accumulated sum is not 0xFFFF, or nothing was added), as bf-p4c
+    compiles it: the parser checksum unit's error bit, which its v1model translation ORs into
+    ``parser_err``'s checksum bit (tna.p4's comment reads the other way; the compiler is the
+    judge). ``get`` gives the checksum of what was accumulated, ``update`` the checksum of its
+    argument alone (the deparser's use; ``zeros_as_ones``: 0 as 0xFFFF)."""
 
     __slots__ = ("acc",)
 
@@ -282,7 +285,7 @@ class TnaChecksum:
         self.acc += 0xFFFF - (self._words(packed, nbits) % 0xFFFF)
 
     def verify(self) -> bool:
-        return self.acc != 0 and csum16_int(self.acc) == 0
+        return self.acc == 0 or csum16_int(self.acc) != 0
 
     def get(self) -> int:
         return csum16_int(self.acc)

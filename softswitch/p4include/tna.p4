@@ -162,7 +162,7 @@ extern Checksum {
     Checksum();
     void add<T>(in T data);
     void subtract<T>(in T data);
-    bool verify();
+    bool verify();      // true when the checksum is wrong: bf-p4c's parser error bit
     bit<16> get();
     bit<16> update<T>(in T data, @optional in bool zeros_as_ones);
 }

@@ -138,3 +138,18 @@ def test_hina_tna_program_compiles_and_runs_a_frame():
     skip = J.frame(sender, struct.pack("!II", 0, P.BLOCK_END), op=P.Op.BLOCK_SKIP, job_id=1)
     assert dp.process(sender.port, skip).outputs == []
     assert dp.counter_read("HinaTnaIngress.reason_counter", int(P.DropReason.MALFORMED))[1] == 1
+
+
+def test_checksum_verify_is_true_on_a_wrong_sum():
+    """TNA ``Checksum.verify()`` as bf-p4c compiles it: true when the checksum is WRONG (the
+    parser unit's error bit; bf-p4c's v1model translation ORs it into parser_err's checksum
+    bit), false for a right one; a unit that added nothing reports an error."""
+    from hina.softswitch.engine.externs import TnaChecksum
+    words = [0x4500, 0x0054, 0x1C46, 0x4000, 0x4006, 0x0000, 0xAC10, 0x0A63, 0xAC10, 0x0A0C]
+    right = 0xFFFF - (sum(words) % 0xFFFF)                # the header's checksum word
+    for checksum, wrong in ((right, False), (right ^ 0x0100, True)):
+        unit = TnaChecksum()
+        data = words[:5] + [checksum] + words[6:]
+        unit.add(int("".join(f"{w:04x}" for w in data), 16), 16 * len(data))
+        assert unit.verify() is wrong
+    assert TnaChecksum().verify() is True

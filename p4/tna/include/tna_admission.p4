@@ -18,7 +18,7 @@
 // Validation as one ternary table (one stage; a chain of gateways took two): a worker-to-switch
 // message of a known type and op, with its payload parsed, zero reserved bits, and a UDP length
 // that is exactly the message's size (no trailing bytes leak into results); v3's checksum must
-// be present and right (the parser's udp_ok: tna_parser.p4). A well-formed message with a wrong
+// be present and right (the parser's udp_err: tna_parser.p4). A well-formed message with a wrong
 // checksum is BAD_CHECKSUM, as is any with none; anything else is MALFORMED (the v1model
 // program's order: its Validate, then VerifyUdpChecksum).
 control TnaValidate(inout tna_headers_t hdr,
@@ -35,10 +35,10 @@ control TnaValidate(inout tna_headers_t hdr,
 
 // Each message shape twice: with the right checksum (well_formed), then with a wrong one
 // (bad_checksum). The keys: parser error, version, type, op, reserved, which payload headers
-// the parser filled (words_a, thc_a, pair), UDP length, UDP checksum, udp_ok.
+// the parser filled (words_a, thc_a, pair), UDP length, UDP checksum, udp_err.
 #define TNA_MESSAGE(type, op, words, thc, pair, length) \
-    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, true) : well_formed(); \
-    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, false) : bad_checksum();
+    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, false) : well_formed(); \
+    (0, HINA_VERSION, type, op, 0, words, thc, pair, length, _, true) : bad_checksum();
 #define TNA_AGGREGATE_WORDS(op) \
     TNA_MESSAGE(MSG_AGGREGATE, op, true, false, false, UDP_BYTES + HINA_HEADER_BYTES + 4 * TNA_WORDS)
     table message_check {
@@ -53,7 +53,7 @@ control TnaValidate(inout tna_headers_t hdr,
             hdr.pair.isValid():    ternary;
             hdr.udp.length:        ternary;
             hdr.udp.checksum:      ternary;
-            meta.udp_ok:           ternary;
+            meta.udp_err:          ternary;
         }
         actions = {
             well_formed;
@@ -101,7 +101,7 @@ control TnaValidate(inout tna_headers_t hdr,
             block_gap();
         }
 #endif
-        if (!meta.ipv4_ok) {
+        if (meta.ipv4_err) {
             meta.ipv4_bad = 1;
         }
     }

@@ -43,7 +43,7 @@ header hina_pair_rest_t {
 // TnaValidate's verdict on a packet from the wire.
 #define VERDICT_OK 0
 #define VERDICT_MALFORMED 1
-#define VERDICT_BAD_CHECKSUM 2  // v3's UDP checksum: missing, or wrong (the parser's udp_ok)
+#define VERDICT_BAD_CHECKSUM 2  // v3's UDP checksum: missing, or wrong (the parser's udp_err)
 
 // Prepended to a recirculated packet (the ingress parser knows it by the recirculation port).
 // It carries what pass 0 decided, so that later passes pick the same RegisterActions without
@@ -101,8 +101,11 @@ struct tna_headers_t {
 struct tna_ingress_metadata_t {
     bit<8>      reason;          // REASON_*
     bit<8>      reply;           // REPLY_*
-    bool        ipv4_ok;         // the parser's IPv4 header checksum check
-    bool        udp_ok;          // the parser's UDP checksum check of a worker's message
+    // The parser's checksum checks. Checksum.verify() is true when the sum is WRONG: bf-p4c
+    // writes the parser checksum unit's error bit (its v1model translation ORs verify() into
+    // parser_err's checksum bit), whatever tna.p4's comment suggests.
+    bool        ipv4_err;        // the IPv4 header checksum is wrong (or the frame is not IPv4)
+    bool        udp_err;         // a worker's message: its UDP checksum is wrong
     bit<1>      recirculated;    // 1: arrived on the recirculation port (pass >= 1)
     bit<8>      pass;            // 0: from the wire
     // Outcome of each admission check, apart, so that all are looked up in the first stage.

@@ -15,7 +15,10 @@
 // into headers, and a parser checksum unit sums extracted fields only, in the states that
 // extract them), so the unit adds the pseudo-header, the UDP and HINA headers and the payload
 // as each state extracts them and verifies in the state that extracts the last of them
-// (udp_ok; TnaValidate refuses a wrong sum as BAD_CHECKSUM, a zero field as missing). The
+// (udp_err; TnaValidate refuses a wrong sum as BAD_CHECKSUM, a zero field as missing).
+// verify() is true when the sum is wrong (bf-p4c's reading: the unit's error bit). ipv4_err and
+// udp_err are written in the OR form bf-p4c takes for a field written more than once for a
+// packet (its initial false, then this); a direct assignment after the initial one is refused. The
 // pseudo-header's zero byte is a constant, which bf-p4c leaves out: the protocol byte is summed
 // by its place in the IPv4 header, an odd byte, so as the low byte of its word, as the
 // pseudo-header has it. Replies get a correct UDP checksum: the ingress deparser sums the
@@ -62,8 +65,8 @@ parser HinaTnaIngressParser(packet_in pkt,
         meta.in_slot = 0;
         meta.lut_miss = 0;
         meta.pair_add = 0;
-        meta.ipv4_ok = false;
-        meta.udp_ok = false;
+        meta.ipv4_err = false;         // both accumulated: x_err = verify() || x_err (only a
+        meta.udp_err = false;          // HINA message, so parse_ipv4 and a payload, is checked)
 #if TNA_BLOCK_SPARSE
         meta.block_gap = 1;            // only a block-sparse packet's is computed (TnaValidate)
         meta.block_check = 0;
@@ -85,8 +88,6 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.hina);
         meta.pass = hdr.pass.pass;
         meta.recirculated = 1;
-        meta.ipv4_ok = true;
-        meta.udp_ok = true;            // pass 0 checked it (TnaValidate runs in pass 0 only)
         // Pass 0's lane selection inputs, for the same choice in this pass.
         meta.new_round = hdr.pass.new_round;
         meta.worker_id = hdr.pass.worker_id;
@@ -117,7 +118,7 @@ parser HinaTnaIngressParser(packet_in pkt,
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         ipv4_checksum.add(hdr.ipv4);
-        meta.ipv4_ok = ipv4_checksum.verify();
+        meta.ipv4_err = ipv4_checksum.verify() || meta.ipv4_err;
         udp_checksum.add({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol});
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (IPV4_IHL_NO_OPTIONS, 0, IP_PROTO_UDP): parse_udp;
@@ -152,14 +153,14 @@ parser HinaTnaIngressParser(packet_in pkt,
         }
     }
 
-    // Pass 0's lanes; a recirculated packet's too, whose udp_ok this overwrites with a check
-    // of nothing (its unit added no field): harmless, as TnaValidate runs in pass 0 only.
+    // Pass 0's lanes; a recirculated packet's too, whose udp_err this sets from a check of
+    // nothing (its unit added no field): harmless, as TnaValidate runs in pass 0 only.
     state parse_words {
         pkt.extract(hdr.words_a);
         pkt.extract(hdr.words_b);
         udp_checksum.add(hdr.words_a);
         udp_checksum.add(hdr.words_b);
-        meta.udp_ok = udp_checksum.verify();
+        meta.udp_err = udp_checksum.verify() || meta.udp_err;
         transition accept;
     }
 
@@ -175,7 +176,7 @@ parser HinaTnaIngressParser(packet_in pkt,
     state parse_block {
         pkt.extract(hdr.block);
         udp_checksum.add(hdr.block);
-        meta.udp_ok = udp_checksum.verify();
+        meta.udp_err = udp_checksum.verify() || meta.udp_err;
         transition accept;
     }
 #endif
@@ -187,7 +188,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         // of the packet (the embedded target pads each list to a word: one list keeps both
         // sums the packet's).
         udp_checksum.add({hdr.thc_a, hdr.thc_b});
-        meta.udp_ok = udp_checksum.verify();
+        meta.udp_err = udp_checksum.verify() || meta.udp_err;
         transition accept;
     }
 
@@ -203,7 +204,7 @@ parser HinaTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.pair_rest);
         udp_checksum.add(hdr.pair);
         udp_checksum.add(hdr.pair_rest);
-        meta.udp_ok = udp_checksum.verify();
+        meta.udp_err = udp_checksum.verify() || meta.udp_err;
         transition accept;
     }
 
