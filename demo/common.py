@@ -53,9 +53,6 @@ ALL_MODES = ("fp32", "sparse") + TORCH_HOOK_MODES + HINA_MODES
 L2_L4_BYTES = P.ETHERNET_BYTES + P.IPV4_BYTES + P.UDP_BYTES
 #: Elements per block of the block density (a block is nonzero when any element is).
 DENSITY_BLOCK = 64
-#: words per packet of the TNA program in the demos (``--program tna``): two blocks of
-#: ``TNA_LANES`` 16 (Tofino 1's build) or 32 (the program's most)
-TNA_DEMO_WORDS = (P.TNA_TOFINO1_WORDS, 2 * P.TNA_TOFINO1_WORDS)
 #: Iterations before a comm hook compresses: DDP rebuilds its buckets after the first one, and
 #: PowerSGD refuses less than 2 (``start_powerSGD_iter``); the same for every hook mode.
 START_ITER = 2
@@ -643,11 +640,11 @@ def add_common_args(parser: argparse.ArgumentParser, modes: Sequence[str], defau
                         help="the switch program: v1model (p4/hina.p4) or tna (the Tofino "
                              "program, p4/tna/hina_tna.p4, on the embedded target's TNA dataplane)")
     parser.add_argument("--words", type=int, default=None,
-                        choices=sorted(set(P.V1MODEL_WORDS) | set(TNA_DEMO_WORDS)),
+                        choices=sorted(set(P.V1MODEL_WORDS) | set(programs.TNA_WORDS)),
                         help=f"words per packet the switch program is compiled with (v1model: "
                              f"HINA_WORDS {', '.join(map(str, P.V1MODEL_WORDS))}, default "
-                             f"{P.WORDS}; tna: {' or '.join(map(str, TNA_DEMO_WORDS))}, two "
-                             f"blocks of TNA_LANES, default {TNA_DEMO_WORDS[-1]})")
+                             f"{P.WORDS}; tna: {' or '.join(map(str, programs.TNA_WORDS))}, two "
+                             f"blocks of TNA_LANES, default {programs.TNA_WORDS[-1]})")
     parser.add_argument("--slots", type=int, default=32, help="aggregation slots of the job")
     parser.add_argument("--loss", type=float, default=0.0, help="packet loss per switch port")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -672,7 +669,7 @@ def check_common_args(parser: argparse.ArgumentParser, args, modes: Sequence[str
         parser.error("--device cuda: no CUDA device available")
     if args.hina_bucket_mb is not None and not args.hina_bucket_mb > 0:
         parser.error(f"--hina-bucket-mb {args.hina_bucket_mb}: must be > 0")
-    allowed = TNA_DEMO_WORDS if args.program == "tna" else P.V1MODEL_WORDS
+    allowed = programs.TNA_WORDS if args.program == "tna" else P.V1MODEL_WORDS
     if args.words is None:
         args.words = allowed[-1] if args.program == "tna" else P.WORDS
     elif args.words not in allowed:

@@ -34,6 +34,10 @@ HINA_TNA_P4 = P4_DIR / "tna" / "hina_tna.p4"
 #: the aggregation programs by name: ``v1model`` (p4/hina.p4, BMv2 and the embedded target) and
 #: ``tna`` (the TNA program: bf-p4c, and the embedded target's TNA dataplane)
 PROGRAMS = {"v1model": HINA_P4, "tna": HINA_TNA_P4}
+#: Words per packet the TNA program is built for on the embedded target (Mininet, the demos):
+#: two blocks of ``TNA_LANES`` 16 (Tofino 1's build) or 32 (the program's most), of the words
+#: workers speak (``hina.protocol.WORKER_WORDS``).
+TNA_WORDS = (32, 64)
 
 
 def program_defines(program: str, words: int) -> dict[str, str]:

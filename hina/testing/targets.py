@@ -174,10 +174,9 @@ class EmbeddedTnaTarget(EmbeddedTarget):
         defines = dict(defines or {})
         if Path(p4_path) == HINA_P4:
             p4_path = HINA_TNA_P4
-            words = defines.pop("HINA_WORDS", P.WORDS)
-            defines.setdefault("TNA_LANES", words // 2)
-            defines.setdefault("HINA_PAIRS", P.PAIRS_PER_PACKET)
-            defines.setdefault("TNA_BLOCK_SPARSE", 1)
+            words = int(defines.pop("HINA_WORDS", P.WORDS))
+            for name, value in programs.embedded_defines("tna", words).items():
+                defines.setdefault(name, value)
         super().load(p4_path, defines)
 
     def _name(self, kind: str, name: str) -> str:

@@ -44,9 +44,8 @@ HINA_P4 = programs.HINA_P4
 #: The switch programs a network can run: p4/hina.p4 (v1model) on either target, the TNA program
 #: (p4/tna/hina_tna.p4) on the embedded target's TNA dataplane.
 PROGRAMS = programs.PROGRAMS
-#: Words per packet the TNA program is built for here (two blocks of TNA_LANES; workers speak
-#: 32 and 64 of the words it can carry).
-TNA_WORDS = (32, 64)
+#: Words per packet the TNA program is built for here (:data:`hina.programs.TNA_WORDS`).
+TNA_WORDS = programs.TNA_WORDS
 #: the agent every worker host runs (``python -m hina.mininet.host_worker``)
 HOST_WORKER = "hina.mininet.host_worker"
 PYTHON = sys.executable

@@ -53,17 +53,13 @@ def test_frame_rows_on_bmv2():
         target.close()
 
 
+@pytest.mark.parametrize("program", ["v1model", "tna"])
 @pytest.mark.parametrize("fault", F.LINK_FAULTS)
-def test_link_faults(fault):
-    _check(F.row_link_faults(fault, QUICK["elements"]))
-
-
-@pytest.mark.parametrize("fault", F.LINK_FAULTS)
-def test_link_faults_tna(fault):
-    """The same link faults through the TNA program (TnaLayout entries, its counters): a bit
-    flip past the FCS too, which its parser's UDP checksum unit catches (BAD_CHECKSUM)."""
-    row = F.row_link_faults(fault, QUICK["elements"], program="tna")
-    assert row.target == "embedded, tna"
+def test_link_faults(fault, program):
+    """Each link fault through p4/hina.p4 and through the TNA program (TnaLayout entries, its
+    counters; a bit flip past the FCS is caught by its parser's UDP checksum unit too)."""
+    row = F.row_link_faults(fault, QUICK["elements"], program=program)
+    assert row.target == F.target_label("embedded", program)
     _check(row)
 
 

@@ -45,36 +45,28 @@ def no_leftovers():
     assert _children() - before == set()
 
 
-def test_killed_worker(no_leftovers):
-    row = K.row_kill_worker(QUICK["worker"])
+#: Each embedded row runs p4/hina.p4 and the TNA program (p4/tna/hina_tna.p4 on the embedded
+#: target's TNA dataplane: a replacement's generation re-keys its worker_generation entries,
+#: serve re-pushes that program after a switch kill).
+PROGRAMS = pytest.mark.parametrize("program", ["v1model", "tna"])
+
+
+@PROGRAMS
+def test_killed_worker(no_leftovers, program):
+    row = K.row_kill_worker(QUICK["worker"], program=program)
+    assert row.target == K.target_label("embedded", program)
     _check(row)
     replaced, last = row.details["kills"][:-1], row.details["kills"][-1]
     assert all(r["replaced"] and r["generation"] == 1 + i + 1 for i, r in enumerate(replaced))
     assert not last["replaced"] and last["errors"] == ["TransportTimeout"]
 
 
-def test_killed_worker_tna(no_leftovers):
-    """The same on the TNA program: a replacement's new generation re-keys the TNA admission
-    (worker_generation entries) and the survivors' stuck step completes exactly."""
-    row = K.row_kill_worker(QUICK["worker"], program="tna")
-    assert row.target == "embedded, tna"
-    _check(row)
-    assert all(r["replaced"] == (i < len(row.details["kills"]) - 1)
-               for i, r in enumerate(row.details["kills"]))
-
-
-def test_killed_switch_embedded(no_leftovers):
-    row = K.row_kill_switch(QUICK["switch"], "embedded")
+@PROGRAMS
+def test_killed_switch_embedded(no_leftovers, program):
+    row = K.row_kill_switch(QUICK["switch"], "embedded", program=program)
+    assert row.target == K.target_label("embedded", program)
     _check(row)
     assert row.details["repushes"] == QUICK["switch"]
-
-
-def test_killed_switch_embedded_tna(no_leftovers):
-    """The same on the TNA program (p4/tna/hina_tna.p4 on the embedded target's TNA
-    dataplane): serve re-pushes that program and the job after each kill."""
-    row = K.row_kill_switch(QUICK["switch"], "embedded", program="tna")
-    _check(row)
-    assert row.target == "embedded, tna" and row.details["repushes"] == QUICK["switch"]
 
 
 def test_killed_switch_bmv2(no_leftovers):
@@ -89,16 +81,9 @@ def test_killed_switch_bmv2(no_leftovers):
     assert leftovers(os.getpid()) == before          # no veth, switch or work folder left
 
 
-def test_killed_serve(no_leftovers):
-    row = K.row_kill_serve(QUICK["serve"])
-    _check(row)
-    assert all(r["results_while_down"] > 0 for r in row.details["kills"])
-
-
-def test_killed_serve_tna(no_leftovers):
-    """The same on the TNA program: aggregation goes on while serve is down, the workers are
-    re-seated in the same generation."""
-    row = K.row_kill_serve(QUICK["serve"], program="tna")
-    assert row.target == "embedded, tna"
+@PROGRAMS
+def test_killed_serve(no_leftovers, program):
+    row = K.row_kill_serve(QUICK["serve"], program=program)
+    assert row.target == K.target_label("embedded", program)
     _check(row)
     assert all(r["results_while_down"] > 0 for r in row.details["kills"])
