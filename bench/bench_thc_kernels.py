@@ -4,6 +4,7 @@
 best ones.
 
     python bench/bench_thc_kernels.py [--size 64M] [--blocks 1024] [--warps 2,4,8,16] [--groups 1,2,4,8]
+    python bench/bench_thc_kernels.py --quantise 64,128,256,512,1024:2,4,8,16   # + the quantiser
 
 For each Hadamard block, precision, warp count and blocks per program (``G``): the kernel's GPU
 time (CUDA events, median of ``--repeats``), its memory traffic in GB/s (rotate: fp32 x,
@@ -100,7 +101,8 @@ def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps
             K.rotate_quantise(x, signs, packed, block, luts["offset"], luts["slope"], 7, 0.5, 15.0, 30.0,
                               15.0, config=config)
             return packed.to(torch.float32)
-        K.inverse(sums, signs, out, block, 0.125, 7.5, config=config)
+        # sums of THC's table values (0..30) from 16 workers, declared as decode declares them
+        K.inverse(sums, signs, out, block, 0.125, 7.5, config=config, sums_bound=480)
         return out
 
     best: Dict[str, Tuple[float, tuple]] = {}
@@ -137,6 +139,37 @@ def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps
         print(f"{kernel}: best {config} at {ms:.3f} ms "
               f"({100 * BYTES[kernel] * d / 1e6 / ms / copy:.1f}% of copy)")
     return best
+
+
+def sweep_quantise(d: int, device: torch.device, octets: List[int], warps: List[int], repeats: int,
+                   copy: float) -> None:
+    """Time :func:`quantise` (no error feedback) over its launch, rows of 8 coordinates per program
+    (``QUANT_OCTETS``) times warps (``QUANT_WARPS``); every launch must give the current one's bytes
+    (the draws are keyed by the row, not the program)."""
+    from hina.worker.codecs.thc import DEFAULT_TABLE
+    from hina.worker.codecs.thc_rounding import rounding_luts
+    luts = {k: v.to(device) for k, v in rounding_luts(DEFAULT_TABLE).items()}
+    y = torch.randn(d, generator=torch.Generator().manual_seed(1)).to(device)
+    packed = torch.empty(d // 2, dtype=torch.uint8, device=device)
+    current = (K.QUANT_OCTETS, K.QUANT_WARPS)
+
+    def run() -> None:
+        K.quantise(y, packed, luts["offset"], luts["slope"], None, 7, 0.5, 15.0, 30.0, 15.0)
+    run()
+    reference = packed.clone()
+    print(f"\n== quantise, {d:,} values (4.5 bytes each); current launch {current} ==")
+    try:
+        for rows in octets:
+            for w in warps:
+                K.QUANT_OCTETS, K.QUANT_WARPS = rows, w
+                ms = gpu_ms(run, device, repeats)
+                gbps = 4.5 * d / 1e6 / ms
+                note = ("current " if (rows, w) == current else "") + (
+                    "" if torch.equal(packed, reference) else "DIFFERS")
+                print(f"quantise rows {rows:>5} warps {w:>3} {ms:8.3f} ms {gbps:8.1f} GB/s "
+                      f"{100 * gbps / copy:6.1f}%  {note}", flush=True)
+    finally:
+        K.QUANT_OCTETS, K.QUANT_WARPS = current
 
 
 def codec_gbps(d: int, device: torch.device, repeats: int) -> Tuple[float, dict]:
@@ -183,6 +216,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--warps", default="2,4,8,16")
     ap.add_argument("--groups", default="1,2,4,8")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--quantise", default="", metavar="ROWS:WARPS",
+                    help="also sweep the quantiser's launch, e.g. 64,128,256,512,1024:2,4,8,16")
     args = ap.parse_args(argv)
     if not K.AVAILABLE:
         print("Triton is not installed", file=sys.stderr)
@@ -203,6 +238,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     for block in (int(b) for b in args.blocks.split(",")):
         bests[block] = sweep(d, block, device, precisions, [int(w) for w in args.warps.split(",")],
                              [int(g) for g in args.groups.split(",")], args.repeats, copy)
+    if args.quantise:
+        try:
+            rows, qwarps = ([int(v) for v in part.split(",")] for part in args.quantise.split(":"))
+        except ValueError:
+            ap.error("--quantise takes ROWS:WARPS, comma lists of integers, e.g. 128,256:4,8")
+        sweep_quantise(d, device, rows, qwarps, args.repeats, copy)
     # the codec end to end: the launch table as it is, then the best of each kernel
     gbps, kernels = codec_gbps(d, device, args.repeats)
     print(f"\nTHC encode+decode, current launch table: {gbps:.1f} GB/s of fp32 input ({kernels})")

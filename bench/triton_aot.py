@@ -12,6 +12,7 @@ Usage::
     python bench/triton_aot.py                 # every kernel, block and arch: a table
     python bench/triton_aot.py --archs 90 --blocks 1024 --check   # exit 1 on a failure or a spill
     python bench/triton_aot.py --check --max-spill 32              # ... or a spill over 32 bytes
+    python bench/triton_aot.py --archs 90 --blocks 1024 --sass     # + SASS instruction counts
 """
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ from triton.compiler import ASTSource
 from hina.worker.codecs import thc_triton as K
 
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-ROTATE_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64",
+ROTATE_SIG = {"X": "*fp32", "SIGN_WORDS": "*i32", "RES": "*fp32", "Y": "*fp32", "PARTIAL": "*fp32", "numel": "i64",
               "nblocks": "i64", "norm": "fp32"}
-INVERSE_SIG = {"SUMS": "*i32", "SIGN_BITS": "*u8", "OUT": "*fp32", "numel": "i64", "nblocks": "i64",
+INVERSE_SIG = {"SUMS": "*i32", "SIGN_WORDS": "*i32", "OUT": "*fp32", "numel": "i64", "nblocks": "i64",
                "scale": "fp32", "off0": "fp32"}
-FUSED_SIG = {"X": "*fp32", "SIGN_BITS": "*u8", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "seed": "i64",
+FUSED_SIG = {"X": "*fp32", "SIGN_WORDS": "*i32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "seed": "i64",
              "numel": "i64", "n_pairs": "i64", "norm": "fp32", "a": "fp32", "half_g": "fp32", "g": "fp32",
              "top": "fp32"}
 QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32", "DEQ": "*fp32", "RAND": "*i16",
@@ -46,18 +47,31 @@ QUANT_SIG = {"Y": "*fp32", "PACKED": "*u8", "OFFSET": "*fp32", "SLOPE": "*fp32",
 
 
 def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], arch: int,
-                   warps: int) -> Dict[str, int]:
-    """Compile ``fn`` for sm_<arch>; {"REG", "STACK", "SHARED", "LOCAL"} from its cubin."""
+                   warps: int, sass: bool = False) -> Dict[str, int]:
+    """Compile ``fn`` for sm_<arch>; {"REG", "STACK", "SHARED", "LOCAL"} from its cubin and, with
+    ``sass``, "SASS" (instructions in the kernel's code) and "I2F" (int-to-float conversions
+    among them, a quarter-rate instruction), compiled as Triton's JIT specialises a launch on
+    buffers whose sizes are multiples of 16 (pointers and lengths divisible by 16: vector loads)."""
     sig = dict(signature, **{k: "constexpr" for k in constants})
     names = list(sig)
-    src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(k),): v for k, v in constants.items()})
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names)
+             if sass and (sig[name].startswith("*") or sig[name] == "i64") and name != "seed"}
+    src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(k),): v for k, v in constants.items()},
+                    attrs=attrs)
     kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
         cubin.write_bytes(kernel.asm["cubin"])
         out = subprocess.run([str(CUOBJDUMP), "-res-usage", str(cubin)], capture_output=True, text=True,
                              check=True).stdout
-    return {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", out)}
+        use = {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", out)}
+        if sass:
+            code = subprocess.run([str(CUOBJDUMP), "-sass", str(cubin)], capture_output=True, text=True,
+                                  check=True).stdout
+            ops = re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", code, re.M)
+            use["SASS"] = len(ops)
+            use["I2F"] = sum(op.startswith("I2F") for op in ops)
+    return use
 
 
 def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Dict[str, str], Dict[str, object], int]]:
@@ -78,8 +92,11 @@ def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Di
                             K._rotate_kernel, dict(ROTATE_SIG, X=f"*{x_type}"),
                             {"R": r, "C": c, "G": group, "HAS_RES": has_res, "PREC": prec, "STORE_Y": has_res},
                             warps))
-            out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6}", arch, K._inverse_kernel, INVERSE_SIG,
-                        {"R": r, "C": c, "G": group, "PREC": prec}, warps))
+            # the codec's decode passes the bound of THC's sums (small: one product fewer)
+            for small in (True, False):
+                out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6} small sums={int(small)}", arch,
+                            K._inverse_kernel, INVERSE_SIG,
+                            {"R": r, "C": c, "G": group, "PREC": prec, "SMALL_SUMS": small}, warps))
             # encode without error feedback: rotation and rounding in one kernel
             for x_type in ("fp32", "bf16"):
                 out.append((f"fused    block {block:>4} ({r}x{c}) {prec:<6} {x_type}", arch,
@@ -99,6 +116,8 @@ def main(argv: List[str] | None = None) -> int:
                         help="comma list of Hadamard block sizes")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a kernel fails or spills more than --max-spill bytes")
+    parser.add_argument("--sass", action="store_true",
+                        help="also count each kernel's SASS instructions and int-to-float conversions")
     parser.add_argument("--max-spill", type=int, default=0,
                         help="stack bytes a kernel may spill under --check (default 0)")
     args = parser.parse_args(argv)
@@ -113,7 +132,7 @@ def main(argv: List[str] | None = None) -> int:
     bad = 0
     for label, arch, fn, sig, constants, warps in jobs(archs, blocks):
         try:
-            use = compile_kernel(fn, sig, constants, arch, warps)
+            use = compile_kernel(fn, sig, constants, arch, warps, sass=args.sass)
         except Exception as exc:  # noqa: BLE001 - report every failure, then exit non-zero
             bad += 1
             print(f"sm_{arch}  {label:<58} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
@@ -121,7 +140,9 @@ def main(argv: List[str] | None = None) -> int:
         spills = use.get("STACK", 0) + use.get("LOCAL", 0)
         bad += spills > args.max_spill
         print(f"sm_{arch}  {label:<58} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
-              f"  shared {use.get('SHARED', 0):>5}" + ("  SPILLS" if spills else ""), flush=True)
+              f"  shared {use.get('SHARED', 0):>5}"
+              + (f"  SASS {use['SASS']:>5}  I2F {use['I2F']:>3}" if args.sass else "")
+              + ("  SPILLS" if spills else ""), flush=True)
     return 1 if args.check and bad else 0
 
 

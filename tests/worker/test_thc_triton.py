@@ -89,6 +89,45 @@ def test_several_blocks_per_program_give_the_same_bits(group):
     assert pg[nblocks:].isnan().all(), "a program wrote past the last block's norm"
 
 
+@pytest.mark.parametrize("block", [256, 1024, 2048])
+def test_small_sums_take_one_product_fewer_and_give_the_same_bits(block):
+    """Sums declared below 2**11 (``sums_bound``, as THC's decode declares g * n) take one TF32
+    product fewer in the transform's first factor; on integers that small both ways are exact,
+    so the outputs are the same bits, at the bound and at zero (on a GPU, real TF32 products;
+    under the interpreter, the code path). A bound at 2**11 keeps the split."""
+    padded = 3 * block
+    gen = torch.Generator().manual_seed(block)
+    sums = torch.randint(-(K.SMALL_SUMS - 1), K.SMALL_SUMS, (padded,), generator=gen, dtype=torch.int32)
+    sums[:block] = K.SMALL_SUMS - 1  # one block at the bound: its transform's largest values
+    _, bits = _signs(padded, 4)
+    config = (K.launch_config(DEVICE, block)[0] if DEVICE.type == "cuda" else "tf32x2", 2, 1)
+    outs = []
+    for bound in (None, K.SMALL_SUMS - 1, K.SMALL_SUMS):
+        out = torch.full((padded - 5,), float("nan"), device=DEVICE)
+        K.inverse(sums.to(DEVICE), bits, out, block, 0.5, 3.0, config=config, sums_bound=bound)
+        outs.append(out)
+    z = fwht(sums.double(), block) * 0.5 / math.sqrt(block)
+    assert float(z.abs().max()) > 1e3
+    assert not outs[0].isnan().any()
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
+def test_sign_bits_at_any_byte_offset():
+    """The kernels read the sign bits as 32-bit words; bits handed over at a byte offset that is
+    not a multiple of 4 (a slice of a bigger buffer) are copied first, and give the same result."""
+    block, padded = 256, 1024
+    x = torch.randn(padded, generator=torch.Generator().manual_seed(6)).to(DEVICE)
+    _, bits = _signs(padded, 6)
+    shifted = torch.zeros(bits.numel() + 1, dtype=torch.uint8, device=DEVICE)
+    shifted[1:] = bits
+    ys = []
+    for b in (bits, shifted[1:]):
+        y = torch.empty(padded, device=DEVICE)
+        K.rotate(x, b, None, y, block, torch.empty(padded // block, device=DEVICE))
+        ys.append(y)
+    assert torch.equal(ys[0], ys[1])
+
+
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.int64])
 def test_inverse_is_decodes_affine_map(dtype):
     """out = D (fwht(sums) * scale - off0 e_0) blockwise, first numel values, from any int lanes."""
@@ -312,10 +351,10 @@ def test_kernels_compile_for_gpu_targets():
         stack = int(re.search(r"stack\s+(\d+)", line).group(1))
         allowed = 256 if re.match(r"sm_90\s+inverse\s+block 2048 ", line) else 32
         assert stack <= allowed, f"spills {stack} bytes (at most {allowed}): {line}"
-    # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16), the inverse
-    # and 2 fused encodes (fp32, bf16); sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers
-    # per arch
-    assert len(lines) == (7 + 2) + 2 * (14 + 2) and not any("FAILED" in l for l in lines)
+    # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16), 2 inverses
+    # (sums below 2**11, as decode declares THC's, and any) and 2 fused encodes (fp32, bf16);
+    # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch
+    assert len(lines) == (8 + 2) + 2 * (16 + 2) and not any("FAILED" in l for l in lines)
 
 
 # ------------------------------------------------------------------------------------------

@@ -541,8 +541,9 @@ class ThcCodec(Codec):
                 with self._lock:
                     out = self._output_buffer(numel, device)
                     bits = self._sign_bits(kernels, state, padded, device)
+                    # each worker's table value is in [0, g]: a sum is at most g n
                     kernels.inverse(sums.contiguous(), bits, out, block, step / n,
-                                    (g / 2.0) * step * math.sqrt(block))
+                                    (g / 2.0) * step * math.sqrt(block), sums_bound=int(g) * n)
                     self.last_kernels["decode"] = "triton"
                     return out.view(meta["shape"]).to(meta["dtype"])
             except Exception as exc:  # noqa: BLE001

@@ -38,6 +38,7 @@ failure to import Triton makes :data:`AVAILABLE` false.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -53,7 +54,8 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
     tl = None
 
 __all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "FUSED_WARPS", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG",
-           "MAX_BLOCK", "MIN_BLOCK", "PRECISION_ENV", "QUANT_OCTETS", "QUANT_WARPS", "TENSOR_CORE_PRECISION",
+           "MAX_BLOCK", "MIN_BLOCK", "PRECISION_ENV", "QUANT_OCTETS", "QUANT_WARPS", "SMALL_SUMS",
+           "TENSOR_CORE_PRECISION",
            "inverse", "launch_config", "pack_sign_bits", "precision_for", "quantise", "rotate",
            "rotate_quantise", "self_check", "supported", "tile_sides"]
 
@@ -71,8 +73,15 @@ MIN_BLOCK, MAX_BLOCK = 256, 2048
 #: the quantiser's seed is passed with this bit set: always a 64-bit argument (one compiled
 #: variant), 62 bits of it random
 _SEED_BIT = 1 << 62
-#: rows of 8 coordinates per program of the quantiser, and its warps
-QUANT_OCTETS, QUANT_WARPS = 256, 8
+#: integer sums below this magnitude are exact in TF32 (11 significant bits): :func:`inverse`'s
+#: transform of them takes one product fewer and is exact
+SMALL_SUMS = 1 << 11
+#: rows of 8 coordinates per program of the quantiser, and its warps: timed on an H200 over 64 to
+#: 1024 rows and 2 to 16 warps at 64M values (docs/codecs.md): 128 rows on 4 warps took 0.134 ms
+#: against 0.164 for the 256 on 8 first chosen (8 coordinates per thread either way; 1024 rows
+#: on 8 warps, 0.129 ms, needs 246 registers with error feedback); the rows' draws are keyed by
+#: their index, so the bytes do not change
+QUANT_OCTETS, QUANT_WARPS = 128, 4
 
 
 #: (dot precision, warps) of the transform kernels per block size. "tf32x3" (sm_80+): timed on an
@@ -119,9 +128,20 @@ def precision_for(capability: Tuple[int, int]) -> str:
     return TENSOR_CORE_PRECISION if tensor_cores else "ieee"
 
 
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> Tuple[int, int]:
+    """A CUDA device's compute capability, asked once: torch's query costs microseconds, and
+    every launch of a round trip asks (a host cost the GPU waits for at each synchronisation)."""
+    return torch.cuda.get_device_capability(index)
+
+
 def _config(device: torch.device, block: int) -> Optional[Tuple[str, int]]:
     """(precision, warps) for the transform kernels on ``device``, or None (block not taken)."""
-    prec = precision_for(torch.cuda.get_device_capability(device)) if device.type == "cuda" else "ieee"
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        prec = precision_for(_capability(index))
+    else:
+        prec = "ieee"
     warps = LAUNCH_CONFIG[prec].get(block)
     return None if warps is None else (prec, warps)
 
@@ -161,13 +181,15 @@ if AVAILABLE:
     def _hadamard_tile(N: tl.constexpr):
         """The unnormalised Sylvester matrix H_N (N <= 64) built in registers: entry (i, j) is
         (-1)**popcount(i & j). Its +-1 entries are exact in TF32, so the products' error is only
-        the data's."""
+        the data's. Built as float bits (1.0 with the parity as its sign bit): an int-to-float
+        conversion per entry ran at a quarter of the other instructions' rate and was a sixth
+        of the kernel's instructions (sm_90 SASS, ``bench/triton_aot.py --sass``)."""
         i = tl.arange(0, N)
         bits = i[:, None] & i[None, :]
         bits ^= bits >> 4
         bits ^= bits >> 2
         bits ^= bits >> 1
-        return (1 - 2 * (bits & 1)).to(tl.float32)
+        return (((bits & 1) << 31) | 0x3F800000).to(tl.float32, bitcast=True)
 
     @triton.jit
     def _split_dot(a, b, SPLIT_B: tl.constexpr):
@@ -186,24 +208,37 @@ if AVAILABLE:
         return out
 
     @triton.jit
-    def _hadamard_2d(h_r, x, h_c, PREC: tl.constexpr):
+    def _hadamard_2d(h_r, x, h_c, PREC: tl.constexpr, SMALL_INTS: tl.constexpr = False):
         """``H_R X H_C`` for a tile ``X``: two products, each in ``PREC`` ("tf32x2": the split
-        of :func:`_split_dot`; else ``tl.dot``'s own precision)."""
-        if PREC == "tf32x2":
+        of :func:`_split_dot`; else ``tl.dot``'s own precision). ``SMALL_INTS``: X holds integers
+        below 2**11 in magnitude, exact in TF32, so the first product needs no split (one TF32
+        product, exact); its result, integers below 2**16, splits exactly into head and tail,
+        so the transform of such a tile is exact."""
+        if PREC == "ieee":
+            y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
+        elif SMALL_INTS:
+            y = _split_dot(tl.dot(h_r, x, input_precision="tf32"), h_c, False)
+        elif PREC == "tf32x2":
             y = _split_dot(_split_dot(h_r, x, True), h_c, False)
         else:
             y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
         return y
 
     @triton.jit
-    def _sign(SIGN_BITS, offs):
-        """+-1.0 of each coordinate from the packed sign bits (bit k of byte j: coordinate 8j + k
-        is negative); eight neighbouring threads share a byte, so it reads 1/8 byte each."""
-        byte = tl.load(SIGN_BITS + (offs >> 3)).to(tl.int32)
-        return (1 - 2 * ((byte >> (offs & 7).to(tl.int32)) & 1)).to(tl.float32)
+    def _flip(x, SIGN_WORDS, blk, R: tl.constexpr, C: tl.constexpr):
+        """``x * signs`` for block ``blk``'s ``R x C`` tile, as a flip of each value's sign bit.
+        The signs are read as the block's 32-bit words (bit k of word w: coordinate 32w + k is
+        negative; the little-endian view of :func:`pack_sign_bits`' bytes), ``R * C / 32`` loads
+        per tile where a byte per coordinate took one each, and moved into each value's bit 31
+        without a conversion: together a fifth of the rotation's instructions on sm_90."""
+        W: tl.constexpr = R * C // 32
+        words = tl.load(SIGN_WORDS + blk * W + tl.arange(0, W)).to(tl.uint32, bitcast=True)
+        sign = (words[:, None] << (31 - tl.arange(0, 32)).to(tl.uint32)[None, :]) & 0x80000000
+        sign = tl.reshape(sign, (R, C))
+        return (x.to(tl.uint32, bitcast=True) ^ sign).to(tl.float32, bitcast=True)
 
     @triton.jit
-    def _rotate_kernel(X, SIGN_BITS, RES, Y, PARTIAL, numel, nblocks, norm,
+    def _rotate_kernel(X, SIGN_WORDS, RES, Y, PARTIAL, numel, nblocks, norm,
                        R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, HAS_RES: tl.constexpr,
                        PREC: tl.constexpr, STORE_Y: tl.constexpr):
         # G consecutive blocks per program (an unrolled loop): the Hadamard tiles are built
@@ -218,7 +253,7 @@ if AVAILABLE:
             if blk < nblocks:  # the last program's group may reach past the last block
                 offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
                 x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)  # padding: zeros
-                x = x * _sign(SIGN_BITS, offs)
+                x = _flip(x, SIGN_WORDS, blk, R, C)
                 y = _hadamard_2d(h_r, x, h_c, PREC)
                 y = y * norm  # 1 / sqrt(R C): orthonormal
                 if HAS_RES:
@@ -273,7 +308,7 @@ if AVAILABLE:
             tl.store(Y + offs, y - tl.load(DEQ + q), mask=mask)
 
     @triton.jit(do_not_specialize=["seed"])
-    def _rotate_quantise_kernel(X, SIGN_BITS, PACKED, OFFSET, SLOPE, seed, numel, n_pairs, norm,
+    def _rotate_quantise_kernel(X, SIGN_WORDS, PACKED, OFFSET, SLOPE, seed, numel, n_pairs, norm,
                                 a, half_g, g, top, R: tl.constexpr, C: tl.constexpr,
                                 PREC: tl.constexpr):
         # encode without error feedback in one pass: the rotation of _rotate_kernel (the same
@@ -285,7 +320,7 @@ if AVAILABLE:
         cols = tl.arange(0, C)
         offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
         x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)
-        x = x * _sign(SIGN_BITS, offs)
+        x = _flip(x, SIGN_WORDS, blk, R, C)
         y = _hadamard_2d(_hadamard_tile(R), x, _hadamard_tile(C), PREC)
         y = tl.reshape(y * norm, (R * C // 8, 8))  # row-major: rows of 8 consecutive coordinates
         octet = blk * (R * C // 8) + tl.arange(0, R * C // 8)
@@ -293,8 +328,9 @@ if AVAILABLE:
         _store_indices(PACKED, octet, q, n_pairs, R * C // 8)
 
     @triton.jit
-    def _inverse_kernel(SUMS, SIGN_BITS, OUT, numel, nblocks, scale, off0,
-                        R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, PREC: tl.constexpr):
+    def _inverse_kernel(SUMS, SIGN_WORDS, OUT, numel, nblocks, scale, off0,
+                        R: tl.constexpr, C: tl.constexpr, G: tl.constexpr, PREC: tl.constexpr,
+                        SMALL_SUMS: tl.constexpr):
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
@@ -306,10 +342,10 @@ if AVAILABLE:
             if blk < nblocks:  # the last program's group may reach past the last block
                 offs = blk * (R * C) + local
                 s = tl.load(SUMS + offs).to(tl.float32)
-                y = _hadamard_2d(h_r, s, h_c, PREC)
+                y = _hadamard_2d(h_r, s, h_c, PREC, SMALL_SUMS)
                 y = y * scale  # includes 1 / sqrt(R C)
                 y = tl.where(local == 0, y - off0, y)  # H 1 = sqrt(B) e_0: decode's offset on one value
-                y = y * _sign(SIGN_BITS, offs)
+                y = _flip(y, SIGN_WORDS, blk, R, C)
                 tl.store(OUT + offs, y, mask=offs < numel)
 
 
@@ -322,6 +358,15 @@ def _check(name: str, t: torch.Tensor, n: int, dtypes: Tuple[torch.dtype, ...], 
     if t.device != device or t.dtype not in dtypes or not t.is_contiguous() or t.numel() < n:
         raise ValueError(f"{name}: expected a contiguous {'/'.join(map(str, dtypes))} tensor of >= {n} "
                          f"values on {device}, got {t.dtype} x {t.numel()} on {t.device}")
+
+
+def _sign_words(signs: torch.Tensor, padded: int) -> torch.Tensor:
+    """The first ``padded / 8`` sign bytes as int32 words, the kernels' view (``padded`` is whole
+    blocks of >= 256 values: whole words); bytes at an offset not a multiple of 4 are copied."""
+    head = signs[: padded // 8]
+    if head.storage_offset() % 4:
+        head = head.clone()
+    return head.view(torch.int32)
 
 
 def pack_sign_bits(signs: torch.Tensor) -> torch.Tensor:
@@ -372,7 +417,8 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
         with _LAUNCH_GUARD:
             out = y if y is not None else partial  # never written when y is None
             _rotate_kernel[(triton.cdiv(nblocks, group),)](
-                x, signs, residual if residual is not None else out, out, partial, x.numel(), nblocks,
+                x, _sign_words(signs, padded), residual if residual is not None else out, out, partial,
+                x.numel(), nblocks,
                 1.0 / math.sqrt(block), R=r, C=c, G=group, HAS_RES=residual is not None, PREC=prec,
                 STORE_Y=y is not None, num_warps=warps)
     return partial[:nblocks]
@@ -409,7 +455,7 @@ def rotate_quantise(x: torch.Tensor, signs: torch.Tensor, packed: torch.Tensor, 
             warps = FUSED_WARPS[prec].get(block, warps)
         with _LAUNCH_GUARD:
             _rotate_quantise_kernel[(padded // block,)](
-                x, signs, packed, offset, slope, _seed_arg(seed), x.numel(),
+                x, _sign_words(signs, padded), packed, offset, slope, _seed_arg(seed), x.numel(),
                 padded // 2, 1.0 / math.sqrt(block), a, half_g, g, top, R=r, C=c, PREC=prec,
                 num_warps=warps)
 
@@ -446,7 +492,7 @@ def quantise(y: torch.Tensor, packed: torch.Tensor, offset: torch.Tensor, slope:
 
 
 def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: int, scale: float,
-            offset0: float, config: Optional[Launch] = None) -> torch.Tensor:
+            offset0: float, config: Optional[Launch] = None, sums_bound: Optional[int] = None) -> torch.Tensor:
     """``out = (signs * (fwht(sums, block) * scale - offset0 * e_0 per block))[:out.numel()]``.
 
     Args:
@@ -454,6 +500,10 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
         signs: the padded length's sign bits (:func:`pack_sign_bits`).
         out: float32 result, ``numel <= padded``.
         config: as :func:`rotate`'s.
+        sums_bound: the largest ``|sum|`` the caller expects (THC: the table's top value times
+            the workers). Below :data:`SMALL_SUMS` the TF32 transform takes one product fewer and
+            is exact (see ``_hadamard_2d``); a sum beyond the bound is then rounded to TF32's 11
+            significant bits in the first product, not refused.
     """
     padded, device = sums.numel(), sums.device
     _check("sums", sums, padded, (torch.int16, torch.int32, torch.int64), device)
@@ -467,8 +517,9 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
         nblocks = padded // block
         with _LAUNCH_GUARD:
             _inverse_kernel[(triton.cdiv(nblocks, group),)](
-                sums, signs, out, out.numel(), nblocks, scale / math.sqrt(block), offset0,
-                R=r, C=c, G=group, PREC=prec, num_warps=warps)
+                sums, _sign_words(signs, padded), out, out.numel(), nblocks, scale / math.sqrt(block), offset0,
+                R=r, C=c, G=group, PREC=prec, SMALL_SUMS=sums_bound is not None and abs(sums_bound) < SMALL_SUMS,
+                num_warps=warps)
     return out
 
 
@@ -554,7 +605,7 @@ def _check_inverse(device: torch.device, block: int, signs: torch.Tensor, bits: 
     padded = signs.numel()
     sums = torch.randint(0, int(g) * 4 + 1, (padded,), generator=gen, dtype=torch.int32)
     out = torch.empty(padded - 3, device=device)
-    inverse(sums.to(device), bits, out, block, 0.125, 3.0)
+    inverse(sums.to(device), bits, out, block, 0.125, 3.0, sums_bound=int(g) * 4)  # as decode calls it
     z = fwht(sums.double(), block) * 0.125
     z.view(-1, block)[:, 0] -= 3.0
     ref = (z * signs.double())[: padded - 3]
