@@ -183,10 +183,11 @@ def test_a_saturating_switch_flags_every_overflow_on_every_worker(tofino1_progra
     """TNA's SUM saturates (no overflow flag) and its saturation sticks: a job on it
     (``sum_saturates``) takes any int32 values; a result word within the bounds is exact, one at
     a bound is the overflow, which every worker raises (``OverflowFlagged``, as for v1model's
-    flag). The sums below leave int32 in a partial sum in some orders of arrival and come back
-    within it in the true total (INT32_MAX + 1 - 2): a switch whose saturation did not stick
-    could answer a wrong word within the bounds there (bmv2_tests' test_tna_sum_saturation_sticks
-    fixes the order)."""
+    flag). A true sum beyond int32 overflows in every order of arrival. One that leaves int32 in
+    a partial sum only in some orders and comes back within it (INT32_MAX + 1 - 2) is either
+    flagged on every worker or exact on every worker, depending on the order the workers' packets
+    reached the switch, never a wrong word within the bounds (bmv2_tests'
+    test_tna_sum_saturation_sticks fixes the order that saturates)."""
     from hina.worker.transport import OverflowFlagged
     n = 3
     big, low = np.iinfo(np.int32).max, np.iinfo(np.int32).min
@@ -198,10 +199,15 @@ def test_a_saturating_switch_flags_every_overflow_on_every_worker(tofino1_progra
     # near the bounds, no partial sum at one in any order: exact
     within[0][4], within[1][4], within[2][4] = big - 1, -1, 0
     within[0][9], within[1][9], within[2][9] = low + 1, 1, 0
-    back = [w.copy() for w in within]
-    back[0][7], back[1][7], back[2][7] = big, 1, -2              # true sum INT32_MAX - 1
-    below = [w.copy() for w in within]
-    below[0][2], below[1][2], below[2][2] = low, -5, 10          # true sum INT32_MIN + 5
+
+    def with_word(word, values):
+        data = [w.copy() for w in within]
+        for w, v in enumerate(values):
+            data[w][word] = v
+        return data
+    above = with_word(7, (big, 1, 0))          # true sum INT32_MAX + 1
+    below = with_word(2, (low, -5, 0))         # true sum INT32_MIN - 5
+    back = with_word(5, (big, 1, -2))          # true sum INT32_MAX - 1, beyond it in some orders
     try:
         transports = job.transports(min_rto=0.03, give_up_s=5)
         results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, within[w]), transports)
@@ -209,10 +215,17 @@ def test_a_saturating_switch_flags_every_overflow_on_every_worker(tofino1_progra
         total = sum(w.astype(np.int64) for w in within)
         for r in results:
             np.testing.assert_array_equal(r, total)
-        for data, word in ((back, 7), (below, 2)):
+        for data, word in ((above, 7), (below, 2)):
             _, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, data[w]), transports)
             assert all(isinstance(e, OverflowFlagged) for e in errors), errors
             assert all(f"result word {word} is" in str(e) for e in errors), errors
+        results, errors = run_workers(lambda w, t: t.reduce(P.Op.SUM, back[w]), transports)
+        if errors[0] is None:
+            assert errors == [None] * n, errors
+            for r in results:
+                np.testing.assert_array_equal(r, sum(w.astype(np.int64) for w in back))
+        else:
+            assert all(isinstance(e, OverflowFlagged) and "result word 5 is" in str(e) for e in errors), errors
     finally:
         job.close()
 
