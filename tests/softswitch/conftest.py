@@ -2,22 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-import socket
-from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-HERE = Path(__file__).resolve().parent
-PROGRAMS = HERE / "programs"
-GOLDEN = HERE.parent / "golden"
-
-
-def pick_free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (bind to port 0, read it back, release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+from softswitch_util import pick_free_port
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import GOLDEN, PROGRAMS
+from softswitch_util import GOLDEN, PROGRAMS
 from hina.softswitch.api import (ActionCall, ActionInfo, ActionRefInfo, ControllerHeaderInfo,
                             DigestInfo, MatchFieldInfo, ParamInfo, ProgramInfo, RegisterInfo,
                             StructFieldInfo, TableInfo)

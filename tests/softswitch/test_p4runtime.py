@@ -10,7 +10,7 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from conftest import GOLDEN, PROGRAMS
+from softswitch_util import GOLDEN, PROGRAMS
 from p4rt_util import RawClient, ids, pipeline_request, write_errors
 
 compiler = pytest.importorskip("hina.softswitch.compiler")

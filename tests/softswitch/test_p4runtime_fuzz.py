@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2
 
-from conftest import PROGRAMS
+from softswitch_util import PROGRAMS
 from p4rt_util import RawClient, ids
 
 compiler = pytest.importorskip("hina.softswitch.compiler")

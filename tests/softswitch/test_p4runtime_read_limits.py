@@ -18,7 +18,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from conftest import pick_free_port
+from softswitch_util import pick_free_port
 from p4rt_util import ids
 
 compiler = pytest.importorskip("hina.softswitch.compiler")

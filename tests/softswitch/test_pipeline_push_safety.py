@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from conftest import PROGRAMS
+from softswitch_util import PROGRAMS
 
 compiler = pytest.importorskip("hina.softswitch.compiler")
 

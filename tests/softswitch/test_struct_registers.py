@@ -11,7 +11,7 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
-from conftest import pick_free_port
+from softswitch_util import pick_free_port
 from p4rt_util import RawClient, ids, pipeline_request, write_errors
 
 from hina.softswitch.api import ControlError
