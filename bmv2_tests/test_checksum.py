@@ -1,7 +1,8 @@
 """The UDP checksum of HINA v3 (p4/include/udp_checksum.p4), on both targets: a request whose
 checksum is wrong or missing is dropped as BAD_CHECKSUM and changes nothing, every reply carries
 a right one (``hina.testing.frames.send`` checks each), a computed 0 travels as 0xFFFF both ways, and
-frames cut inside the HINA header are counted as MALFORMED."""
+frames cut inside the HINA header are counted as MALFORMED, as are requests whose IPv4 header
+checksum is wrong."""
 from __future__ import annotations
 
 import numpy as np
@@ -107,6 +108,32 @@ def test_frames_cut_inside_the_hina_header_are_counted(target, job, keep):
     cut = F.build_frame(_endpoint(w0), _switch(), message)
     assert target.send(w0.port, cut) == []
     assert reason_count(target, R.MALFORMED) == 1
+
+
+_ETH = 14                                      # the IPv4 header's offset in a frame
+
+
+@pytest.mark.parametrize("damage", ["checksum", "ttl", "identification"])
+def test_a_wrong_ipv4_header_checksum_is_malformed_and_changes_nothing(target, job, damage):
+    """An IPv4 header changed after its sender's checksum (or a wrong checksum field) is dropped
+    as MALFORMED, before the UDP checksum is looked at, on both programs; the UDP checksum would
+    not see a changed TTL or identification. The slot is untouched: the real contributions
+    then sum exactly."""
+    a, b = np.arange(TEST_WORDS), np.full(TEST_WORDS, 3)
+    good = contribution(job, 0, P.Op.SUM, a)
+    offset, flip = {"checksum": (_ETH + 10, 0x20), "ttl": (_ETH + 8, 0x01),
+                    "identification": (_ETH + 4, 0x80)}[damage]
+    bad = bytearray(good)
+    bad[offset] ^= flip
+    assert send(target, job, 0, bytes(bad)) == []
+    assert reason_count(target, R.MALFORMED) == 1
+    assert reason_count(target, R.BAD_CHECKSUM) == 0
+    send(target, job, 0, good)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
+    assert len(replies) == 2
+    for r in replies:
+        assert r.count == 2 and r.checksum_ok
+        np.testing.assert_array_equal(r.words(), a + b)
 
 
 #: Bits flipped by test_a_flipped_bit_of_a_contribution_is_never_summed: a seeded sample of

@@ -4,8 +4,8 @@
 
 #include "headers.p4"
 
-// Checks what the parser cannot: a clean parse, a known type/op for a worker-to-switch message,
-// zero reserved bits, a block-sparse next beyond its block, and a UDP length that is exactly the message's size (so no trailing bytes
+// Checks what the parser cannot: a clean parse, a right IPv4 header checksum, a known type/op
+// for a worker-to-switch message, zero reserved bits, a block-sparse next beyond its block, and a UDP length that is exactly the message's size (so no trailing bytes
 // leak into results).
 control Validate(inout headers_t hdr,
                  inout metadata_t meta,
@@ -34,6 +34,7 @@ control Validate(inout headers_t hdr,
             }
         }
         if (standard_metadata.parser_error != error.NoError
+                || standard_metadata.checksum_error == 1      // IPv4 header (HinaVerifyChecksum)
                 || hdr.hina.version != HINA_VERSION
                 || hdr.hina.reserved != 0
                 || expected == 0
