@@ -136,6 +136,28 @@ def test_a_wrong_ipv4_header_checksum_is_malformed_and_changes_nothing(target, j
         np.testing.assert_array_equal(r.words(), a + b)
 
 
+def test_a_later_ip_fragment_is_not_taken_for_a_message(target, job):
+    """A frame whose IPv4 fragment offset is not 0 (a later fragment: no UDP header of its own)
+    is not parsed as UDP or HINA by either program, even with a HINA message where a first
+    fragment's would be and right checksums: nothing answers, no drop reason counts it (it is
+    not HINA), and the slot is untouched."""
+    a, b = np.arange(TEST_WORDS), np.full(TEST_WORDS, 9)
+    good = contribution(job, 0, P.Op.SUM, a)
+    later = bytearray(contribution(job, 0, P.Op.SUM, a + 1000))   # summed, if it were taken
+    later[_ETH + 6:_ETH + 8] = (185).to_bytes(2, "big")    # flags 0, offset 185 x 8 bytes
+    later[_ETH + 10:_ETH + 12] = b"\0\0"
+    later[_ETH + 10:_ETH + 12] = P.ipv4_checksum(bytes(later[_ETH:_ETH + 20])).to_bytes(2, "big")
+    before = {r: reason_count(target, r) for r in R}
+    assert send(target, job, 0, bytes(later)) == []
+    assert {r: reason_count(target, r) for r in R} == before
+    send(target, job, 0, good)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
+    assert len(replies) == 2
+    for r in replies:
+        assert r.count == 2
+        np.testing.assert_array_equal(r.words(), a + b)
+
+
 #: Bits flipped by test_a_flipped_bit_of_a_contribution_is_never_summed: a seeded sample of
 #: the UDP length and checksum, the HINA header and the payload (the UDP ports are left alone:
 #: a flipped port sends a frame past the HINA parser, not to a drop reason).

@@ -20,10 +20,12 @@ parser HinaParser(packet_in packet,
         }
     }
 
+    // A later fragment (offset != 0) carries no UDP header: its first bytes are another
+    // fragment's payload, never parsed as one (the TNA program selects the same).
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
-            (IPV4_IHL_NO_OPTIONS, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (IPV4_IHL_NO_OPTIONS, 0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
