@@ -37,6 +37,18 @@ def _endpoint(addr) -> F.Endpoint:
     return F.Endpoint(addr.mac, addr.ip, addr.udp_port)
 
 
+def _real_contributions_sum_exactly(target, job, good: bytes, a, b) -> None:
+    """Worker 0's real contribution ``good`` (of ``a``), then worker 1's of ``b``: both workers
+    get ``a + b`` counted twice, with a right checksum, so nothing dropped before touched the
+    slot."""
+    send(target, job, 0, good)
+    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
+    assert len(replies) == 2
+    for r in replies:
+        assert r.count == 2 and r.checksum_ok
+        np.testing.assert_array_equal(r.words(), a + b)
+
+
 @pytest.mark.parametrize("damage", ["wrong", "missing", "payload_bit", "seq_bit"])
 def test_bad_checksums_are_dropped_and_change_nothing(target, job, damage):
     a, b = np.arange(TEST_WORDS), np.full(TEST_WORDS, 5)
@@ -56,12 +68,7 @@ def test_bad_checksums_are_dropped_and_change_nothing(target, job, damage):
     assert reason_count(target, R.BAD_CHECKSUM) == 1
     assert reason_count(target, R.DUPLICATE) == 0
     # The slot never saw the corrupt copy: worker 0's real contribution still counts once.
-    send(target, job, 0, good)
-    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
-    assert len(replies) == 2
-    for r in replies:
-        assert r.count == 2 and r.checksum_ok
-        np.testing.assert_array_equal(r.words(), a + b)
+    _real_contributions_sum_exactly(target, job, good, a, b)
 
 
 def test_a_request_whose_checksum_is_zero_travels_as_ffff(target, job):
@@ -128,12 +135,7 @@ def test_a_wrong_ipv4_header_checksum_is_malformed_and_changes_nothing(target, j
     assert send(target, job, 0, bytes(bad)) == []
     assert reason_count(target, R.MALFORMED) == 1
     assert reason_count(target, R.BAD_CHECKSUM) == 0
-    send(target, job, 0, good)
-    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
-    assert len(replies) == 2
-    for r in replies:
-        assert r.count == 2 and r.checksum_ok
-        np.testing.assert_array_equal(r.words(), a + b)
+    _real_contributions_sum_exactly(target, job, good, a, b)
 
 
 def test_a_later_ip_fragment_is_not_taken_for_a_message(target, job):
@@ -150,12 +152,7 @@ def test_a_later_ip_fragment_is_not_taken_for_a_message(target, job):
     before = {r: reason_count(target, r) for r in R}
     assert send(target, job, 0, bytes(later)) == []
     assert {r: reason_count(target, r) for r in R} == before
-    send(target, job, 0, good)
-    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
-    assert len(replies) == 2
-    for r in replies:
-        assert r.count == 2
-        np.testing.assert_array_equal(r.words(), a + b)
+    _real_contributions_sum_exactly(target, job, good, a, b)
 
 
 #: Bits flipped by test_a_flipped_bit_of_a_contribution_is_never_summed: a seeded sample of
@@ -182,9 +179,4 @@ def test_a_flipped_bit_of_a_contribution_is_never_summed(target, job):
     counted = {r: reason_count(target, r) - n for r, n in before.items()}
     assert sum(counted.values()) == _FLIP_BITS, counted
     assert counted[R.BAD_CHECKSUM] > 0, counted
-    send(target, job, 0, good)
-    replies = send(target, job, 1, contribution(job, 1, P.Op.SUM, b), expected=2)
-    assert len(replies) == 2
-    for r in replies:
-        assert r.count == 2
-        np.testing.assert_array_equal(r.words(), a + b)
+    _real_contributions_sum_exactly(target, job, good, a, b)
