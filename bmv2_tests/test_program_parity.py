@@ -1,0 +1,128 @@
+"""The two programs against each other: p4/hina.p4 and the TNA program (p4/tna/hina_tna.p4), both
+on the embedded target at 64 words, given the same job and the same worker traffic, send the
+same bytes out of the same ports and count the same drop reasons.
+
+The traffic is the protocol's (docs/protocol.md): workers with a self-clocked window of
+``n_slots`` chunks, each chunk a random op (SUM, MAX, OR, LUT_SUM) and values, interleaved at
+random, retransmitting what went unanswered, with duplicated frames and lost frames and replies.
+Within it the programs must agree byte for byte (a RESULT's header, lanes, addresses, UDP
+checksum; a NOTICE; the DUPLICATE and STALE_* counts). What the TNA program is known to do
+otherwise (``bmv2_tests/conftest.py``, ``TNA_UNSUPPORTED``) lies outside it: SUM values stay far
+from int32's bounds, every chunk's LUT is installed, and no copy arrives after its worker moved
+on (a frame is delivered at once or lost).
+
+The other dataplane tests check each program against expected values; this one finds where the
+two programs differ in what those tests do not pin down.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hina import protocol as P
+from bmv2_tests.conftest import TEST_DEFINES, TEST_WORDS
+from hina.testing.frames import contribution, install, install_lut, make_job, parse, reason_count
+from hina.testing.targets import EmbeddedTarget, EmbeddedTnaTarget
+
+OPS = (P.Op.SUM, P.Op.MAX, P.Op.OR, P.Op.LUT_SUM)
+LUT_ID = 1
+
+
+def _values(rng: np.random.Generator, op: P.Op) -> np.ndarray:
+    if op == P.Op.LUT_SUM:
+        return rng.integers(0, P.THC_TABLE_SIZE, 2 * TEST_WORDS)        # 4-bit table indices
+    if op == P.Op.SUM:
+        return rng.integers(-(1 << 24), 1 << 24, TEST_WORDS)             # no partial sum near a bound
+    return rng.integers(0, 1 << 32, TEST_WORDS)                          # MAX, OR: any word
+
+
+class _Worker:
+    """A worker as the protocol has it: at most ``n_slots`` chunks past its oldest unanswered."""
+
+    def __init__(self, index: int, n_slots: int, chunks: int):
+        self.index, self.n_slots, self.chunks = index, n_slots, chunks
+        self.next_seq = 0
+        self.done: set[int] = set()
+
+    def can_send_new(self) -> bool:
+        oldest = min((s for s in range(self.chunks) if s not in self.done), default=self.chunks)
+        return self.next_seq < self.chunks and self.next_seq < oldest + self.n_slots
+
+    def unanswered(self) -> list[int]:
+        return [s for s in range(self.next_seq) if s not in self.done]
+
+
+def _describe(outputs) -> list:
+    """(port, message type, flags, count, seq, length) of each frame a program sent."""
+    described = []
+    for port, frame in outputs:
+        r = parse(port, frame)
+        described.append((port, P.MsgType(r.msg_type).name, r.flags, r.count, r.seq, r.length))
+    return described
+
+
+def _first_difference(a, b):
+    """(frame index, byte offset) where two programs' outputs first differ, or None."""
+    for k, ((pa, fa), (pb, fb)) in enumerate(zip(a, b)):
+        if pa != pb or fa != fb:
+            return k, next((i for i, (x, y) in enumerate(zip(fa, fb)) if x != y), min(len(fa), len(fb)))
+    return None if len(a) == len(b) else (min(len(a), len(b)), 0)
+
+
+@pytest.fixture(scope="module")
+def programs():
+    """(v1model, TNA) embedded targets; each example loads its job into both afresh."""
+    pair = (EmbeddedTarget(), EmbeddedTnaTarget())
+    yield pair
+    for t in pair:
+        t.close()
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_workers=st.integers(1, 4), n_slots=st.integers(2, 3),
+       chunks=st.integers(1, 8), loss=st.sampled_from([0.0, 0.15]))
+def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, seed, n_workers,
+                                                                    n_slots, chunks, loss):
+    rng = np.random.default_rng(seed)
+    job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
+    for t in programs:
+        t.load(defines=TEST_DEFINES)                  # fresh registers and counters
+        install(t, job)
+        install_lut(t, LUT_ID, words=TEST_WORDS)
+    ops = [OPS[k] for k in rng.integers(0, len(OPS), chunks)]
+    values = [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
+    workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
+    port_to_worker = {a.port: w for w, a in enumerate(job.workers)}
+    for step in range(4000):
+        if all(len(w.done) == chunks for w in workers):
+            break
+        w = workers[int(rng.integers(n_workers))]
+        if w.can_send_new() and rng.random() < 0.7:
+            seq, flags = w.next_seq, 0
+            w.next_seq += 1
+        elif w.unanswered():
+            seq, flags = int(rng.choice(w.unanswered())), P.Flag.RETRANSMIT
+        else:
+            continue
+        slot, pool = P.slot_and_pool(seq, n_slots)
+        frame = contribution(job, w.index, ops[seq], values[seq][w.index], slot=slot, pool=pool,
+                             seq=seq, flags=flags)
+        for _ in range(2 if rng.random() < 0.1 else 1):                  # a duplicated frame
+            if rng.random() < loss:                                      # lost on the way up
+                continue
+            port = job.workers[w.index].port
+            v1, tna = (t.send(port, frame) for t in programs)
+            assert tna == v1, (f"step {step}: worker {w.index} chunk {seq} ({ops[seq].name}, "
+                               f"flags {flags}): v1model sent {_describe(v1)}; TNA sent "
+                               f"{_describe(tna)}; first differing byte {_first_difference(v1, tna)}")
+            for out_port, out in v1:
+                reply = parse(out_port, out)
+                assert reply.msg_type == P.MsgType.RESULT, reply
+                if rng.random() >= loss:                                 # the reply arrives
+                    workers[port_to_worker[out_port]].done.add(reply.seq)
+    else:
+        pytest.fail("no progress in 4000 steps")
+    v1_reasons, tna_reasons = ({r.name: reason_count(t, r) for r in P.DropReason} for t in programs)
+    assert tna_reasons == v1_reasons
