@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_DEFINES, TEST_WORDS
-from hina.testing.frames import contribution, install, install_lut, make_job, parse, reason_count
+from hina.testing.frames import (contribution, install, install_lut, make_job, parse, reason_count,
+                                 set_generation)
 from hina.testing.targets import EmbeddedTarget, EmbeddedTnaTarget
 
 OPS = (P.Op.SUM, P.Op.MAX, P.Op.OR, P.Op.LUT_SUM)
@@ -82,9 +83,14 @@ def programs():
 
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), n_workers=st.integers(1, 4), n_slots=st.integers(2, 3),
-       chunks=st.integers(1, 8), loss=st.sampled_from([0.0, 0.15]))
+       chunks=st.integers(1, 8), loss=st.sampled_from([0.0, 0.15]),
+       bump_at=st.one_of(st.none(), st.integers(0, 40)))
 def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, seed, n_workers,
-                                                                    n_slots, chunks, loss):
+                                                                    n_slots, chunks, loss, bump_at):
+    """``bump_at``: at that step the controller moves the job to its next generation (its workers
+    restarted): each worker's next frame is still of the old one (a STALE_GENERATION NOTICE
+    back), then the workers start their chunks again in the new one, on slots the old
+    generation left filled."""
     rng = np.random.default_rng(seed)
     job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
     for t in programs:
@@ -95,9 +101,28 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
     values = [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
     workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
     port_to_worker = {a.port: w for w, a in enumerate(job.workers)}
+    stale: set[int] = set()          # workers whose next frame is of the old generation
     for step in range(4000):
-        if all(len(w.done) == chunks for w in workers):
+        if step == bump_at:
+            old_job = job
+            for t in programs:
+                job = set_generation(t, old_job, P.next_generation(old_job.generation))
+            stale = set(range(n_workers))
+            workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
+            event("generation bumped")
+        if all(len(w.done) == chunks for w in workers) and not stale:
             break
+        if stale:
+            w = int(rng.choice(sorted(stale)))
+            stale.discard(w)
+            frame = contribution(old_job, w, P.Op.SUM, values[0][w] if ops[0] == P.Op.SUM
+                                 else np.zeros(TEST_WORDS, dtype=np.int64), seq=0)
+            v1, tna = (t.send(job.workers[w].port, frame) for t in programs)
+            assert tna == v1, (f"step {step}: worker {w}'s frame of the old generation: v1model "
+                               f"sent {_describe(v1)}; TNA sent {_describe(tna)}; first "
+                               f"differing byte {_first_difference(v1, tna)}")
+            assert [parse(p, f).msg_type for p, f in v1] == [P.MsgType.NOTICE]
+            continue
         w = workers[int(rng.integers(n_workers))]
         if w.can_send_new() and rng.random() < 0.7:
             seq, flags = w.next_seq, 0
@@ -119,7 +144,7 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
                                f"{_describe(tna)}; first differing byte {_first_difference(v1, tna)}")
             for out_port, out in v1:
                 reply = parse(out_port, out)
-                assert reply.msg_type == P.MsgType.RESULT, reply
+                assert reply.msg_type == P.MsgType.RESULT, _describe(v1)
                 if rng.random() >= loss:                                 # the reply arrives
                     workers[port_to_worker[out_port]].done.add(reply.seq)
     else:
