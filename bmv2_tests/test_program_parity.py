@@ -11,6 +11,9 @@ otherwise (``bmv2_tests/conftest.py``, ``TNA_UNSUPPORTED``) lies outside it: SUM
 from int32's bounds, every chunk's LUT is installed, and no copy arrives after its worker moved
 on (a frame is delivered at once or lost).
 
+Block-sparse rounds (BLOCK_SUM / BLOCK_SKIP, the TNA program's block-sparse profile, as
+``EmbeddedTnaTarget`` loads it) are compared the same way.
+
 The other dataplane tests check each program against expected values; this one finds where the
 two programs differ in what those tests do not pin down.
 """
@@ -21,10 +24,12 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from hina import blocksparse as B
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_DEFINES, TEST_WORDS
 from hina.testing.frames import (contribution, install, install_lut, make_job, parse, reason_count,
                                  set_generation)
+from hina.testing.blockrun import run_block_sparse, sparse_vectors
 from hina.testing.targets import EmbeddedTarget, EmbeddedTnaTarget
 
 OPS = (P.Op.SUM, P.Op.MAX, P.Op.OR, P.Op.LUT_SUM)
@@ -149,5 +154,32 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
                     workers[port_to_worker[out_port]].done.add(reply.seq)
     else:
         pytest.fail("no progress in 4000 steps")
+    v1_reasons, tna_reasons = ({r.name: reason_count(t, r) for r in P.DropReason} for t in programs)
+    assert tna_reasons == v1_reasons
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_workers=st.integers(1, 4), n_slots=st.integers(1, 2),
+       n_blocks=st.integers(1, 6), density=st.sampled_from([0.0, 0.3, 1.0]))
+def test_both_programs_agree_on_block_sparse_rounds(programs, seed, n_workers, n_slots, n_blocks,
+                                                    density):
+    """Block-sparse runs (BLOCK_SUM / BLOCK_SKIP rounds, ``hina.testing.blockrun``: lost
+    results, duplicates, a random order) through both programs, every output byte for byte, and
+    the same drop counts; values far from int32's bounds (BLOCK_SUM saturates on TNA)."""
+    rng = np.random.default_rng(seed)
+    job = make_job(1, n_workers, n_slots=n_slots)
+    for t in programs:
+        t.load(defines=TEST_DEFINES)
+        install(t, job)
+    qs = sparse_vectors(rng, n_workers, n_blocks, TEST_WORDS, density)
+
+    def send(port, frame):
+        v1, tna = (t.send(port, frame) for t in programs)
+        assert tna == v1, (f"v1model sent {_describe(v1)}; TNA sent {_describe(tna)}; first "
+                           f"differing byte {_first_difference(v1, tna)}")
+        return v1
+
+    run = run_block_sparse(send, job, qs, TEST_WORDS, rng, lose=0.3, duplicate=0.3)
+    np.testing.assert_array_equal(run.result, B.reference_sum(qs))
     v1_reasons, tna_reasons = ({r.name: reason_count(t, r) for r in P.DropReason} for t in programs)
     assert tna_reasons == v1_reasons
