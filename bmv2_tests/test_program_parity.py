@@ -12,7 +12,8 @@ from int32's bounds, every chunk's LUT is installed, and no copy arrives after i
 on (a frame is delivered at once or lost).
 
 Block-sparse rounds (BLOCK_SUM / BLOCK_SKIP, the TNA program's block-sparse profile, as
-``EmbeddedTnaTarget`` loads it) are compared the same way.
+``EmbeddedTnaTarget`` loads it) are compared the same way, and so are frames with one defect
+each (``DEFECTS``) between the protocol's: the same reason counted, the same bytes out.
 
 The other dataplane tests check each program against expected values; this one finds where the
 two programs differ in what those tests do not pin down.
@@ -25,6 +26,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from hina import blocksparse as B
+from hina import framing as F
 from hina import protocol as P
 from bmv2_tests.conftest import TEST_DEFINES, TEST_WORDS
 from hina.testing.frames import (contribution, install, install_lut, make_job, parse, reason_count,
@@ -183,3 +185,102 @@ def test_both_programs_agree_on_block_sparse_rounds(programs, seed, n_workers, n
     np.testing.assert_array_equal(run.result, B.reference_sum(qs))
     v1_reasons, tna_reasons = ({r.name: reason_count(t, r) for r in P.DropReason} for t in programs)
     assert tna_reasons == v1_reasons
+
+
+def _rewrite_hina(frame: bytes, **fields) -> bytes:
+    """``frame`` with HINA header fields replaced, its UDP checksum made right again (the defect
+    is the field's, not the checksum's)."""
+    return _hina_frame(frame, {**P.unpack_header(frame[F.FRAME_HEADER_BYTES:]), **fields},
+                       frame[F.FRAME_HEADER_BYTES + P.HEADER_BYTES:])
+
+
+def _hina_frame(frame: bytes, header: dict, payload: bytes) -> bytes:
+    parsed = F.parse_frame(frame)
+    message = P.pack_header(header["msg_type"], header["op"], flags=header["flags"],
+                            count=header["count"], job_id=header["job_id"], pool=header["pool"],
+                            slot=header["slot"], seq=header["seq"], generation=header["generation"],
+                            version=header["version"], reserved=header["reserved"], wrap=True)
+    return F.build_frame(parsed.src, parsed.dst, message + payload)
+
+
+#: One defect each, applied to a worker's well-formed frame: (name, function of (frame, job,
+#: rng) -> (ingress port offset, frame)). Every program must drop it for the same reason (or
+#: answer the same NOTICE) and change nothing else.
+DEFECTS = {
+    "unknown job": lambda f, job, rng: (0, _rewrite_hina(f, job_id=job.job_id + 1)),
+    "slot out of range": lambda f, job, rng: (0, _rewrite_hina(f, slot=job.n_slots)),
+    "next generation": lambda f, job, rng: (0, _rewrite_hina(f, generation=P.next_generation(job.generation))),
+    "version": lambda f, job, rng: (0, _rewrite_hina(f, version=P.VERSION + 1)),
+    "reserved": lambda f, job, rng: (0, _rewrite_hina(f, reserved=1)),
+    "switch-only type": lambda f, job, rng: (0, _rewrite_hina(f, msg_type=P.MsgType.RESULT)),
+    "unknown op": lambda f, job, rng: (0, _rewrite_hina(f, op=15)),
+    "short by a word": lambda f, job, rng: (0, F.build_frame(F.parse_frame(f).src, F.parse_frame(f).dst,
+                                                             F.parse_frame(f).message[:-4])),
+    "long by a word": lambda f, job, rng: (0, F.build_frame(F.parse_frame(f).src, F.parse_frame(f).dst,
+                                                            F.parse_frame(f).message + bytes(4))),
+    "UDP checksum": lambda f, job, rng: (0, f[:F.FRAME_HEADER_BYTES - 2]
+                                         + bytes([f[F.FRAME_HEADER_BYTES - 2] ^ 0x10])
+                                         + f[F.FRAME_HEADER_BYTES - 1:]),
+    "IPv4 checksum": lambda f, job, rng: (0, f[:24] + bytes([f[24] ^ 0x01]) + f[25:]),
+    "another port": lambda f, job, rng: (len(job.workers) + 2, f),
+    "another source MAC": lambda f, job, rng: (0, f[:6] + bytes.fromhex("02aabbccddee") + f[12:]),
+    "a stranger's address": lambda f, job, rng: (0, F.build_frame(
+        F.Endpoint.make(0x02AA00000001, 0x0A0001F0, 40100), F.parse_frame(f).dst,
+        F.parse_frame(f).message)),
+}
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_workers=st.integers(1, 4), n_slots=st.integers(2, 3),
+       chunks=st.integers(1, 6))
+def test_both_programs_drop_each_defect_for_the_same_reason(programs, seed, n_workers, n_slots,
+                                                             chunks):
+    """Protocol traffic as above, and between its frames copies of them with one defect each
+    (``DEFECTS``: a field out of range, a length, a checksum, a forged port, MAC or address):
+    both programs send the same bytes for every frame, count the defective ones under the same
+    reason, step by step, and the real rounds complete exactly as the programs agree."""
+    rng = np.random.default_rng(seed)
+    job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
+    for t in programs:
+        t.load(defines=TEST_DEFINES)
+        install(t, job)
+        install_lut(t, LUT_ID, words=TEST_WORDS)
+    ops = [OPS[k] for k in rng.integers(0, len(OPS), chunks)]
+    values = [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
+    workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
+    port_to_worker = {a.port: w for w, a in enumerate(job.workers)}
+    names = sorted(DEFECTS)
+    for step in range(4000):
+        if all(len(w.done) == chunks for w in workers):
+            break
+        w = workers[int(rng.integers(n_workers))]
+        if w.can_send_new() and rng.random() < 0.7:
+            seq, flags = w.next_seq, 0
+            w.next_seq += 1
+        elif w.unanswered():
+            seq, flags = int(rng.choice(w.unanswered())), P.Flag.RETRANSMIT
+        else:
+            continue
+        slot, pool = P.slot_and_pool(seq, n_slots)
+        frame = contribution(job, w.index, ops[seq], values[seq][w.index], slot=slot, pool=pool,
+                             seq=seq, flags=flags)
+        port = job.workers[w.index].port
+        if rng.random() < 0.4:                                           # a defective copy first
+            name = names[int(rng.integers(len(names)))]
+            offset, bad = DEFECTS[name](frame, job, rng)
+            before = [{r: reason_count(t, r) for r in P.DropReason} for t in programs]
+            v1, tna = (t.send(port + offset, bad) for t in programs)
+            assert tna == v1, (f"step {step}, {name}: v1model sent {_describe(v1)}; TNA sent "
+                               f"{_describe(tna)}; first differing byte {_first_difference(v1, tna)}")
+            assert all(parse(p, f).msg_type == P.MsgType.NOTICE for p, f in v1), (name, _describe(v1))
+            counted = [{r.name: reason_count(t, r) - before[k][r] for r in P.DropReason
+                        if reason_count(t, r) != before[k][r]} for k, t in enumerate(programs)]
+            assert counted[1] == counted[0], f"step {step}, {name}: v1model {counted[0]}, TNA {counted[1]}"
+            assert sum(counted[0].values()) == 1, (name, counted[0])
+        v1, tna = (t.send(port, frame) for t in programs)
+        assert tna == v1, (f"step {step}: v1model sent {_describe(v1)}; TNA sent {_describe(tna)}; "
+                           f"first differing byte {_first_difference(v1, tna)}")
+        for out_port, out in v1:
+            workers[port_to_worker[out_port]].done.add(parse(out_port, out).seq)
+    else:
+        pytest.fail("no progress in 4000 steps")
