@@ -62,6 +62,57 @@ class _Worker:
         return [s for s in range(self.next_seq) if s not in self.done]
 
 
+def _load(programs, job) -> None:
+    """Both programs afresh (zero registers and counters), the job and its LUT installed."""
+    for t in programs:
+        t.load(defines=TEST_DEFINES)
+        install(t, job)
+        install_lut(t, LUT_ID, words=TEST_WORDS)
+
+
+def _chunks(rng: np.random.Generator, n_workers: int, chunks: int):
+    """Each chunk's op, and each worker's values for it."""
+    ops = [OPS[k] for k in rng.integers(0, len(OPS), chunks)]
+    return ops, [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
+
+
+def _run(programs, seed: int, n_workers: int, n_slots: int, chunks: int):
+    """A run's start: its generator, the job (loaded into both programs), each chunk's op and
+    values, the workers, and which worker each switch port is."""
+    rng = np.random.default_rng(seed)
+    job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
+    _load(programs, job)
+    ops, values = _chunks(rng, n_workers, chunks)
+    workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
+    return rng, job, ops, values, workers, {a.port: w for w, a in enumerate(job.workers)}
+
+
+def _protocol_frame(rng: np.random.Generator, workers: list, job, ops, values):
+    """A random worker's next frame as the protocol has it: a new chunk inside its window (most
+    of the time) or a retransmission of an unanswered one; (worker, seq, flags, frame), or None
+    when the drawn worker has nothing to send."""
+    w = workers[int(rng.integers(len(workers)))]
+    if w.can_send_new() and rng.random() < 0.7:
+        seq, flags = w.next_seq, 0
+        w.next_seq += 1
+    elif w.unanswered():
+        seq, flags = int(rng.choice(w.unanswered())), P.Flag.RETRANSMIT
+    else:
+        return None
+    slot, pool = P.slot_and_pool(seq, job.n_slots)
+    frame = contribution(job, w.index, ops[seq], values[seq][w.index], slot=slot, pool=pool,
+                         seq=seq, flags=flags)
+    return w, seq, flags, frame
+
+
+def _send_both(programs, port: int, frame: bytes, what: str) -> list:
+    """``frame`` into ``port`` of both programs; their outputs must be the same bytes."""
+    v1, tna = (t.send(port, frame) for t in programs)
+    assert tna == v1, (f"{what}: v1model sent {_describe(v1)}; TNA sent {_describe(tna)}; first "
+                       f"differing byte {_first_difference(v1, tna)}")
+    return v1
+
+
 def _describe(outputs) -> list:
     """(port, message type, flags, count, seq, length) of each frame a program sent."""
     described = []
@@ -98,16 +149,7 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
     restarted): each worker's next frame is still of the old one (a STALE_GENERATION NOTICE
     back), then the workers start their chunks again in the new one, on slots the old
     generation left filled."""
-    rng = np.random.default_rng(seed)
-    job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
-    for t in programs:
-        t.load(defines=TEST_DEFINES)                  # fresh registers and counters
-        install(t, job)
-        install_lut(t, LUT_ID, words=TEST_WORDS)
-    ops = [OPS[k] for k in rng.integers(0, len(OPS), chunks)]
-    values = [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
-    workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
-    port_to_worker = {a.port: w for w, a in enumerate(job.workers)}
+    rng, job, ops, values, workers, port_to_worker = _run(programs, seed, n_workers, n_slots, chunks)
     stale: set[int] = set()          # workers whose next frame is of the old generation
     for step in range(4000):
         if step == bump_at:
@@ -124,34 +166,22 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
             stale.discard(w)
             frame = contribution(old_job, w, P.Op.SUM, values[0][w] if ops[0] == P.Op.SUM
                                  else np.zeros(TEST_WORDS, dtype=np.int64), seq=0)
-            v1, tna = (t.send(job.workers[w].port, frame) for t in programs)
-            assert tna == v1, (f"step {step}: worker {w}'s frame of the old generation: v1model "
-                               f"sent {_describe(v1)}; TNA sent {_describe(tna)}; first "
-                               f"differing byte {_first_difference(v1, tna)}")
-            assert [parse(p, f).msg_type for p, f in v1] == [P.MsgType.NOTICE]
+            out = _send_both(programs, job.workers[w].port, frame,
+                             f"step {step}: worker {w}'s frame of the old generation")
+            assert [parse(p, f).msg_type for p, f in out] == [P.MsgType.NOTICE]
             continue
-        w = workers[int(rng.integers(n_workers))]
-        if w.can_send_new() and rng.random() < 0.7:
-            seq, flags = w.next_seq, 0
-            w.next_seq += 1
-        elif w.unanswered():
-            seq, flags = int(rng.choice(w.unanswered())), P.Flag.RETRANSMIT
-        else:
+        drawn = _protocol_frame(rng, workers, job, ops, values)
+        if drawn is None:
             continue
-        slot, pool = P.slot_and_pool(seq, n_slots)
-        frame = contribution(job, w.index, ops[seq], values[seq][w.index], slot=slot, pool=pool,
-                             seq=seq, flags=flags)
+        w, seq, flags, frame = drawn
         for _ in range(2 if rng.random() < 0.1 else 1):                  # a duplicated frame
             if rng.random() < loss:                                      # lost on the way up
                 continue
-            port = job.workers[w.index].port
-            v1, tna = (t.send(port, frame) for t in programs)
-            assert tna == v1, (f"step {step}: worker {w.index} chunk {seq} ({ops[seq].name}, "
-                               f"flags {flags}): v1model sent {_describe(v1)}; TNA sent "
-                               f"{_describe(tna)}; first differing byte {_first_difference(v1, tna)}")
-            for out_port, out in v1:
-                reply = parse(out_port, out)
-                assert reply.msg_type == P.MsgType.RESULT, _describe(v1)
+            out = _send_both(programs, job.workers[w.index].port, frame,
+                             f"step {step}: worker {w.index} chunk {seq} ({ops[seq].name}, flags {flags})")
+            for out_port, reply_frame in out:
+                reply = parse(out_port, reply_frame)
+                assert reply.msg_type == P.MsgType.RESULT, _describe(out)
                 if rng.random() >= loss:                                 # the reply arrives
                     workers[port_to_worker[out_port]].done.add(reply.seq)
     else:
@@ -170,18 +200,10 @@ def test_both_programs_agree_on_block_sparse_rounds(programs, seed, n_workers, n
     the same drop counts; values far from int32's bounds (BLOCK_SUM saturates on TNA)."""
     rng = np.random.default_rng(seed)
     job = make_job(1, n_workers, n_slots=n_slots)
-    for t in programs:
-        t.load(defines=TEST_DEFINES)
-        install(t, job)
+    _load(programs, job)
     qs = sparse_vectors(rng, n_workers, n_blocks, TEST_WORDS, density)
-
-    def send(port, frame):
-        v1, tna = (t.send(port, frame) for t in programs)
-        assert tna == v1, (f"v1model sent {_describe(v1)}; TNA sent {_describe(tna)}; first "
-                           f"differing byte {_first_difference(v1, tna)}")
-        return v1
-
-    run = run_block_sparse(send, job, qs, TEST_WORDS, rng, lose=0.3, duplicate=0.3)
+    run = run_block_sparse(lambda port, frame: _send_both(programs, port, frame, "block-sparse"),
+                           job, qs, TEST_WORDS, rng, lose=0.3, duplicate=0.3)
     np.testing.assert_array_equal(run.result, B.reference_sum(qs))
     v1_reasons, tna_reasons = ({r.name: reason_count(t, r) for r in P.DropReason} for t in programs)
     assert tna_reasons == v1_reasons
@@ -239,48 +261,27 @@ def test_both_programs_drop_each_defect_for_the_same_reason(programs, seed, n_wo
     (``DEFECTS``: a field out of range, a length, a checksum, a forged port, MAC or address):
     both programs send the same bytes for every frame, count the defective ones under the same
     reason, step by step, and the real rounds complete exactly as the programs agree."""
-    rng = np.random.default_rng(seed)
-    job = make_job(1, n_workers, n_slots=n_slots, lut_id=LUT_ID)
-    for t in programs:
-        t.load(defines=TEST_DEFINES)
-        install(t, job)
-        install_lut(t, LUT_ID, words=TEST_WORDS)
-    ops = [OPS[k] for k in rng.integers(0, len(OPS), chunks)]
-    values = [[_values(rng, ops[c]) for _ in range(n_workers)] for c in range(chunks)]
-    workers = [_Worker(w, n_slots, chunks) for w in range(n_workers)]
-    port_to_worker = {a.port: w for w, a in enumerate(job.workers)}
+    rng, job, ops, values, workers, port_to_worker = _run(programs, seed, n_workers, n_slots, chunks)
     names = sorted(DEFECTS)
     for step in range(4000):
         if all(len(w.done) == chunks for w in workers):
             break
-        w = workers[int(rng.integers(n_workers))]
-        if w.can_send_new() and rng.random() < 0.7:
-            seq, flags = w.next_seq, 0
-            w.next_seq += 1
-        elif w.unanswered():
-            seq, flags = int(rng.choice(w.unanswered())), P.Flag.RETRANSMIT
-        else:
+        drawn = _protocol_frame(rng, workers, job, ops, values)
+        if drawn is None:
             continue
-        slot, pool = P.slot_and_pool(seq, n_slots)
-        frame = contribution(job, w.index, ops[seq], values[seq][w.index], slot=slot, pool=pool,
-                             seq=seq, flags=flags)
+        w, _, _, frame = drawn
         port = job.workers[w.index].port
         if rng.random() < 0.4:                                           # a defective copy first
             name = names[int(rng.integers(len(names)))]
             offset, bad = DEFECTS[name](frame, job, rng)
             before = [{r: reason_count(t, r) for r in P.DropReason} for t in programs]
-            v1, tna = (t.send(port + offset, bad) for t in programs)
-            assert tna == v1, (f"step {step}, {name}: v1model sent {_describe(v1)}; TNA sent "
-                               f"{_describe(tna)}; first differing byte {_first_difference(v1, tna)}")
-            assert all(parse(p, f).msg_type == P.MsgType.NOTICE for p, f in v1), (name, _describe(v1))
+            out = _send_both(programs, port + offset, bad, f"step {step}, {name}")
+            assert all(parse(p, f).msg_type == P.MsgType.NOTICE for p, f in out), (name, _describe(out))
             counted = [{r.name: reason_count(t, r) - before[k][r] for r in P.DropReason
                         if reason_count(t, r) != before[k][r]} for k, t in enumerate(programs)]
             assert counted[1] == counted[0], f"step {step}, {name}: v1model {counted[0]}, TNA {counted[1]}"
             assert sum(counted[0].values()) == 1, (name, counted[0])
-        v1, tna = (t.send(port, frame) for t in programs)
-        assert tna == v1, (f"step {step}: v1model sent {_describe(v1)}; TNA sent {_describe(tna)}; "
-                           f"first differing byte {_first_difference(v1, tna)}")
-        for out_port, out in v1:
+        for out_port, out in _send_both(programs, port, frame, f"step {step}"):
             workers[port_to_worker[out_port]].done.add(parse(out_port, out).seq)
     else:
         pytest.fail("no progress in 4000 steps")
