@@ -73,6 +73,13 @@ def copy_gbps(d: int, device: torch.device, repeats: int) -> float:
     return 2 * 4 * d / 1e6 / gpu_ms(lambda: dst.copy_(src), device, repeats)
 
 
+def _luts(device: torch.device) -> Dict[str, torch.Tensor]:
+    """THC's default table's rounding LUTs on ``device`` (the quantising kernels' tables)."""
+    from hina.worker.codecs.thc import DEFAULT_TABLE
+    from hina.worker.codecs.thc_rounding import rounding_luts
+    return {k: v.to(device) for k, v in rounding_luts(DEFAULT_TABLE).items()}
+
+
 def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps: List[int],
           groups: List[int], repeats: int, copy: float) -> Dict[str, Tuple[float, tuple]]:
     """Print the table for one block; {kernel: (best ms, best config)}."""
@@ -86,9 +93,7 @@ def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps
     out = torch.empty(d, device=device)
     parts = torch.empty(padded // block, device=device)
     packed = torch.empty(padded // 2, dtype=torch.uint8, device=device)
-    from hina.worker.codecs.thc import DEFAULT_TABLE
-    from hina.worker.codecs.thc_rounding import rounding_luts
-    luts = {k: v.to(device) for k, v in rounding_luts(DEFAULT_TABLE).items()}
+    luts = _luts(device)
     current = K.launch_config(device, block)
 
     def run(kernel: str, config: tuple) -> torch.Tensor:
@@ -146,9 +151,7 @@ def sweep_quantise(d: int, device: torch.device, octets: List[int], warps: List[
     """Time :func:`quantise` (no error feedback) over its launch, rows of 8 coordinates per program
     (``QUANT_OCTETS``) times warps (``QUANT_WARPS``); every launch must give the current one's bytes
     (the draws are keyed by the row, not the program)."""
-    from hina.worker.codecs.thc import DEFAULT_TABLE
-    from hina.worker.codecs.thc_rounding import rounding_luts
-    luts = {k: v.to(device) for k, v in rounding_luts(DEFAULT_TABLE).items()}
+    luts = _luts(device)
     y = torch.randn(d, generator=torch.Generator().manual_seed(1)).to(device)
     packed = torch.empty(d // 2, dtype=torch.uint8, device=device)
     current = (K.QUANT_OCTETS, K.QUANT_WARPS)

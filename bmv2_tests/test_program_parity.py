@@ -164,8 +164,7 @@ def test_both_programs_send_the_same_bytes_and_count_the_same_drops(programs, se
         if stale:
             w = int(rng.choice(sorted(stale)))
             stale.discard(w)
-            frame = contribution(old_job, w, P.Op.SUM, values[0][w] if ops[0] == P.Op.SUM
-                                 else np.zeros(TEST_WORDS, dtype=np.int64), seq=0)
+            frame = contribution(old_job, w, ops[0], values[0][w], seq=0)
             out = _send_both(programs, job.workers[w].port, frame,
                              f"step {step}: worker {w}'s frame of the old generation")
             assert [parse(p, f).msg_type for p, f in out] == [P.MsgType.NOTICE]
@@ -209,20 +208,22 @@ def test_both_programs_agree_on_block_sparse_rounds(programs, seed, n_workers, n
     assert tna_reasons == v1_reasons
 
 
-def _rewrite_hina(frame: bytes, **fields) -> bytes:
-    """``frame`` with HINA header fields replaced, its UDP checksum made right again (the defect
-    is the field's, not the checksum's)."""
-    return _hina_frame(frame, {**P.unpack_header(frame[F.FRAME_HEADER_BYTES:]), **fields},
-                       frame[F.FRAME_HEADER_BYTES + P.HEADER_BYTES:])
-
-
-def _hina_frame(frame: bytes, header: dict, payload: bytes) -> bytes:
+def _with_message(frame: bytes, change) -> bytes:
+    """``frame`` rebuilt around ``change(its UDP payload)``, with right IPv4 and UDP checksums
+    (the defect is the message's, not a checksum's)."""
     parsed = F.parse_frame(frame)
-    message = P.pack_header(header["msg_type"], header["op"], flags=header["flags"],
-                            count=header["count"], job_id=header["job_id"], pool=header["pool"],
-                            slot=header["slot"], seq=header["seq"], generation=header["generation"],
-                            version=header["version"], reserved=header["reserved"], wrap=True)
-    return F.build_frame(parsed.src, parsed.dst, message + payload)
+    return F.build_frame(parsed.src, parsed.dst, change(parsed.message))
+
+
+def _rewrite_hina(frame: bytes, **fields) -> bytes:
+    """``frame`` with HINA header fields replaced."""
+    def change(message: bytes) -> bytes:
+        h = {**P.unpack_header(message), **fields}
+        return P.pack_header(h["msg_type"], h["op"], flags=h["flags"], count=h["count"],
+                             job_id=h["job_id"], pool=h["pool"], slot=h["slot"], seq=h["seq"],
+                             generation=h["generation"], version=h["version"],
+                             reserved=h["reserved"], wrap=True) + message[P.HEADER_BYTES:]
+    return _with_message(frame, change)
 
 
 #: One defect each, applied to a worker's well-formed frame: (name, function of (frame, job,
@@ -236,10 +237,8 @@ DEFECTS = {
     "reserved": lambda f, job, rng: (0, _rewrite_hina(f, reserved=1)),
     "switch-only type": lambda f, job, rng: (0, _rewrite_hina(f, msg_type=P.MsgType.RESULT)),
     "unknown op": lambda f, job, rng: (0, _rewrite_hina(f, op=15)),
-    "short by a word": lambda f, job, rng: (0, F.build_frame(F.parse_frame(f).src, F.parse_frame(f).dst,
-                                                             F.parse_frame(f).message[:-4])),
-    "long by a word": lambda f, job, rng: (0, F.build_frame(F.parse_frame(f).src, F.parse_frame(f).dst,
-                                                            F.parse_frame(f).message + bytes(4))),
+    "short by a word": lambda f, job, rng: (0, _with_message(f, lambda m: m[:-4])),
+    "long by a word": lambda f, job, rng: (0, _with_message(f, lambda m: m + bytes(4))),
     "UDP checksum": lambda f, job, rng: (0, f[:F.FRAME_HEADER_BYTES - 2]
                                          + bytes([f[F.FRAME_HEADER_BYTES - 2] ^ 0x10])
                                          + f[F.FRAME_HEADER_BYTES - 1:]),
@@ -260,7 +259,7 @@ def test_both_programs_drop_each_defect_for_the_same_reason(programs, seed, n_wo
     """Protocol traffic as above, and between its frames copies of them with one defect each
     (``DEFECTS``: a field out of range, a length, a checksum, a forged port, MAC or address):
     both programs send the same bytes for every frame, count the defective ones under the same
-    reason, step by step, and the real rounds complete exactly as the programs agree."""
+    reason, step by step, and the real rounds still complete."""
     rng, job, ops, values, workers, port_to_worker = _run(programs, seed, n_workers, n_slots, chunks)
     names = sorted(DEFECTS)
     for step in range(4000):

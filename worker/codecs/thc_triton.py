@@ -214,9 +214,7 @@ if AVAILABLE:
         below 2**11 in magnitude, exact in TF32, so the first product needs no split (one TF32
         product, exact); its result, integers below 2**16, splits exactly into head and tail,
         so the transform of such a tile is exact."""
-        if PREC == "ieee":
-            y = tl.dot(tl.dot(h_r, x, input_precision=PREC), h_c, input_precision=PREC)
-        elif SMALL_INTS:
+        if SMALL_INTS and PREC != "ieee":
             y = _split_dot(tl.dot(h_r, x, input_precision="tf32"), h_c, False)
         elif PREC == "tf32x2":
             y = _split_dot(_split_dot(h_r, x, True), h_c, False)
