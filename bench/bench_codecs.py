@@ -309,6 +309,43 @@ def profile_thc(d: int, device: torch.device, repeats: int) -> None:
                 print(f"  {e.key:<48}{ms:>10.3f} ms{e.count / repeats:>6.0f} call(s)")
 
 
+def profile_thc_host(d: int, device: torch.device, repeats: int, top: int = 25) -> None:
+    """Print where THC's round trip (agreement, encode, decode) spends the host's time: cProfile
+    of ``repeats`` round trips after one warm-up, functions by their own time per round trip.
+    On a GPU the host's time is what the kernels wait for at each synchronisation."""
+    import cProfile
+    import pstats
+
+    x = torch.randn(d, device=device)
+    codec = ThcCodec(1, error_feedback=False)
+    agreed = codec.agreement(x)
+    lanes = codec.encode(x, agreed)
+    agg = reference_aggregate([lanes])
+
+    def round_trip() -> None:  # one worker: its agreement value is the agreed one
+        mine = codec.agreement(x)
+        codec.decode(agg, mine, meta=codec.encode(x, mine).meta)
+
+    round_trip()
+    sync(device)
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.enable()
+    for _ in range(repeats):
+        round_trip()
+    sync(device)
+    prof.disable()
+    wall = (time.perf_counter() - start) / repeats * 1e3
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])  # (cc, nc, tottime, cumtime, callers)
+    print(f"\n== THC round trip on the host, d = {d}: {wall:.3f} ms wall per round trip under cProfile "
+          f"(kernels: {codec.last_kernels}); functions by own time ==")
+    print(f"{'own ms':>9}{'cum ms':>9}{'calls':>7}  function")
+    for (filename, line, name), (_, calls, own, cum, _) in rows[:top]:
+        where = f"{os.path.basename(filename)}:{line}" if line else filename
+        print(f"{own / repeats * 1e3:>9.4f}{cum / repeats * 1e3:>9.4f}{calls / repeats:>7.1f}  {name} ({where})")
+
+
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1M,16M,64M", help="comma list, e.g. 1M,16M,64M")
@@ -321,6 +358,8 @@ def main(argv: List[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="throughput only for codecs whose name contains this")
     parser.add_argument("--profile", action="store_true",
                         help="per-op breakdown (torch.profiler) of THC encode+decode at the first size")
+    parser.add_argument("--host-profile", action="store_true",
+                        help="cProfile of THC's round trip on the host at the first size (what the GPU waits for)")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.nmse_size = "1M", 1, "256K"
@@ -331,6 +370,9 @@ def main(argv: List[str] | None = None) -> None:
     print(f"torch {torch.__version__}, device {device}"
           + (f" ({torch.cuda.get_device_name(device)}, fast_hadamard_transform: {cuda_kernel_available()})"
              if device.type == "cuda" else f", {torch.get_num_threads()} thread(s)"))
+    if args.host_profile:
+        profile_thc_host(parse_size(args.sizes.split(",")[0]), device, args.repeats)
+        return
     if args.profile:
         profile_thc(parse_size(args.sizes.split(",")[0]), device, args.repeats)
         return

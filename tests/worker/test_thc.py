@@ -4,7 +4,11 @@ import math
 import pytest
 import torch
 
-from hina.worker.codecs.base import (LaneOp, float_to_max_code, reference_aggregate, reference_agree)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hina.worker.codecs.base import (LaneOp, float32_of, float_from_max_code, float_to_max_code, max_code_of,
+                                     max_code_value, reference_aggregate, reference_agree)
 from hina.worker.codecs.errors import CodecError, NonFiniteGradientError
 from hina.worker.codecs.hadamard import fwht, random_signs
 from hina.worker.codecs.packing import EVEN_COORD_IN_HIGH_NIBBLE, pack_nibbles, unpack_nibbles
@@ -180,6 +184,36 @@ def test_error_feedback_telescopes(path):
     residual = fwht(state.residual, 1024) * random_signs(state.rotation_seed, d)
     torch.testing.assert_close(total + residual, steps * x, rtol=0, atol=steps * 1e3 * EPS32 * x.abs().max().item())
     assert (total / steps - x).norm() < (c.decode(agg, agreed, meta=lanes[0].meta) - x).norm()
+
+
+# ----------------------------------------------------------------------- scalar codes
+_EDGES = [0.0, -0.0, 1.0, 5e-324, 1e-45, 1.2e-38, 3.4028234663852886e38, 3.4028235677973366e38, 3.5e38, 1e300,
+          float("inf"), float("nan"), -float("nan")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(_EDGES), st.floats(min_value=0.0, allow_infinity=True), st.floats(allow_infinity=False).map(abs)))
+def test_the_scalar_codes_are_the_tensor_codes(value):
+    """The codec's host-side codes (no tensor ops) give the bits the tensor functions give: the
+    float32 rounding, +Inf beyond float32's range, the canonical NaN; and read back the same."""
+    tensor32 = torch.tensor([value], dtype=torch.float32)
+    assert math.isnan(float32_of(value)) if math.isnan(value) else float32_of(value) == float(tensor32)
+    code = max_code_of(value)
+    assert code.dtype == torch.uint32 and code.shape == (1,)
+    assert code.view(torch.int32).tolist() == float_to_max_code(tensor32).view(torch.int32).tolist()
+    back = max_code_value(code)
+    want = float(float_from_max_code(code)[0])
+    assert (math.isnan(back) and math.isnan(want)) or back == want
+    assert max_code_value(code.to(torch.int64) & 0xFFFFFFFF) == back or math.isnan(back)
+    if value == 0:  # -0.0 too: its sign bit would win MAX against every finite norm
+        assert code.view(torch.int32).tolist() == [0]
+
+
+def test_the_scalar_codes_refuse_what_the_tensor_codes_refuse():
+    with pytest.raises(ValueError, match=">= 0"):
+        max_code_of(-1.0)
+    with pytest.raises(CodecError, match="uint32 or int64"):
+        max_code_value(torch.tensor([1.0]))
 
 
 # ----------------------------------------------------------------------- bad input
@@ -366,3 +400,22 @@ def test_compiled_switch_env_and_fallback(monkeypatch, tmp_path, caplog):
     assert sum("unavailable" in r.getMessage() for r in caplog.records) == 2  # once per kernel
     agreed, lanes, agg = run_round([c], [torch.randn(100)])
     assert c.decode(agg, agreed, meta=lanes[0].meta).shape == (100,)
+
+
+def test_the_host_profile_says_where_a_round_trip_spends_the_host():
+    """``bench_codecs.py --host-profile`` (what docs/codecs.md's host figures come from) runs and
+    prints the top functions of the round trip, the codec's own among them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    tool = Path(__file__).resolve().parents[2] / "bench" / "bench_codecs.py"
+    out = subprocess.run([sys.executable, str(tool), "--host-profile", "--sizes", "4K", "--repeats", "5"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "THC round trip on the host, d = 4096" in out and "ms wall per round trip" in out
+    rows = out.split("function\n", 1)[1].splitlines()
+    assert len(rows) == 25
+    names = " ".join(rows)
+    assert "(thc.py:" in names  # the codec's own functions are among them
+    for row in rows:
+        own, cum, calls = (float(v) for v in row.split()[:3])
+        assert 0 <= own <= cum and calls > 0

@@ -52,12 +52,15 @@ import copy
 import enum
 import logging
 import math
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Optional, Sequence
 
 import torch
 
 from .errors import CodecError, NonFiniteGradientError
+
+_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")  # one float32 and its bits, for the scalar codes
 
 __all__ = [
     "Codec",
@@ -153,7 +156,8 @@ def float_to_max_code(values: torch.Tensor) -> torch.Tensor:
     """Encode non-negative floats as uint32 codes whose unsigned order is the float order.
 
     The code is the IEEE-754 float32 bit pattern, monotone for non-negative floats; +Inf and
-    NaN (any sign bit cleared) get codes above every finite value, so a poisoned value wins MAX.
+    NaN (any sign bit cleared) get codes above every finite value, so a poisoned value wins MAX;
+    -0.0 is coded as +0.0.
 
     Args:
         values: float tensor of values >= 0 (or NaN/Inf).
@@ -167,6 +171,7 @@ def float_to_max_code(values: torch.Tensor) -> torch.Tensor:
     """
     v = values.to(torch.float32)
     v = torch.where(torch.isnan(v), torch.full_like(v, float("nan")).abs(), v)  # canonical +NaN
+    v = v + 0.0  # -0.0 as +0.0: its sign bit would make it the largest code
     if bool((v < 0).any()):
         raise ValueError("values: must be >= 0 (a norm or magnitude) to encode for MAX")
     return v.contiguous().view(torch.int32).view(torch.uint32)
@@ -175,6 +180,40 @@ def float_to_max_code(values: torch.Tensor) -> torch.Tensor:
 def float_from_max_code(codes: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`float_to_max_code` (uint32 or int64 codes)."""
     return to_u32_lanes(codes).view(torch.int32).view(torch.float32)
+
+
+def max_code_of(value: float) -> torch.Tensor:
+    """:func:`float_to_max_code` of one float as a ``[1]`` uint32 tensor, without tensor ops (a
+    codec's agreement makes its code on the host once per round trip; the tensor ops cost ~15 us,
+    which a GPU waits for). The value is rounded to float32 as ``torch.tensor(..., float32)``
+    does: to nearest, beyond float32's range to +-Inf; NaN is the canonical +NaN."""
+    if math.isnan(value):
+        value = math.nan
+    elif value == 0:
+        value = 0.0  # -0.0 as +0.0, as float_to_max_code
+    elif value < 0:
+        raise ValueError("values: must be >= 0 (a norm or magnitude) to encode for MAX")
+    try:
+        bits = _F32.pack(value)
+    except OverflowError:  # finite in float64, beyond float32: the cast gives +Inf
+        bits = _F32.pack(math.inf)
+    return torch.tensor([_U32.unpack(bits)[0]], dtype=torch.uint32)
+
+
+def float32_of(value: float) -> float:
+    """``value`` rounded to float32 (to nearest; +-Inf beyond float32's range), as a Python float."""
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def max_code_value(codes: torch.Tensor) -> float:
+    """The float of the first code of ``codes`` (uint32 or int64, any device), as
+    ``float(float_from_max_code(codes.reshape(-1)[:1].cpu())[0])`` without tensor ops."""
+    if codes.dtype not in (torch.uint32, torch.int64):
+        raise CodecError(f"values.dtype={codes.dtype}: unsigned lanes must be uint32 or int64")
+    return _F32.unpack(_U32.pack(int(codes.reshape(-1)[0]) & _U32_MASK))[0]
 
 
 def to_u32_lanes(values: torch.Tensor) -> torch.Tensor:

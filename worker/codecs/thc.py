@@ -52,7 +52,7 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 import torch
 
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
-                   check_gradient, float_from_max_code, float_to_max_code)
+                   check_gradient, float32_of, max_code_of, max_code_value)
 from .errors import CodecError
 from .hadamard import fwht_into, native_fwht_into, native_kernel, random_signs
 from .thc_rounding import (native_quantiser, pack_floats_into, quantise_two_stage,
@@ -222,6 +222,8 @@ class ThcCodec(Codec):
         #: which implementation ran last, per phase ("eager", "native" or "triton")
         self.last_kernels: Dict[str, str] = {}
         self._luts: Dict[torch.device, Dict[str, torch.Tensor]] = {}
+        # (device, block, HINA_THC_PRECISION) the Triton kernels were checked for, see _kernels
+        self._kernels_taken: set = set()
         # scratch buffers shared by all buckets (grown to the largest), see _buf
         self._scratch: Dict[tuple, torch.Tensor] = {}
         self._lock = threading.Lock()
@@ -275,6 +277,11 @@ class ThcCodec(Codec):
         if self.triton == "off" or (self.triton == "auto" and not t.is_cuda):
             return None
         kernels = _triton_kernels()
+        # asked at every phase of every round trip: a device, block and precision taken once
+        # is taken from then on (a failure turns the kernels off, so only success is kept)
+        key = (t.device, block, os.environ.get(kernels.PRECISION_ENV, "")) if kernels is not None else None
+        if key in self._kernels_taken:
+            return kernels
         try:
             if kernels is None or not kernels.supported(t, block):
                 return None
@@ -285,6 +292,7 @@ class ThcCodec(Codec):
         if problem is not None:
             self._kernel_failed(RuntimeError(problem))
             return None
+        self._kernels_taken.add(key)
         return kernels
 
     def _kernel_failed(self, exc: Exception) -> None:
@@ -328,7 +336,7 @@ class ThcCodec(Codec):
         return buf
 
     def _scale(self, agreed: torch.Tensor, key: Hashable, padded: int) -> float:
-        max_norm = float(float_from_max_code(agreed.reshape(-1)[:1].cpu())[0])
+        max_norm = max_code_value(agreed)
         check_finite_scalar(max_norm, key, "agreed")
         return math.sqrt(padded) / max_norm if max_norm > 0 else 1.0
 
@@ -382,12 +390,12 @@ class ThcCodec(Codec):
             norm = float(self._eager_rotate(flat.to(torch.float32), y, state, residual, block, padded))
         # the one host synchronisation of the round trip (the value goes into a packet anyway);
         # the code is made on the CPU, so encode and decode read it without another
-        norm32 = torch.tensor([norm], dtype=torch.float32)
-        check_finite_scalar(float(norm32), key, "local")
+        norm32 = float32_of(norm)
+        check_finite_scalar(norm32, key, "local")
         state.pending = y
         state.meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype,
                       "block": block, "padded": padded, "fused": fused}
-        return float_to_max_code(norm32)
+        return max_code_of(norm32)
 
     def _eager_rotate(self, x: torch.Tensor, y: torch.Tensor, state: ThcState, residual: Optional[torch.Tensor],
                       block: int, padded: int) -> torch.Tensor:

@@ -118,8 +118,15 @@ def precision_for(capability: Tuple[int, int]) -> str:
     tensor-core products on sm_80 and later (``TENSOR_CORE_PRECISION``: "tf32x3", Triton's
     three-product split, or "tf32x2", two products, see ``_split_dot``), plain float32 ("ieee")
     before. ``HINA_THC_PRECISION`` overrides it where the GPU supports the choice."""
-    tensor_cores = tuple(capability) >= (8, 0)
-    wanted = os.environ.get(PRECISION_ENV, "")
+    return _precision(tuple(capability), os.environ.get(PRECISION_ENV, ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _precision(capability: Tuple[int, int], wanted: str) -> str:
+    """:func:`precision_for` with the environment's choice ``wanted`` given (asked once per pair:
+    every launch of a round trip asks, and the GPU waits for the host at each synchronisation;
+    an invalid choice raises every time, exceptions are not cached)."""
+    tensor_cores = capability >= (8, 0)
     if wanted:
         if wanted not in LAUNCH_CONFIG or (wanted != "ieee" and not tensor_cores):
             raise ValueError(f"{PRECISION_ENV}={wanted!r}: one of {sorted(LAUNCH_CONFIG)} "
