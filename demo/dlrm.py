@@ -10,7 +10,7 @@ every DDP bucket, and saves ``out/dlrm_results.json`` and ``out/dlrm_curves.png`
 
 Usage::
 
-    python -m hina.demo.dlrm [--workers 4] [--epochs 2] [--modes fp32,sparse,...,lossless@1]
+    python -m hina.demo.dlrm [--workers 4] [--epochs 2] [--modes fp32,sparse,...,adaptive@1]
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from .common import (ALL_MODES, SparseCodecs, Workload, add_common_args, check_c
                      report, run_all)
 
 TITLE = "HINA demo: DLRM on a synthetic click log, DDP through the embedded switch"
-DEFAULT_MODES = ("fp32,sparse,fp16,powersgd,thc,sketched_sgd,lossless,fixed,block_sparse,adaptive,"
-                 "fp32@1,thc@1,sketched_sgd@1,lossless@1")
+DEFAULT_MODES = ("fp32,sparse,fp16,powersgd,thc,sparse_thc,sketched_sgd,lossless,fixed,block_sparse,adaptive,"
+                 "fp32@1,thc@1,sparse_thc@1,sketched_sgd@1,lossless@1,block_sparse@1,adaptive@1")
 
 
 # --------------------------------------------------------------------------- the click log
