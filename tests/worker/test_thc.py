@@ -192,7 +192,8 @@ _EDGES = [0.0, -0.0, 1.0, 5e-324, 1e-45, 1.2e-38, 3.4028234663852886e38, 3.40282
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.sampled_from(_EDGES), st.floats(min_value=0.0, allow_infinity=True), st.floats(allow_infinity=False).map(abs)))
+@given(st.one_of(st.sampled_from(_EDGES), st.floats(min_value=0.0, allow_infinity=True),
+                 st.floats(allow_infinity=False).map(abs)))
 def test_the_scalar_codes_are_the_tensor_codes(value):
     """The codec's host-side codes (no tensor ops) give the bits the tensor functions give: the
     float32 rounding, +Inf beyond float32's range, the canonical NaN; and read back the same."""
