@@ -210,7 +210,7 @@ def float32_of(value: float) -> float:
 
 def max_code_value(codes: torch.Tensor) -> float:
     """The float of the first code of ``codes`` (uint32 or int64, any device), as
-    ``float(float_from_max_code(codes.reshape(-1)[:1].cpu())[0])`` without tensor ops."""
+    ``float(float_from_max_code(codes.reshape(-1)[:1].cpu())[0])`` without the tensor arithmetic."""
     if codes.dtype not in (torch.uint32, torch.int64):
         raise CodecError(f"values.dtype={codes.dtype}: unsigned lanes must be uint32 or int64")
     return _F32.unpack(_U32.pack(int(codes.reshape(-1)[0]) & _U32_MASK))[0]

@@ -37,8 +37,7 @@ from typing import Any, Dict, Hashable, Optional, Sequence
 import torch
 
 from .base import (Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, check_finite_scalar,
-                   check_gradient, float_from_max_code, float_to_max_code,
-                   nonzero_groups)
+                   check_gradient, max_code_of, max_code_value, nonzero_groups)
 from .errors import CodecError
 from .lossless import bitmap_from_indices, indices_from_bitmap
 from .sketch import BITMAP_WORD_BITS
@@ -125,13 +124,13 @@ class SparseThcCodec(Codec):
     def agreement(self, grad: torch.Tensor, key: Hashable = 0) -> torch.Tensor:
         """``[code(||grad||)]``: THC's norm, for the MAX round."""
         flat = check_gradient(grad, float32=False)
-        norm = flat.to(torch.float32).norm().reshape(1) if flat.numel() else torch.zeros(1)
-        check_finite_scalar(float(norm), key, "local")
+        norm = float(flat.to(torch.float32).norm()) if flat.numel() else 0.0  # a float32's value
+        check_finite_scalar(norm, key, "local")
         numel = flat.numel()
         rows = nonzero_groups(flat != 0, self.granule).nonzero().reshape(-1)
         meta = {"numel": numel, "shape": tuple(grad.shape), "dtype": grad.dtype, "round": "rows"}
         self.states[key] = _Pending(flat, rows, meta)
-        return float_to_max_code(norm.cpu())
+        return max_code_of(norm)
 
     def _pending(self, grad: torch.Tensor, key: Hashable) -> _Pending:
         state = self.states.get(key)
@@ -150,7 +149,7 @@ class SparseThcCodec(Codec):
         """
         if agreed.numel() != 1:
             raise CodecError(f"agreed has {agreed.numel()} values: expected 1 norm")
-        check_finite_scalar(float(float_from_max_code(agreed.reshape(-1).cpu())[0]), key, "agreed")
+        check_finite_scalar(max_code_value(agreed), key, "agreed")
         state = self._pending(grad, key)
         n_rows = self._rows(state.meta["numel"])
         words = -(-n_rows // BITMAP_WORD_BITS)
