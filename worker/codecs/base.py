@@ -184,8 +184,8 @@ def float_from_max_code(codes: torch.Tensor) -> torch.Tensor:
 
 def max_code_of(value: float) -> torch.Tensor:
     """:func:`float_to_max_code` of one float as a ``[1]`` uint32 tensor, without tensor ops (a
-    codec's agreement makes its code on the host once per round trip; the tensor ops cost ~15 us,
-    which a GPU waits for). The value is rounded to float32 as ``torch.tensor(..., float32)``
+    codec's agreement makes its code on the host once per round trip, and a GPU waits for the
+    host's time: ``bench/bench_codecs.py --host-profile``). The value is rounded to float32 as ``torch.tensor(..., float32)``
     does: to nearest, beyond float32's range to +Inf; NaN is the canonical +NaN."""
     if math.isnan(value):
         value = math.nan
