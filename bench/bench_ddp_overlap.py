@@ -28,6 +28,11 @@ hidden = (compute only + communication only - step) / communication only (the co
 only of the same engine: one lane for the synchronous and one-lane hooks): 0 % when nothing
 overlaps, 100 % when communication costs nothing beyond compute. The embedded switch carries
 thousands of packets per second, so communication is slow here; what matters is the share.
+
+"engine busy" is the wall time per step with at least one bucket in the engine's switch path
+(from its start to its vote); "buckets' paths" sums each bucket's, so with several lanes it
+counts the time buckets spend on the wire together (or waiting for the previous bucket's vote)
+once per bucket.
 """
 from __future__ import annotations
 
@@ -136,6 +141,7 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
         times: dict = {mode: [] for mode in MODES}
         times.update(backward=[], communication=[], communication_one_lane=[])
         engine_s = {mode: 0.0 for mode in MODES[1:]}
+        bucket_s = {mode: 0.0 for mode in MODES[1:]}
         fallbacks = {mode: 0 for mode in MODES[1:]}
         for _ in range(args.rounds):
             for mode in MODES:
@@ -155,6 +161,7 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
                                       device=device)
                 fallbacks[mode] += state.stats["fallback_buckets"]
                 engine_s[mode] += state.stats["seconds"] / (WARMUP + args.steps - 2)
+                bucket_s[mode] += state.stats["bucket_seconds"] / (WARMUP + args.steps - 2)
                 if mode != "synchronous":
                     figures[f"{mode}_lanes"] = state.engine.lanes
                     # communication only: the last step's buckets through the engine alone
@@ -174,6 +181,7 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
         for mode in MODES[1:]:
             figures[f"{mode}_fallbacks"] = fallbacks[mode]
             figures[f"{mode}_engine_s_per_step"] = engine_s[mode] / args.rounds
+            figures[f"{mode}_bucket_s_per_step"] = bucket_s[mode] / args.rounds
         figures["buckets"] = len(last)
         figures["params"] = sum(p.numel() for p in model.parameters())
         figures["bytes_per_step"] = transport.total.bytes_sent / max(
@@ -253,7 +261,8 @@ def main(argv=None) -> int:
               "asynchronous": f"step, asynchronous hook, {lanes}   "}
     for mode in MODES[1:]:
         print(f"  {labels[mode]}      {ms(mode)}   hidden {100 * rows[mode]:5.1f} %"
-              f"   (engine busy {f[f'{mode}_engine_s_per_step'] * 1e3:.1f} ms per step; "
+              f"   (engine busy {f[f'{mode}_engine_s_per_step'] * 1e3:.1f} ms per step, "
+              f"buckets' paths {f[f'{mode}_bucket_s_per_step'] * 1e3:.1f}; "
               f"fp32 fallbacks {f[f'{mode}_fallbacks']})")
     print(f"  backward >= communication: "
           f"{'yes' if f['backward'] >= max(comm.values()) else 'NO'}")

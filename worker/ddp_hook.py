@@ -54,8 +54,11 @@ class HinaState:
         iteration: number of completed backward passes (counted on bucket 0).
         engine: the :class:`~worker.engine.AggregationEngine`.
         stats: ``hina_buckets``, ``fallback_buckets``, ``allreduce_buckets``, ``bytes_sent``,
-            ``seconds`` (time spent in the engine's switch path), ``generation_changes`` (fallen
-            back buckets whose cause was a NOTICE that the job is in another generation).
+            ``seconds`` (wall time with at least one bucket in the engine's switch path, from its
+            start to its vote: buckets on several lanes at once count once), ``bucket_seconds``
+            (the same summed over buckets: with lanes, more than the wall time),
+            ``generation_changes`` (fallen back buckets whose cause was a NOTICE that the job
+            is in another generation).
     """
 
     __slots__ = ("transport", "codec", "start_iter", "process_group", "iteration", "stats",

@@ -88,7 +88,7 @@ def default_lanes(transport: Transport, codec: Codec) -> int:
 def new_stats() -> dict:
     """The counters an engine keeps (``HinaState.stats``)."""
     return {"hina_buckets": 0, "fallback_buckets": 0, "allreduce_buckets": 0, "bytes_sent": 0,
-            "seconds": 0.0, "generation_changes": 0}
+            "seconds": 0.0, "bucket_seconds": 0.0, "generation_changes": 0}
 
 
 def engine_group(process_group: Optional[dist.ProcessGroup] = None) -> dist.ProcessGroup:
@@ -160,6 +160,8 @@ class AggregationEngine:
         self._next_turn = 0
         self._streams: dict = {}
         self._closed = False
+        self._busy = threading.Lock()       # the buckets in their switch path, and since when
+        self._in_path, self._busy_since = 0, 0.0
 
     # -- the training thread's side ----------------------------------------------------------
     def submit(self, key: Hashable, tensor: torch.Tensor) -> torch.futures.Future:
@@ -262,10 +264,10 @@ class AggregationEngine:
         """Bucket ``n``: the switch path on ``transport`` (its lane), the vote, the result or
         the fp32 fallback, in place."""
         codec = self.codec
-        started = time.monotonic()
         sent_before = transport.total.bytes_sent
         result, failure = None, None
         snapshot = codec.snapshot(key)
+        started, in_path = self._enter_path(), True
         try:
             try:
                 result = allreduce(tensor, codec, transport, key=key)
@@ -278,7 +280,8 @@ class AggregationEngine:
             with self._turn_of(n):
                 failed, generation, next_seq = self._vote(transport, tensor.device,
                                                           failure is not None, seen)
-                self.stats["seconds"] += time.monotonic() - started
+                in_path = False
+                self._leave_path(started)
                 self.stats["bytes_sent"] += sent
                 if not failed:
                     self.stats["hina_buckets"] += 1
@@ -287,7 +290,29 @@ class AggregationEngine:
                 codec.restore(key, snapshot)          # as if the bucket had never been compressed
                 self._fall_back(transport, key, tensor, failure, generation, next_seq)
         finally:
+            if in_path:                      # failed before its vote
+                self._leave_path(started)
             codec.release(key, snapshot)
+
+    def _enter_path(self) -> float:
+        """A bucket starts its switch path: the engine is busy from now if it was not."""
+        with self._busy:
+            now = time.monotonic()
+            if not self._in_path:
+                self._busy_since = now
+            self._in_path += 1
+            return now
+
+    def _leave_path(self, started: float) -> None:
+        """A bucket's switch path (from ``started``) ends: ``bucket_seconds`` counts it, and
+        ``seconds`` the time since the engine became busy once no other bucket is in its path
+        (buckets on several lanes at once count once there)."""
+        with self._busy:
+            now = time.monotonic()
+            self.stats["bucket_seconds"] += now - started
+            self._in_path -= 1
+            if not self._in_path:
+                self.stats["seconds"] += now - self._busy_since
 
     def _fall_back(self, transport: Transport, key: Hashable, tensor: torch.Tensor,
                    failure: Optional[BaseException], generation: int, next_seq: int) -> None:

@@ -98,7 +98,10 @@ def _sequential(program, buckets):
                    for w, t in enumerate(job.transports(min_rto=0.05))]
         futures = [[e.submit(k, b.clone()) for k, b in enumerate(buckets[w])]
                    for w, e in enumerate(engines)]
-        return [[f.wait() for f in fs] for fs in futures]
+        got = [[f.wait() for f in fs] for fs in futures]
+        for e in engines:     # one bucket at a time: busy exactly while a bucket is in its path
+            assert 0 < e.stats["seconds"] == pytest.approx(e.stats["bucket_seconds"]), e.stats
+        return got
     finally:
         for e in engines:
             e.close()
@@ -119,6 +122,7 @@ def test_buckets_are_on_the_wire_at_once_in_any_order_bit_equal_to_one_at_a_time
         engines = [AggregationEngine(t, c, group=None)
                    for t, c in zip(job.transports(min_rto=0.05), codecs)]
         assert [e.lanes for e in engines] == [2, 2]
+        t0 = time.monotonic()
         futures = [[e.submit(k, b.clone()) for k, b in enumerate(buckets[w])]
                    for w, e in enumerate(engines)]
         deadline = time.monotonic() + 20
@@ -128,6 +132,12 @@ def test_buckets_are_on_the_wire_at_once_in_any_order_bit_equal_to_one_at_a_time
         assert not any(fs[0].done() or fs[1].done() for fs in futures)
         codecs[1].released.set()
         got = [[f.wait() for f in fs] for fs in futures]
+        elapsed = time.monotonic() - t0
+        for e in engines:
+            # bucket 1's path lay inside bucket 0's: the sum over buckets counts that time
+            # twice, the engine's busy time once, and it is no more than the wall time
+            assert 0 < e.stats["seconds"] < e.stats["bucket_seconds"], e.stats
+            assert e.stats["seconds"] <= elapsed, (e.stats, elapsed)
     finally:
         codecs[1].released.set()
         for e in engines:
