@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -108,6 +109,8 @@ def _worker(rank: int, n: int, init: str, seat, args, out) -> None:
     from hina.demo.local import connect_worker
     from hina.worker.ddp_hook import HinaState, hina_hook
     torch.set_num_threads(args.threads)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     device = torch.device("cpu")
     if args.device == "cuda":
         # worker r on GPU r mod count, as the demo places them; gloo carries CUDA tensors
@@ -209,8 +212,16 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where the model, its gradients and the codec run")
+    ap.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                    help="the workers' sys.setswitchinterval (Python's default 0.005): how long "
+                         "a thread waiting for the GIL lets the holder run before it asks for "
+                         "it; an experiment on what the engine's threads wait for")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.steps < 1 or args.rounds < 1:
+        ap.error("--steps and --rounds must be >= 1")
+    if args.switch_interval is not None and not 0 < args.switch_interval <= 1:
+        ap.error(f"--switch-interval {args.switch_interval}: must be in (0, 1] seconds")
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: this torch sees no GPU")
     from hina import codecs as codec_registry
@@ -231,8 +242,6 @@ def main(argv=None) -> int:
         results = dict(out.get(timeout=1800) for _ in procs)
         for p in procs:
             p.join(60)
-    if args.steps < 1 or args.rounds < 1:
-        ap.error("--steps and --rounds must be >= 1")
     f = results[0]
     comm = {"synchronous": f["communication_one_lane"], "one_lane": f["communication_one_lane"],
             "asynchronous": f["communication"]}
@@ -247,6 +256,7 @@ def main(argv=None) -> int:
           f"batch {args.batch}, medians of {args.rounds} x {args.steps} steps (worker 0; "
           f"[min, max]), "
           f"{os.cpu_count()} CPU cores for the workers and the switch, model on {args.device}"
+          f"{'' if args.switch_interval is None else f', switch interval {args.switch_interval} s'}"
           f"{' (' + torch.cuda.get_device_name(0) + ')' if args.device == 'cuda' else ''}:")
     def ms(name):
         low, high = f[f"{name}_spread"]

@@ -43,6 +43,12 @@ step codecs_profile 45 "$PY" bench/bench_codecs.py --device cuda --sizes 64M --p
 # overlap: the model on the GPU; then on this machine's CPU cores (backward >= communication)
 step overlap_cuda 80 "$PY" bench/bench_ddp_overlap.py --device cuda --batch 256 --steps 4 --rounds 3
 step overlap_cpu 80 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 4 --rounds 3
+# why 2 lanes hid less than one on 16 quiet cores (docs/benchmarks.md, "Third GPU session"):
+# each engine's timeline, and the same runs with the GIL handed over 10x sooner
+step trace_cpu_1lane 80 "$PY" bench/trace_ddp_overlap.py --batch 128 --steps 4 --lanes 1
+step trace_cpu_2lanes 80 "$PY" bench/trace_ddp_overlap.py --batch 128 --steps 4 --lanes 2
+step overlap_cpu_gil 80 "$PY" bench/bench_ddp_overlap.py --batch 128 --steps 4 --rounds 3 \
+    --switch-interval 0.0005
 # the demo's workers training on the GPU through the embedded switch
 step demo_cuda 90 "$PY" -m hina.demo.digits --device cuda --modes fp32,thc,fixed --epochs 1 \
     --out "$OUTDIR"
