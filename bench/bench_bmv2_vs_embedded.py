@@ -134,7 +134,8 @@ def _socket_drops(sockets) -> int:
 # --------------------------------------------------------------------------------------------
 # The switches: one process each, on the switch ends of the veths
 # --------------------------------------------------------------------------------------------
-from hina.controller.bmv2 import free_tcp_port
+from hina.loopback import free_tcp_port
+from hina.procs import stop_group
 from hina.procs import with_parent_death_signal
 
 
@@ -183,15 +184,7 @@ class EmbeddedProcess:
         raise BenchError(f"the embedded switch did not start: {tail[0]}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc, grace=5.0)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         import shutil

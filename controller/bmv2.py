@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from hina.procs import with_parent_death_signal
+from hina.loopback import free_tcp_port
+from hina.procs import stop_group, with_parent_death_signal
 
 from .config import ConfigError
 
@@ -197,13 +198,6 @@ def _first_error(stderr: str) -> str:
 # --------------------------------------------------------------------------------------------
 # simple_switch_grpc processes
 # --------------------------------------------------------------------------------------------
-def free_tcp_port() -> int:
-    """A TCP port of 127.0.0.1 that nobody listens on now (a bind may still race)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -328,16 +322,7 @@ class Bmv2Process:
         :meth:`restart`."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:     # a signal it survives: make sure it is gone
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_group(self.proc, sig, grace=10.0)    # a signal it survives: SIGKILL after 10 s
         self.proc = None
 
     def restart(self, timeout: float = 15.0) -> None:
@@ -363,15 +348,7 @@ class Bmv2Process:
     def _kill(self) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc, grace=5.0)
         self.proc = None
 
     def stop(self) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -33,9 +32,10 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from hina import programs
+from hina.loopback import free_tcp_port, free_udp_ports
+from hina.procs import stop_group
 from hina.worker.link import FrameLink
 
-from .bmv2 import free_tcp_port
 from .faultsuite import WORDS
 
 __all__ = ["VethFrameLink", "Child", "EmbeddedSwitchProcess", "Bmv2SwitchProcess",
@@ -57,19 +57,6 @@ _EVENT_TIMEOUT_S = 90.0        # generous: a loaded 2-core machine starts proces
 # ------------------------------------------------------------------------------------------
 # Small helpers
 # ------------------------------------------------------------------------------------------
-def _free_udp_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _worker_address(index: int):
     """Worker ``index``'s address as the job admits it (switch port ``index + 1``)."""
     return (f"10.0.1.{index + 1}", 40000 + index, index + 1, f"02:00:00:00:01:{index:02x}")
@@ -201,33 +188,13 @@ class Child:
         """``sig`` to the process group; waits until the process is gone; the time of the
         signal."""
         at = time.monotonic()
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=15)
+        stop_group(self.proc, sig, grace=15.0)
         self.killed_at = at
         return at
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 10 s; idempotent."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(timeout=10)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc, grace=10.0)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -254,7 +221,7 @@ class EmbeddedSwitchProcess:
     kind = "embedded"
 
     def __init__(self, n_ports: int, logdir: Path):
-        ports = _free_udp_ports(2 * n_ports)
+        ports = free_udp_ports(2 * n_ports)
         self.switch_ports, self.worker_ports = ports[:n_ports], ports[n_ports:]
         self.address = f"127.0.0.1:{free_tcp_port()}"
         self.thrift_port = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from hina.controller.bmv2 import free_tcp_port
+from hina.loopback import free_tcp_port
 
 from .faultsuite import HINA_P4, WORDS, Row
 

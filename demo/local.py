@@ -7,9 +7,6 @@ as an operator would with ``hina-ctl``; workers then reach the switch through
 """
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +19,8 @@ from hina.controller.jobs import JobManager
 from hina import programs
 from hina.controller.p4runtime_client import SwitchConnection
 from hina import pipeline
+from hina.loopback import free_tcp_port, free_udp_ports  # noqa: F401 (free_tcp_port: re-exported)
+from hina.procs import stop_group
 from hina import protocol as P
 from hina.softswitch.compiler import compile_file
 from hina.softswitch.p4info import build_p4info
@@ -32,26 +31,6 @@ SWITCH_MAC = 0x0200000000FE
 SWITCH_IP = 0x0A0000FE            # 10.0.0.254
 _READY = "softswitch ready"
 _START_TIMEOUT_S = 120.0
-
-
-def free_udp_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback UDP ports (bound and released; fine on loopback)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -148,13 +127,7 @@ class LocalDeployment:
         conn = getattr(self, "conn", None)
         if conn is not None:
             conn.close()
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc, grace=10.0)
         self._log.close()
         if self._own_log:
             Path(self.log_path).unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 """Child processes: commands that die with the thread that started them, started without a
-``preexec_fn`` (:func:`with_parent_death_signal`); and Python ranks forked from a server that
-has imported torch once (:func:`rank_processes`).
+``preexec_fn`` (:func:`with_parent_death_signal`); stopping one with its process group
+(:func:`stop_group`); and Python ranks forked from a server that has imported torch once
+(:func:`rank_processes`).
 
 A ``preexec_fn`` makes ``subprocess.Popen`` use fork() instead of vfork(), and in a process where
 gRPC runs (the controller, the job service, a worker's job client) gRPC's fork handlers then
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import subprocess
 import sys
 from typing import Sequence
 
-__all__ = ["with_parent_death_signal", "rank_processes"]
+__all__ = ["with_parent_death_signal", "signal_group", "stop_group", "rank_processes"]
 
 #: What :func:`with_parent_death_signal` runs before the command: PR_SET_PDEATHSIG (it survives
 #: exec; prctl option 1), give up if the parent is already gone, exec.
@@ -39,6 +42,34 @@ def with_parent_death_signal(cmd: Sequence[str]) -> list[str]:
     process (same pid, same exit status). Use with ``start_new_session=True`` where the child
     must not get the terminal's signals."""
     return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd]
+
+
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the process group ``proc`` leads (started with ``start_new_session=True``);
+    nothing when the group is gone already."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop_group(proc: subprocess.Popen, first: int = signal.SIGTERM, grace: float = 10.0) -> None:
+    """Stop ``proc`` and the process group it leads: ``first`` (SIGTERM, or e.g. SIGKILL for a
+    crash) to the group, SIGKILL when ``proc`` still runs ``grace`` seconds later, and reap it.
+    A process that has exited is only reaped; calling again does nothing.
+
+    Raises:
+        subprocess.TimeoutExpired: ``proc`` outlived SIGKILL by ``max(grace, 10)`` seconds (a
+            process stuck in the kernel).
+    """
+    if proc.poll() is not None:
+        return
+    signal_group(proc, first)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        signal_group(proc, signal.SIGKILL)
+        proc.wait(timeout=max(grace, 10.0))
 
 
 def rank_processes(*preload: str) -> multiprocessing.context.BaseContext:

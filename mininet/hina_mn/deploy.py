@@ -36,6 +36,8 @@ from mininet.link import TCLink
 from mininet.log import info, warn
 from mininet.net import Mininet
 
+from hina.procs import stop_group
+
 from . import topo as T
 from .switches import TARGETS, P4ProcessSwitch
 from .workloads import thc_table
@@ -420,16 +422,7 @@ class HinaNetwork:
     # -- teardown ---------------------------------------------------------------------------
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
-        if proc.poll() is not None:
-            return
-        try:                           # mnexec -d made the worker a session (group) leader
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=WORKER_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            pass
+        stop_group(proc, grace=WORKER_GRACE_S)   # mnexec -d made the worker a group leader
 
     def stop(self) -> None:
         """Stop workers, the controller connection, the switch and the network; then remove

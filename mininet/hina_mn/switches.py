@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,8 +31,8 @@ from typing import Optional
 from mininet.log import debug, info
 from mininet.node import Switch
 
-from hina.controller.bmv2 import free_tcp_port
-from hina.procs import with_parent_death_signal
+from hina.loopback import free_tcp_port
+from hina.procs import stop_group, with_parent_death_signal
 
 #: The interpreter that runs the embedded target (the one running Mininet: the project's venv).
 PYTHON = sys.executable
@@ -160,16 +159,8 @@ class P4ProcessSwitch(Switch):
         """Stop the target process (SIGTERM to its process group, SIGKILL after a grace time);
         idempotent."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            proc.wait()
+        if proc is not None:
+            stop_group(proc, grace=STOP_TIMEOUT_S)
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's signature)
         self.stop_process()

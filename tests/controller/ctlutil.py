@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 from hina.controller.config import JobConfig, WorkerConfig
+from hina.loopback import free_port  # noqa: F401 (the tests import it from here)
 
 #: Tests compile the program with 64 words: half the LUT entries and lane registers of the
 #: default, same code paths.
@@ -42,12 +43,6 @@ def wait_for(read, done, timeout: float = 5.0, interval: float = 0.05):
         time.sleep(interval)
         value = read()
     return value
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

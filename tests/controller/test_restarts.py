@@ -16,7 +16,6 @@ own :class:`worker.jobclient.JobClient`. One test runs a real ``hina-ctl serve``
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from hina.controller.target import PipelineConfig
 from ctlutil import TEST_WORDS, free_port, wait_for
 from hina.worker.agent import allreduce_following
 from hina.worker.jobclient import JobClient
+from hina.procs import stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "restart-test-token"
@@ -476,12 +476,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGKILL to the whole process group (no Leave, no last packet)."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
+        stop_group(self.proc, signal.SIGKILL)
 
     def kill_leader(self) -> None:
         """SIGKILL to the process started (``hina-worker``'s agent), not to its children."""

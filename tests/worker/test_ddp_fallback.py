@@ -8,6 +8,7 @@ import socket
 import pytest
 import torch
 
+from hina.loopback import free_tcp_port
 from hina.procs import rank_processes
 
 WORLD = 2
@@ -32,12 +33,6 @@ def _dead_udp_address() -> tuple[str, int]:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()
-
-
-def _free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -> None:
@@ -81,7 +76,7 @@ def _train(rank: int, init: str, switch: tuple[str, int], use_hook: bool, out) -
 def _run(use_hook: bool, switch) -> dict:
     ctx = rank_processes()
     out = ctx.Queue()
-    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    init = f"tcp://127.0.0.1:{free_tcp_port()}"
     procs = [ctx.Process(target=_train, args=(r, init, switch, use_hook, out)) for r in range(WORLD)]
     for p in procs:
         p.start()
@@ -165,7 +160,7 @@ def test_fallback_after_a_restart_names_the_generation_on_every_worker():
     continue in generation 7."""
     ctx = rank_processes()
     out = ctx.Queue()
-    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    init = f"tcp://127.0.0.1:{free_tcp_port()}"
     procs = [ctx.Process(target=_train_stale, args=(r, init, out)) for r in range(WORLD)]
     for p in procs:
         p.start()
@@ -271,7 +266,7 @@ def test_a_fallen_back_bucket_leaves_the_codec_as_it_was_on_every_worker(program
         for link in job.links:                 # the workers' tunnel sockets: in the children
             links.append((link.me, link.switch, link.sock.getsockname(), link.tunnel_switch))
             link.close()
-        init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+        init = f"tcp://127.0.0.1:{free_tcp_port()}"
         procs = [ctx.Process(target=_train_one_deaf,
                              args=(r, init, links[r], job.params, codec_name, out))
                  for r in range(WORLD)]

@@ -4,7 +4,6 @@ training (join with uneven inputs included) gives what plain DDP gives."""
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from hina.loopback import free_tcp_port
 from hina.procs import rank_processes
 from hina.testing.switchjob import LocalJob
 from hina.worker.codecs import FixedPointCodec
@@ -202,12 +202,6 @@ def test_lanes_need_a_codec_whose_buckets_can_be_in_flight_at_once(program):
 WORLD = 2
 
 
-def _free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
@@ -276,7 +270,7 @@ class _nothing:
 def _run(seats, steps: int, join: bool, device: str = "cpu") -> dict:
     ctx = rank_processes()
     out = ctx.Queue()
-    init = f"tcp://127.0.0.1:{_free_tcp_port()}"
+    init = f"tcp://127.0.0.1:{free_tcp_port()}"
     procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out, device))
              for r in range(WORLD)]
     for p in procs:

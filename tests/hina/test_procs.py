@@ -1,0 +1,105 @@
+"""hina.procs.stop_group (a child and its process group stopped, escalating to SIGKILL) and
+hina.loopback's free ports."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hina.loopback import free_port, free_tcp_port, free_udp_ports
+from hina.procs import stop_group
+
+#: A leader that starts a grandchild in its group, prints both pids, and (with "stubborn")
+#: ignores SIGTERM; both then sleep.
+_FAMILY = r"""
+import os, signal, subprocess, sys, time
+if "stubborn" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                          + ("signal.signal(signal.SIGTERM, signal.SIG_IGN); " if "stubborn" in sys.argv else "")
+                          + "time.sleep(60)"])
+print(os.getpid(), child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _family(*flags: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, "-c", _FAMILY, *flags], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    leader, grandchild = map(int, proc.stdout.readline().split())
+    assert leader == proc.pid
+    return proc, grandchild
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    """Whether ``pid`` has exited (a zombie counts: its parent, not us, reaps it)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_stop_group_stops_the_leader_and_its_group():
+    proc, grandchild = _family()
+    try:
+        started = time.monotonic()
+        stop_group(proc, grace=5.0)
+        assert proc.returncode == -signal.SIGTERM
+        assert time.monotonic() - started < 4.0, "SIGTERM was enough: no wait for the grace"
+        assert _gone(grandchild), "the grandchild of the group outlived stop_group"
+        stop_group(proc)                   # again: nothing to do, no error
+    finally:
+        for pid in (proc.pid, grandchild):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.stdout.close()
+
+
+def test_stop_group_escalates_to_sigkill_after_the_grace():
+    proc, grandchild = _family("stubborn")
+    try:
+        started = time.monotonic()
+        stop_group(proc, grace=0.5)
+        waited = time.monotonic() - started
+        assert proc.returncode == -signal.SIGKILL
+        assert 0.5 <= waited < 5.0, waited
+        assert _gone(grandchild), "the stubborn grandchild outlived the group's SIGKILL"
+    finally:
+        for pid in (proc.pid, grandchild):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.stdout.close()
+
+
+def test_stop_group_of_an_exited_process_only_reaps_it():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    while proc.poll() is None:
+        time.sleep(0.01)
+    stop_group(proc, signal.SIGKILL)
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("kind", [socket.SOCK_STREAM, socket.SOCK_DGRAM])
+def test_free_ports_can_be_bound(kind):
+    ports = [free_port(kind)] if kind == socket.SOCK_STREAM else free_udp_ports(5)
+    if kind == socket.SOCK_STREAM:
+        ports.append(free_tcp_port())
+    assert len(set(free_udp_ports(5))) == 5
+    for port in ports:
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.bind(("127.0.0.1", port))
