@@ -36,6 +36,17 @@ def _family(*flags: str) -> tuple[subprocess.Popen, int]:
     return proc, grandchild
 
 
+def _kill_family(proc: subprocess.Popen, grandchild: int) -> None:
+    """Whatever a failed test left of the family: SIGKILL to both, the pipe closed."""
+    for pid in (proc.pid, grandchild):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(5)
+    proc.stdout.close()
+
+
 def _gone(pid: int, within: float = 5.0) -> bool:
     """Whether ``pid`` has exited (a zombie counts: its parent, not us, reaps it)."""
     deadline = time.monotonic() + within
@@ -60,12 +71,7 @@ def test_stop_group_stops_the_leader_and_its_group():
         assert _gone(grandchild), "the grandchild of the group outlived stop_group"
         stop_group(proc)                   # again: nothing to do, no error
     finally:
-        for pid in (proc.pid, grandchild):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.stdout.close()
+        _kill_family(proc, grandchild)
 
 
 def test_stop_group_escalates_to_sigkill_after_the_grace():
@@ -78,12 +84,7 @@ def test_stop_group_escalates_to_sigkill_after_the_grace():
         assert 0.5 <= waited < 5.0, waited
         assert _gone(grandchild), "the stubborn grandchild outlived the group's SIGKILL"
     finally:
-        for pid in (proc.pid, grandchild):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.stdout.close()
+        _kill_family(proc, grandchild)
 
 
 def test_stop_group_of_an_exited_process_only_reaps_it():
