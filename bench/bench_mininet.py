@@ -8,7 +8,7 @@ workers' start), the median of the others is reported. Every result is checked a
 bound (exact for SUM), so a figure never comes from a wrong answer.
 
     sudo .venv/bin/python bench/bench_mininet.py [--size 1000000] [--loss 0 2] \\
-        [--codecs sum,thc,sketch,lossless] [--target embedded] [--out out]
+        [--codecs sum,thc,fetchsgd,lossless] [--target embedded] [--out out]
 
 Writes ``out/bench_mininet.json`` and ``out/bench_mininet.png``. The embedded target runs the P4
 program in Python (a few thousand packets/s): 1M coordinates take tens of seconds per codec.
@@ -100,7 +100,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--size", type=int, default=1_000_000)
-    p.add_argument("--codecs", default="sum,thc,sketch,lossless")
+    p.add_argument("--codecs", default="sum,thc,fetchsgd,lossless",
+                   help="comma separated, from hina.mininet.workloads.CODECS")
     p.add_argument("--loss", type=float, nargs="+", default=[0.0, 2.0], help="percent")
     p.add_argument("--loss-method", default="auto")
     p.add_argument("--rounds", type=int, default=2)
@@ -111,9 +112,12 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="per run of the workers")
     p.add_argument("--out", default=str(ROOT / "out"))
     args = p.parse_args(argv)
+    from hina.mininet.workloads import CODECS
+    codecs = [c for c in args.codecs.split(",") if c]
+    if not codecs or any(c not in CODECS for c in codecs):
+        p.error(f"--codecs {args.codecs}: choose from {','.join(CODECS)}")
     from mininet.log import setLogLevel
     setLogLevel("warning")
-    codecs = args.codecs.split(",")
     results = {f"{loss:g}": run_loss(args, loss, codecs) for loss in args.loss}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

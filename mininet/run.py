@@ -5,7 +5,7 @@ the pipeline pushed and the job created over P4Runtime, a worker agent on every 
 Usage (root; Mininet is Debian's ``mininet`` package for the system python3)::
 
     sudo .venv/bin/python mininet/run.py --target embedded --workers 4 --codec thc --loss 1
-    sudo .venv/bin/python mininet/run.py --codec sum,thc,sketch,lossless --size 65536
+    sudo .venv/bin/python mininet/run.py --codec sum,thc,fetchsgd,lossless --size 65536
     sudo .venv/bin/python mininet/run.py --mode ddp --codec thc --steps 8
     sudo .venv/bin/python mininet/run.py --topo topology.json --codec sum
     sudo .venv/bin/python mininet/run.py --interactive        # Mininet CLI, everything running
