@@ -227,9 +227,13 @@ def main(argv=None) -> int:
     from hina import codecs as codec_registry
     from hina.demo.digits import make_codec
     from hina.demo.local import LocalDeployment, free_tcp_port
+    try:
+        spec = codec_registry.lookup(args.codec)
+    except codec_registry.UnknownCodecError as exc:
+        ap.error(f"--codec: {exc}")
     with LocalDeployment(args.workers) as dep:
         table = None
-        if codec_registry.lookup(args.codec).lut:     # THC indices: the switch maps them
+        if spec.lut:     # THC indices: the switch maps them
             table = tuple(make_codec(args.codec, args.workers, 0).table)
         seats = dep.create_job(job_id=1, n_slots=32, thc_table=table)
         ctx = rank_processes()
