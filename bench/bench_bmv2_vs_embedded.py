@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from hina.framing import ipv4_checksum
 from hina.programs import HINA_P4
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,8 +136,7 @@ def _socket_drops(sockets) -> int:
 # The switches: one process each, on the switch ends of the veths
 # --------------------------------------------------------------------------------------------
 from hina.loopback import free_tcp_port
-from hina.procs import stop_group
-from hina.procs import with_parent_death_signal
+from hina.procs import stop_group, with_parent_death_signal
 
 
 class EmbeddedProcess:
@@ -275,14 +275,6 @@ def build_pipelines(kind: str, words: int, with_basic: bool) -> dict:
 # --------------------------------------------------------------------------------------------
 # Workloads: what one unit of work sends, and how its outputs are recognised and checked
 # --------------------------------------------------------------------------------------------
-def _mac(n: int) -> str:
-    return ":".join(f"{(n >> s) & 0xFF:02x}" for s in range(40, -1, -8))
-
-
-def _ip(n: int) -> str:
-    return ".".join(str((n >> s) & 0xFF) for s in (24, 16, 8, 0))
-
-
 SWITCH_MAC, SWITCH_IP = 0x0200000000FE, 0x0A0000FE
 _HDR = 42                                     # Ethernet + IPv4 + UDP before the HINA header
 
@@ -293,10 +285,9 @@ class HinaWorkload:
 
     def __init__(self, op, words: int, n_workers: int, n_slots: int, seed: int = 0):
         import numpy as np
-        from scapy.layers.inet import IP, UDP
-        from scapy.layers.l2 import Ether
         from scapy.packet import Raw
 
+        from hina import framing as F
         from hina import pipeline
         from hina import protocol as P
         from hina.layers import HINA, pack_nibbles
@@ -317,10 +308,15 @@ class HinaWorkload:
         self.result_type = int(P.MsgType.RESULT)
         rng = np.random.default_rng(seed)
         self.templates: list[list[bytes]] = []                 # [variant][worker]
+        # [variant][worker]: the ones' sum of each template's pseudo-header, UDP header and
+        # message with pool/slot and seq zero; frames() adds those fields' sum for the checksum
+        self.residues: list[list[int]] = []
         self.results: list[bytes] = []                         # [variant]
+        self.payload_at = _HDR + P.HEADER_BYTES
+        switch = F.Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE)
         table = np.asarray(pipeline.THC_DEFAULT_TABLE, dtype=np.int64)
         for _ in range(PAYLOAD_VARIANTS):
-            row, values = [], []
+            row, values, residues = [], [], []
             for w, addr in enumerate(self.job.workers):
                 if thc:
                     v = rng.integers(0, P.THC_TABLE_SIZE, 2 * words)
@@ -329,29 +325,34 @@ class HinaWorkload:
                     v = rng.integers(-(1 << 20), 1 << 20, words)
                     payload = v.astype(">i4").tobytes()
                 values.append(v)
-                pkt = (Ether(src=_mac(addr.mac), dst=_mac(SWITCH_MAC))
-                       / IP(src=_ip(addr.ip), dst=_ip(SWITCH_IP))
-                       / UDP(sport=addr.udp_port, dport=P.UDP_PORT_BASE)
-                       / HINA(msg_type=P.MsgType.AGGREGATE, op=op, job_id=self.job.job_id)
-                       / Raw(payload))
-                row.append(bytes(pkt))
+                message = bytes(HINA(msg_type=P.MsgType.AGGREGATE, op=op,
+                                     job_id=self.job.job_id) / Raw(payload))
+                src = F.Endpoint.make(addr.mac, addr.ip, addr.udp_port)
+                row.append(F.build_frame(src, switch, message))
+                residues.append(F.udp_header_residue(src, switch, P.UDP_BYTES + len(message))
+                                + F.ones_sum(message))   # its pool/slot and seq are zero
             stack = np.stack(values).astype(np.int64)
             if thc:
                 result = table[stack].sum(axis=0).astype(">u2").tobytes()
             else:
                 result = stack.sum(axis=0).astype(">i4").tobytes()
             self.templates.append(row)
+            self.residues.append(residues)
             self.results.append(result)
 
     def ident(self, unit: int) -> int:
         return unit
 
     def frames(self, seq: int) -> list[tuple[int, bytes]]:
+        from hina import framing as F
         slot, pool = seq % self.job.n_slots, (seq // self.job.n_slots) % 2
         ps = struct.pack("!HI", (pool << 15) | slot, seq & 0xFFFFFFFF)
+        extra = F.ones_sum(ps)          # at an even offset of the message: the sums add
+        variant = seq % PAYLOAD_VARIANTS
         out = []
-        for w, t in enumerate(self.templates[seq % PAYLOAD_VARIANTS]):
-            out.append((w + 1, t[:_HDR + 6] + ps + t[_HDR + 12:]))
+        for w, t in enumerate(self.templates[variant]):
+            checksum = struct.pack("!H", F.checksum_of(self.residues[variant][w] + extra))
+            out.append((w + 1, t[:_HDR - 2] + checksum + t[_HDR:_HDR + 6] + ps + t[_HDR + 12:]))
         return out
 
     def key(self, data: bytes) -> Optional[int]:
@@ -361,7 +362,7 @@ class HinaWorkload:
 
     def check(self, seq: int, data: bytes) -> bool:
         expected = self.results[seq % PAYLOAD_VARIANTS]
-        return data[_HDR + 12:_HDR + 12 + len(expected)] == expected
+        return data[self.payload_at:self.payload_at + len(expected)] == expected
 
     def install(self, sw: RunningSwitch) -> None:
         group, replicas = self.group
@@ -392,10 +393,7 @@ class BasicWorkload:
         hdr[0], hdr[2:4], hdr[4:6], hdr[8], hdr[9] = 0x45, (20 + len(payload)).to_bytes(2, "big"), \
             ident.to_bytes(2, "big"), 64, 17
         hdr[12:16], hdr[16:20] = (0x0A000101).to_bytes(4, "big"), (0x0A000205).to_bytes(4, "big")
-        s = sum(int.from_bytes(hdr[i:i + 2], "big") for i in range(0, 20, 2))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        hdr[10:12] = ((~s) & 0xFFFF).to_bytes(2, "big")
+        hdr[10:12] = ipv4_checksum(hdr).to_bytes(2, "big")
         return bytes.fromhex("0000000000aa" "0000000000bb" "0800") + bytes(hdr) + payload
 
     def ident(self, unit: int) -> int:
