@@ -85,8 +85,15 @@ class HinaState:
                  "asynchronous" if asynchronous else "synchronous", self.engine.lanes)
 
     def close(self) -> None:
-        """Finish the buckets in flight and stop the engine's thread."""
+        """Finish the buckets in flight, stop the engine's thread, and log what the hook did
+        (:attr:`stats`, one INFO line)."""
         self.engine.close()
+        s = self.stats
+        log.info("HINA DDP hook closed: %d bucket(s) through the switch, %d fell back to fp32 "
+                 "(%d after a job restart), %d warm-up all-reduce(s); %.1f kB sent to the "
+                 "switch; engine busy %.2f s", s["hina_buckets"], s["fallback_buckets"],
+                 s["generation_changes"], s["allreduce_buckets"], s["bytes_sent"] / 1e3,
+                 s["seconds"])
 
 
 def _allreduce_mean(state: HinaState, tensor: torch.Tensor) -> torch.futures.Future:

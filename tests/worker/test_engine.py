@@ -60,6 +60,25 @@ def test_a_closed_engine_refuses_buckets(program):
         job.close()
 
 
+def test_closing_the_hook_state_logs_what_it_did(program, caplog):
+    """``HinaState.close`` says in one line how many buckets went through the switch, how many
+    fell back, and what the engine sent and how long it was busy."""
+    from hina.worker.ddp_hook import HinaState
+    job = LocalJob(program, 1, n_slots=4)
+    try:
+        state = HinaState(job.transports()[0], FixedPointCodec(1))
+        for k in range(2):
+            state.engine.submit(k, torch.ones(300)).wait()
+        with caplog.at_level(logging.INFO, logger="hina.worker"):
+            state.close()
+    finally:
+        job.close()
+    lines = [r.getMessage() for r in caplog.records if "HINA DDP hook closed" in r.getMessage()]
+    assert len(lines) == 1, caplog.text
+    assert "2 bucket(s) through the switch, 0 fell back to fp32" in lines[0], lines[0]
+    assert state.stats["bytes_sent"] > 0 and f"{state.stats['bytes_sent'] / 1e3:.1f} kB" in lines[0]
+
+
 class _HeldThc:
     """A THC codec whose agreement for one bucket waits until the test lets it go (a worker
     slow to hand that bucket over) and which notes the buckets it decoded."""
