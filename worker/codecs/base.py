@@ -193,10 +193,7 @@ def max_code_of(value: float) -> torch.Tensor:
         value = 0.0  # -0.0 as +0.0, as float_to_max_code
     elif value < 0:
         raise ValueError("values: must be >= 0 (a norm or magnitude) to encode for MAX")
-    try:
-        bits = _F32.pack(value)
-    except OverflowError:  # finite in float64, beyond float32: the cast gives +Inf
-        bits = _F32.pack(math.inf)
+    bits = _F32.pack(float32_of(value))  # beyond float32's range: +Inf, as the cast
     return torch.tensor([_U32.unpack(bits)[0]], dtype=torch.uint32)
 
 
