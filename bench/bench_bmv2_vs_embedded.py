@@ -59,7 +59,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from hina.framing import ipv4_checksum
+from hina.framing import (Endpoint, build_frame, checksum_of, ipv4_checksum, ones_sum,
+                          udp_header_residue)
 from hina.programs import HINA_P4
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,7 +288,6 @@ class HinaWorkload:
         import numpy as np
         from scapy.packet import Raw
 
-        from hina import framing as F
         from hina import pipeline
         from hina import protocol as P
         from hina.layers import HINA, pack_nibbles
@@ -313,7 +313,7 @@ class HinaWorkload:
         self.residues: list[list[int]] = []
         self.results: list[bytes] = []                         # [variant]
         self.payload_at = _HDR + P.HEADER_BYTES
-        switch = F.Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE)
+        switch = Endpoint.make(SWITCH_MAC, SWITCH_IP, P.UDP_PORT_BASE)
         table = np.asarray(pipeline.THC_DEFAULT_TABLE, dtype=np.int64)
         for _ in range(PAYLOAD_VARIANTS):
             row, values, residues = [], [], []
@@ -327,10 +327,10 @@ class HinaWorkload:
                 values.append(v)
                 message = bytes(HINA(msg_type=P.MsgType.AGGREGATE, op=op,
                                      job_id=self.job.job_id) / Raw(payload))
-                src = F.Endpoint.make(addr.mac, addr.ip, addr.udp_port)
-                row.append(F.build_frame(src, switch, message))
-                residues.append(F.udp_header_residue(src, switch, P.UDP_BYTES + len(message))
-                                + F.ones_sum(message))   # its pool/slot and seq are zero
+                src = Endpoint.make(addr.mac, addr.ip, addr.udp_port)
+                row.append(build_frame(src, switch, message))
+                residues.append(udp_header_residue(src, switch, P.UDP_BYTES + len(message))
+                                + ones_sum(message))   # its pool/slot and seq are zero
             stack = np.stack(values).astype(np.int64)
             if thc:
                 result = table[stack].sum(axis=0).astype(">u2").tobytes()
@@ -344,14 +344,13 @@ class HinaWorkload:
         return unit
 
     def frames(self, seq: int) -> list[tuple[int, bytes]]:
-        from hina import framing as F
         slot, pool = seq % self.job.n_slots, (seq // self.job.n_slots) % 2
         ps = struct.pack("!HI", (pool << 15) | slot, seq & 0xFFFFFFFF)
-        extra = F.ones_sum(ps)          # at an even offset of the message: the sums add
+        extra = ones_sum(ps)          # at an even offset of the message: the sums add
         variant = seq % PAYLOAD_VARIANTS
         out = []
         for w, t in enumerate(self.templates[variant]):
-            checksum = struct.pack("!H", F.checksum_of(self.residues[variant][w] + extra))
+            checksum = struct.pack("!H", checksum_of(self.residues[variant][w] + extra))
             out.append((w + 1, t[:_HDR - 2] + checksum + t[_HDR:_HDR + 6] + ps + t[_HDR + 12:]))
         return out
 
