@@ -102,3 +102,18 @@ def test_bench_bmv2_vs_embedded():
             assert row, (figure, target, out)
             cells = [c.strip() for c in row.group(0).strip("|").split("|")]
             assert cells[3] != "-" and int(cells[3].replace(",", "")) > 0, row.group(0)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--codec", "nope"], "unknown codec 'nope'"),
+    (["--steps", "0"], "--steps and --rounds must be >= 1"),
+    (["--rounds", "0"], "--steps and --rounds must be >= 1"),
+    (["--switch-interval", "0"], "--switch-interval 0.0: must be in (0, 1] seconds"),
+    (["--switch-interval", "2"], "--switch-interval 2.0: must be in (0, 1] seconds"),
+])
+def test_bench_ddp_overlap_refuses_bad_arguments_before_starting(argv, says):
+    """A bad argument is an argparse error (exit 2) before the switch or any rank starts."""
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_ddp_overlap.py"), *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert "DDP through the embedded switch" not in proc.stdout
