@@ -13,6 +13,7 @@ Usage::
     python bench/triton_aot.py --archs 90 --blocks 1024 --check   # exit 1 on a failure or a spill
     python bench/triton_aot.py --check --max-spill 32              # ... or a spill over 32 bytes
     python bench/triton_aot.py --archs 90 --blocks 1024 --sass     # + SASS instruction counts
+    python bench/triton_aot.py --precisions codec,butterfly       # + the butterfly transform
 """
 from __future__ import annotations
 
@@ -74,32 +75,36 @@ def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], 
     return use
 
 
-def jobs(archs: List[int], blocks: List[int]) -> List[Tuple[str, int, object, Dict[str, str], Dict[str, object], int]]:
-    """(label, arch, kernel, signature, constants, warps) for every kernel the codec launches."""
+def jobs(archs: List[int], blocks: List[int], precisions: Tuple[str, ...] = ("codec",)
+         ) -> List[Tuple[str, int, object, Dict[str, str], Dict[str, object], int]]:
+    """(label, arch, kernel, signature, constants, warps) for every kernel the codec launches,
+    in the precision it picks for each arch ("codec") and in each other one named."""
     out = []
     for arch in archs:
-        prec = K.precision_for((arch // 10, arch % 10))
-        for block in blocks:
+        chosen = [K.precision_for((arch // 10, arch % 10)) if p == "codec" else p for p in precisions]
+        for prec, block in ((p, b) for p in dict.fromkeys(chosen) for b in blocks):
+            if prec.startswith("tf32") and arch < 80:
+                continue  # TF32 products need sm_80 (the codec refuses the choice there)
             warps = K.LAUNCH_CONFIG[prec].get(block)
             if warps is None:
                 continue  # the codec keeps this block eager on this arch
             group = K.BLOCKS_PER_PROGRAM[prec].get(block, 1)
-            r, c = K.tile_sides(block)
+            r, c = K.kernel_tile(prec, block)
             # float32 gradients with error feedback (y stored) and without (the norm alone);
             # half-precision ones read as they are
             for x_type, has_res in (("fp32", False), ("fp32", True), ("bf16", True), ("fp16", True)):
-                out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<6} {x_type} residual={int(has_res)}", arch,
+                out.append((f"rotate   block {block:>4} ({r}x{c}) {prec:<9} {x_type} residual={int(has_res)}", arch,
                             K._rotate_kernel, dict(ROTATE_SIG, X=f"*{x_type}"),
                             {"R": r, "C": c, "G": group, "HAS_RES": has_res, "PREC": prec, "STORE_Y": has_res},
                             warps))
             # the codec's decode passes the bound of THC's sums (small: one product fewer)
             for small in (True, False):
-                out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<6} small sums={int(small)}", arch,
+                out.append((f"inverse  block {block:>4} ({r}x{c}) {prec:<9} small sums={int(small)}", arch,
                             K._inverse_kernel, INVERSE_SIG,
                             {"R": r, "C": c, "G": group, "PREC": prec, "SMALL_SUMS": small}, warps))
             # encode without error feedback: rotation and rounding in one kernel
             for x_type in ("fp32", "bf16"):
-                out.append((f"fused    block {block:>4} ({r}x{c}) {prec:<6} {x_type}", arch,
+                out.append((f"fused    block {block:>4} ({r}x{c}) {prec:<9} {x_type}", arch,
                             K._rotate_quantise_kernel, dict(FUSED_SIG, X=f"*{x_type}"),
                             {"R": r, "C": c, "PREC": prec}, K.FUSED_WARPS[prec].get(block, warps)))
         for has_deq in (False, True):
@@ -114,6 +119,9 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--archs", default="75,80,90", help="comma list of sm versions")
     parser.add_argument("--blocks", default=",".join(str(b) for b in K.LAUNCH_CONFIG["tf32x3"]),
                         help="comma list of Hadamard block sizes")
+    parser.add_argument("--precisions", default="codec",
+                        help="comma list of the transforms' precisions: 'codec' (what the codec picks for "
+                             f"each arch, the default) and/or any of {', '.join(K.LAUNCH_CONFIG)}")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when a kernel fails or spills more than --max-spill bytes")
     parser.add_argument("--sass", action="store_true",
@@ -126,20 +134,24 @@ def main(argv: List[str] | None = None) -> int:
         blocks = [int(b) for b in args.blocks.split(",")]
     except ValueError:
         parser.error("--archs and --blocks take comma-separated integers")
+    precisions = tuple(args.precisions.split(","))
+    unknown = [p for p in precisions if p != "codec" and p not in K.LAUNCH_CONFIG]
+    if unknown:
+        parser.error(f"--precisions: unknown {', '.join(unknown)} (choose from codec, {', '.join(K.LAUNCH_CONFIG)})")
     if not CUOBJDUMP.exists():
         parser.error(f"{CUOBJDUMP}: Triton's bundled cuobjdump is missing (a Triton build without the NVIDIA backend?)")
     print(f"triton {triton.__version__}; registers per thread, stack bytes (spills), shared bytes")
     bad = 0
-    for label, arch, fn, sig, constants, warps in jobs(archs, blocks):
+    for label, arch, fn, sig, constants, warps in jobs(archs, blocks, precisions):
         try:
             use = compile_kernel(fn, sig, constants, arch, warps, sass=args.sass)
         except Exception as exc:  # noqa: BLE001 - report every failure, then exit non-zero
             bad += 1
-            print(f"sm_{arch}  {label:<58} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            print(f"sm_{arch}  {label:<61} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
             continue
         spills = use.get("STACK", 0) + use.get("LOCAL", 0)
         bad += spills > args.max_spill
-        print(f"sm_{arch}  {label:<58} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
+        print(f"sm_{arch}  {label:<61} warps {warps:>2}  reg {use.get('REG', 0):>3}  stack {use.get('STACK', 0):>4}"
               f"  shared {use.get('SHARED', 0):>5}"
               + (f"  SASS {use['SASS']:>5}  I2F {use['I2F']:>3}" if args.sass else "")
               + ("  SPILLS" if spills else ""), flush=True)

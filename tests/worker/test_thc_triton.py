@@ -330,8 +330,8 @@ def test_env_switch_turns_the_kernels_off(monkeypatch):
 
 def test_kernels_compile_for_gpu_targets():
     """Triton and its ptxas build every kernel the codec launches for sm_75, sm_80 and sm_90 (no
-    GPU needed), with the codec's launch configuration: the real compiler, not only the
-    interpreter, accepts the kernels. Spills stay within 32 bytes: the launch table was timed
+    GPU needed), with the codec's launch configuration and with the opt-in butterfly transform:
+    the real compiler, not only the interpreter, accepts the kernels. Spills stay within 32 bytes: the launch table was timed
     on an H100 (bench/bench_thc_kernels.py; docs/codecs.md), where one warp per 32x32 tile was
     fastest by 1.4x for the inverse, for which Triton 3.9's ptxas spills 16 bytes on sm_90.
     One exception, also timed: the 2048-value inverse at 2 warps on sm_90 spills 192 bytes
@@ -343,7 +343,7 @@ def test_kernels_compile_for_gpu_targets():
 
     tool = Path(__file__).resolve().parents[2] / "bench" / "triton_aot.py"
     done = subprocess.run([sys.executable, str(tool), "--archs", "75,80,90", "--blocks", "1024,2048", "--check",
-                           "--max-spill", "256"],
+                           "--max-spill", "256", "--precisions", "codec,butterfly"],
                           capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [l for l in done.stdout.splitlines() if l.startswith("sm_")]
@@ -353,8 +353,10 @@ def test_kernels_compile_for_gpu_targets():
         assert stack <= allowed, f"spills {stack} bytes (at most {allowed}): {line}"
     # per block 4 rotate variants (fp32 without and with the residual, bf16, fp16), 2 inverses
     # (sums below 2**11, as decode declares THC's, and any) and 2 fused encodes (fp32, bf16);
-    # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch
-    assert len(lines) == (8 + 2) + 2 * (16 + 2) and not any("FAILED" in l for l in lines)
+    # sm_75: 1024 only, sm_80/90: 1024 and 2048; 2 quantisers per arch; and the butterfly
+    # (HINA_THC_PRECISION=butterfly) at both blocks on all three
+    assert len(lines) == (8 + 2) + 2 * (16 + 2) + 3 * 16 and not any("FAILED" in l for l in lines)
+    assert sum(" butterfly " in l for l in lines) == 3 * 16
 
 
 # ------------------------------------------------------------------------------------------
@@ -525,6 +527,8 @@ def test_precision_override(monkeypatch, caplog):
     monkeypatch.setenv(K.PRECISION_ENV, "fp8")
     with pytest.raises(ValueError, match="one of"):
         K.precision_for((9, 0))
+    monkeypatch.setenv(K.PRECISION_ENV, "butterfly")  # additions only: any GPU
+    assert K.precision_for((7, 5)) == K.precision_for((9, 0)) == "butterfly"
     monkeypatch.delenv(K.PRECISION_ENV)
     assert K.precision_for((9, 0)) == K.TENSOR_CORE_PRECISION and K.precision_for((7, 5)) == "ieee"
     if DEVICE.type == "cuda":  # the override is read where the codec picks its launch
@@ -554,3 +558,78 @@ def test_encode_plans(monkeypatch):
     c.encode_plan = "fused-twice"
     with pytest.raises(ValueError, match="encode_plan"):
         c.agreement(g)
+
+
+# ------------------------------------------------------------------------------------------
+# The butterfly transform (HINA_THC_PRECISION=butterfly): the same kernels with the Hadamard
+# transform as log2(B) stages of float32 additions on a flat 1 x B tile instead of products.
+# ------------------------------------------------------------------------------------------
+def _butterfly_config(block):
+    """The butterfly's launch as the codec makes it on a GPU (its warps), or under the interpreter."""
+    return ("butterfly", K.LAUNCH_CONFIG["butterfly"][block], 1)
+
+
+@pytest.mark.parametrize("block", [256, 512, 1024, 2048])
+def test_butterfly_kernels_match_the_eager_math(block):
+    """Rotation (with and without the residual, and the norm alone), inverse and fused encode
+    on the butterfly: the eager transform to float32 rounding, integer sums transformed exactly,
+    the fused encode byte for byte the rotation then the quantiser."""
+    config = _butterfly_config(block)
+    assert K.kernel_tile("butterfly", block) == (1, block)
+    gen = torch.Generator().manual_seed(block + 1)
+    padded = 3 * block
+    x = (torch.randn(padded - 13, generator=gen) * 3).to(DEVICE)
+    signs, bits = _signs(padded, block + 1)
+    e = torch.randn(padded, generator=gen).to(DEVICE)
+    ref = fwht(torch.cat([x, x.new_zeros(13)]).double() * signs, block)
+    atol = 16 * EPS32 * math.sqrt(block) * ref.abs().max().item()
+    for res in (None, e):
+        y = torch.full((padded,), float("nan"), device=DEVICE)
+        parts = K.rotate(x, bits, res, y, block, torch.empty(3, device=DEVICE), config=config).clone()
+        want = ref + (e.double() if res is not None else 0)
+        torch.testing.assert_close(y.double(), want, rtol=0, atol=atol)
+        torch.testing.assert_close(parts.double().sum(), (want ** 2).sum(), rtol=1e-5, atol=0)
+    norm_only = K.rotate(x, bits, None, None, block, torch.empty(3, device=DEVICE), config=config, padded=padded)
+    y = torch.empty(padded, device=DEVICE)
+    assert torch.equal(K.rotate(x, bits, None, y, block, torch.empty(3, device=DEVICE), config=config), norm_only)
+    # integer sums: every partial sum of the transform is an integer below 2**24, so exact; the
+    # scale is one float32 product (the first value also takes the offset: left out here)
+    sums = torch.randint(-(K.SMALL_SUMS - 1), K.SMALL_SUMS, (padded,), generator=gen, dtype=torch.int32)
+    out = torch.empty(padded - 5, device=DEVICE)
+    K.inverse(sums.to(DEVICE), bits, out, block, 0.5, 3.0, config=config, sums_bound=K.SMALL_SUMS - 1)
+    exact = fwht(sums.double(), block)  # fwht is orthonormal: undo its 1 / sqrt(block)
+    exact = torch.round(exact * math.sqrt(block)).float()
+    scale = torch.tensor(0.5 / math.sqrt(block), dtype=torch.float32)
+    want = (exact * scale * signs.float())[: padded - 5]
+    keep = torch.ones(padded - 5, dtype=torch.bool)
+    keep[::block] = False
+    assert torch.equal(out.cpu()[keep], want[keep])
+    torch.testing.assert_close(out.cpu()[::block].double(), want[::block].double() - 3.0 * signs[: padded - 5: block].cpu(),
+                               rtol=1e-6, atol=1e-6 * float(want.abs().max()))
+    luts = _luts()
+    args = (luts["offset"], luts["slope"], 4242, 1.5, G / 2, G, TOP)
+    two = torch.empty(padded // 2, dtype=torch.uint8, device=DEVICE)
+    K.quantise(y, two, args[0], args[1], None, *args[2:])
+    one = torch.empty(padded // 2, dtype=torch.uint8, device=DEVICE)
+    K.rotate_quantise(x, bits, one, block, *args, config=config)
+    assert torch.equal(one, two)
+
+
+def test_butterfly_precision_runs_the_codec(monkeypatch, fresh_self_check):
+    """HINA_THC_PRECISION=butterfly on any GPU (no tensor cores needed): the codec's self-check
+    passes on it and workers decode as well as on the eager path, with and without error
+    feedback."""
+    monkeypatch.setenv(K.PRECISION_ENV, "butterfly")
+    assert K.precision_for((7, 5)) == K.precision_for((9, 0)) == "butterfly"
+    assert K.launch_config(DEVICE, 1024)[0] == "butterfly"
+    g = torch.randn(6000, generator=torch.Generator().manual_seed(9)).to(DEVICE)
+    for ef in (True, False):
+        errs = {}
+        for triton in (True, False):
+            c = ThcCodec(1, seed=4, error_feedback=ef, triton=triton)
+            agreed = reference_agree([c.agreement(g)])
+            lanes = c.encode(g, agreed)
+            out = c.decode(reference_aggregate([lanes]), agreed, meta=lanes.meta)
+            assert c.last_kernels["encode"] == c.last_kernels["decode"] == ("triton" if triton else "eager")
+            errs[triton] = ((out - g).norm() / g.norm()).item()
+        assert errs[True] < 0.3 and 0.7 < errs[True] / errs[False] < 1.3, errs

@@ -56,7 +56,7 @@ except Exception:  # noqa: BLE001 - missing or broken Triton: the eager path is 
 __all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "FUSED_WARPS", "INPUT_DTYPES", "INTERPRET", "LAUNCH_CONFIG",
            "MAX_BLOCK", "MIN_BLOCK", "PRECISION_ENV", "QUANT_OCTETS", "QUANT_WARPS", "SMALL_SUMS",
            "TENSOR_CORE_PRECISION",
-           "inverse", "launch_config", "pack_sign_bits", "precision_for", "quantise", "rotate",
+           "inverse", "kernel_tile", "launch_config", "pack_sign_bits", "precision_for", "quantise", "rotate",
            "rotate_quantise", "self_check", "supported", "tile_sides"]
 
 #: Triton imported
@@ -97,17 +97,22 @@ LAUNCH_CONFIG = {
     "tf32x3": {256: 1, 512: 1, 1024: 1, 2048: 2},
     "tf32x2": {256: 1, 512: 1, 1024: 1, 2048: 2},  # timed at 1024 (docs/codecs.md); else as tf32x3
     "ieee": {256: 4, 512: 8, 1024: 16},
+    # float32 additions, no products (any GPU; opt in with HINA_THC_PRECISION=butterfly):
+    # untimed, like "ieee". From sm_90 SASS (``bench/triton_aot.py --precisions butterfly
+    # --sass``): the fewest instructions per block at <= 72 registers, one warp up to 1024
+    # values (64-72 registers against the products' 128-168), two for 2048
+    "butterfly": {256: 1, 512: 1, 1024: 1, 2048: 2},
 }
 #: warps of the fused rotate-and-quantise kernel per precision and block, where they differ from
 #: the transform kernels' (LAUNCH_CONFIG); ``bench/bench_thc_kernels.py --fused`` times them
-FUSED_WARPS: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {1024: 2}, "ieee": {}}
+FUSED_WARPS: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {1024: 2}, "ieee": {}, "butterfly": {}}
 #: Hadamard blocks per program of the transform kernels (the ``G`` of their loop), per precision
 #: and block; 1 where nothing was measured. ``bench/bench_thc_kernels.py`` times the choices.
-BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {}, "ieee": {}}
+BLOCKS_PER_PROGRAM: Dict[str, Dict[int, int]] = {"tf32x3": {}, "tf32x2": {}, "ieee": {}, "butterfly": {}}
 
 
 #: environment variable naming the transforms' precision instead of :func:`precision_for`'s
-#: choice: "tf32x3", "tf32x2" (sm_80 and later) or "ieee"
+#: choice: "tf32x3", "tf32x2" (sm_80 and later), "ieee" or "butterfly" (float32 additions)
 PRECISION_ENV = "HINA_THC_PRECISION"
 #: the transforms' precision on sm_80 and later (see LAUNCH_CONFIG)
 TENSOR_CORE_PRECISION = "tf32x2"
@@ -117,7 +122,8 @@ def precision_for(capability: Tuple[int, int]) -> str:
     """The transforms' precision for a CUDA compute capability: float32 accuracy from TF32
     tensor-core products on sm_80 and later (``TENSOR_CORE_PRECISION``: "tf32x3", Triton's
     three-product split, or "tf32x2", two products, see ``_split_dot``), plain float32 ("ieee")
-    before. ``HINA_THC_PRECISION`` overrides it where the GPU supports the choice."""
+    before. ``HINA_THC_PRECISION`` overrides it where the GPU supports the choice; "butterfly"
+    (the transform as float32 additions, no products: :func:`_butterfly_2d`) runs on any."""
     return _precision(tuple(capability), os.environ.get(PRECISION_ENV, ""))
 
 
@@ -128,7 +134,7 @@ def _precision(capability: Tuple[int, int], wanted: str) -> str:
     an invalid choice raises every time, exceptions are not cached)."""
     tensor_cores = capability >= (8, 0)
     if wanted:
-        if wanted not in LAUNCH_CONFIG or (wanted != "ieee" and not tensor_cores):
+        if wanted not in LAUNCH_CONFIG or (wanted.startswith("tf32") and not tensor_cores):
             raise ValueError(f"{PRECISION_ENV}={wanted!r}: one of {sorted(LAUNCH_CONFIG)} "
                              "(the tf32 ones need sm_80 or later)")
         return wanted
@@ -168,14 +174,23 @@ def tile_sides(block: int) -> Tuple[int, int]:
     return 1 << (m // 2), 1 << (m - m // 2)
 
 
+def kernel_tile(prec: str, block: int) -> Tuple[int, int]:
+    """The tile ``R x C`` the transform kernels hold a block in for precision ``prec``: the
+    products' :func:`tile_sides`; the butterfly's ``1 x block``, a flat vector, for which
+    Triton lays the stages out with a quarter of the registers (sm_90 SASS, 1024 values on one
+    warp: 64 against 156-168 for the products' 32 x 32 tile; ``bench/triton_aot.py``)."""
+    return (1, block) if prec == "butterfly" else tile_sides(block)
+
+
 #: (precision, warps, blocks per program) of one launch of a transform kernel
 Launch = Tuple[str, int, int]
 
 
 def launch_config(device: torch.device, block: int) -> Launch:
     """How the transform kernels are launched for ``block`` on ``device``."""
-    if INTERPRET and device.type == "cpu":
-        return "ieee", 4, 1
+    if INTERPRET and device.type == "cpu":  # plain float32 unless the environment names a precision
+        wanted = os.environ.get(PRECISION_ENV, "")
+        return (_precision((9, 0), wanted) if wanted else "ieee"), 4, 1
     config = _config(device, block)
     if config is None:
         raise ValueError(f"block={block}: not taken by the kernels on {device} (see LAUNCH_CONFIG)")
@@ -185,18 +200,24 @@ def launch_config(device: torch.device, block: int) -> Launch:
 
 if AVAILABLE:
     @triton.jit
-    def _hadamard_tile(N: tl.constexpr):
+    def _hadamard_tile(N: tl.constexpr, PREC: tl.constexpr):
         """The unnormalised Sylvester matrix H_N (N <= 64) built in registers: entry (i, j) is
         (-1)**popcount(i & j). Its +-1 entries are exact in TF32, so the products' error is only
         the data's. Built as float bits (1.0 with the parity as its sign bit): an int-to-float
         conversion per entry ran at a quarter of the other instructions' rate and was a sixth
-        of the kernel's instructions (sm_90 SASS, ``bench/triton_aot.py --sass``)."""
-        i = tl.arange(0, N)
-        bits = i[:, None] & i[None, :]
-        bits ^= bits >> 4
-        bits ^= bits >> 2
-        bits ^= bits >> 1
-        return (((bits & 1) << 31) | 0x3F800000).to(tl.float32, bitcast=True)
+        of the kernel's instructions (sm_90 SASS, ``bench/triton_aot.py --sass``). The
+        butterfly transform takes no tile: a placeholder then (a ``1 x B`` tile's ``B x B``
+        matrix would not even be a valid Triton tensor for B = 2048)."""
+        if PREC == "butterfly":
+            tile = 0.0
+        else:
+            i = tl.arange(0, N)
+            bits = i[:, None] & i[None, :]
+            bits ^= bits >> 4
+            bits ^= bits >> 2
+            bits ^= bits >> 1
+            tile = (((bits & 1) << 31) | 0x3F800000).to(tl.float32, bitcast=True)
+        return tile
 
     @triton.jit
     def _split_dot(a, b, SPLIT_B: tl.constexpr):
@@ -215,13 +236,43 @@ if AVAILABLE:
         return out
 
     @triton.jit
+    def _butterfly_stage(x, N: tl.constexpr, S: tl.constexpr):
+        """One radix-2 stage of the Walsh-Hadamard transform of a flat ``N``-vector: each pair
+        ``(a, b)`` of values ``S`` apart becomes ``(a + b, a - b)``. The pair's axis is moved
+        last so that ``tl.split`` takes it apart; the compiler keeps pairs within a thread in
+        registers and exchanges the others with warp shuffles (sm_90 SASS: ``bench/triton_aot.py
+        --sass``)."""
+        a, b = tl.split(tl.permute(tl.reshape(x, (N // (2 * S), 2, S)), (0, 2, 1)))
+        return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 2, 1)), (N,))
+
+    @triton.jit
+    def _butterfly_2d(x, R: tl.constexpr, C: tl.constexpr):
+        """``H_R X H_C`` of an ``R x C`` tile as the fast Walsh-Hadamard transform of its
+        row-major ``R C`` values (``H_RC = H_R (x) H_C`` in Sylvester order): log2(R C) stages of
+        float32 additions, no products, no tensor cores. The stages commute, so their order is
+        free; each rounds once, so the error is a few float32 ulps of the block's scale, and
+        integers whose transform stays below 2**24 in magnitude are transformed exactly."""
+        N: tl.constexpr = R * C
+        y = tl.reshape(x, (N,))
+        for k in tl.static_range(12):  # blocks of up to 4096 values
+            if (1 << k) < N:
+                y = _butterfly_stage(y, N, 1 << k)
+        return tl.reshape(y, (R, C))
+
+    @triton.jit
     def _hadamard_2d(h_r, x, h_c, PREC: tl.constexpr, SMALL_INTS: tl.constexpr = False):
         """``H_R X H_C`` for a tile ``X``: two products, each in ``PREC`` ("tf32x2": the split
-        of :func:`_split_dot`; else ``tl.dot``'s own precision). ``SMALL_INTS``: X holds integers
-        below 2**11 in magnitude, exact in TF32, so the first product needs no split (one TF32
-        product, exact); its result, integers below 2**16, splits exactly into head and tail,
-        so the transform of such a tile is exact."""
-        if SMALL_INTS and PREC != "ieee":
+        of :func:`_split_dot`; else ``tl.dot``'s own precision), or ("butterfly") the additions
+        of :func:`_butterfly_2d`, which leave the Hadamard tiles unused (the compiler drops
+        them). ``SMALL_INTS``: X holds integers below 2**11 in magnitude, exact in TF32, so the
+        first product needs no split (one TF32 product, exact); its result, integers below
+        2**16, splits exactly into head and tail, so the transform of such a tile is exact (the
+        butterfly's is exact for them anyway)."""
+        R: tl.constexpr = x.shape[0]
+        C: tl.constexpr = x.shape[1]
+        if PREC == "butterfly":
+            y = _butterfly_2d(x, R, C)
+        elif SMALL_INTS and PREC != "ieee":
             y = _split_dot(tl.dot(h_r, x, input_precision="tf32"), h_c, False)
         elif PREC == "tf32x2":
             y = _split_dot(_split_dot(h_r, x, True), h_c, False)
@@ -251,8 +302,8 @@ if AVAILABLE:
         pid = tl.program_id(0)
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
-        h_r = _hadamard_tile(R)
-        h_c = _hadamard_tile(C)
+        h_r = _hadamard_tile(R, PREC)
+        h_c = _hadamard_tile(C, PREC)
         for k in tl.static_range(G):
             blk = pid.to(tl.int64) * G + k
             if blk < nblocks:  # the last program's group may reach past the last block
@@ -326,7 +377,7 @@ if AVAILABLE:
         offs = blk * (R * C) + (rows[:, None] * C + cols[None, :])
         x = tl.load(X + offs, mask=offs < numel, other=0.0).to(tl.float32)
         x = _flip(x, SIGN_WORDS, blk, R, C)
-        y = _hadamard_2d(_hadamard_tile(R), x, _hadamard_tile(C), PREC)
+        y = _hadamard_2d(_hadamard_tile(R, PREC), x, _hadamard_tile(C, PREC), PREC)
         y = tl.reshape(y * norm, (R * C // 8, 8))  # row-major: rows of 8 consecutive coordinates
         octet = blk * (R * C // 8) + tl.arange(0, R * C // 8)
         q = _round_to_index(y, _noise16(seed, octet, R * C // 8), OFFSET, SLOPE, a, half_g, g, top)
@@ -340,8 +391,8 @@ if AVAILABLE:
         rows = tl.arange(0, R)
         cols = tl.arange(0, C)
         local = rows[:, None] * C + cols[None, :]
-        h_r = _hadamard_tile(R)
-        h_c = _hadamard_tile(C)
+        h_r = _hadamard_tile(R, PREC)
+        h_c = _hadamard_tile(C, PREC)
         for k in tl.static_range(G):
             blk = pid.to(tl.int64) * G + k
             if blk < nblocks:  # the last program's group may reach past the last block
@@ -416,9 +467,9 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, residual: Optional[torch.Tensor
     _check("partial", partial, nblocks, (torch.float32,), device)
     if residual is not None:
         _check("residual", residual, padded, (torch.float32,), device)
-    r, c = tile_sides(block)
     if nblocks:
         prec, warps, group = config or launch_config(device, block)
+        r, c = kernel_tile(prec, block)
         with _LAUNCH_GUARD:
             out = y if y is not None else partial  # never written when y is None
             _rotate_kernel[(triton.cdiv(nblocks, group),)](
@@ -453,9 +504,9 @@ def rotate_quantise(x: torch.Tensor, signs: torch.Tensor, packed: torch.Tensor, 
     _check("packed", packed, padded // 2, (torch.uint8,), device)
     _check("offset", offset, int(g) + 1, (torch.float32,), device)
     _check("slope", slope, int(g) + 1, (torch.float32,), device)
-    r, c = tile_sides(block)
     if padded:
         prec, warps, _ = config or launch_config(device, block)
+        r, c = kernel_tile(prec, block)
         if config is None:
             warps = FUSED_WARPS[prec].get(block, warps)
         with _LAUNCH_GUARD:
@@ -516,9 +567,9 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
     _check("out", out, 0, (torch.float32,), device)
     if padded % block or out.numel() > padded:
         raise ValueError(f"sums: {padded} values for block {block} and {out.numel()} outputs")
-    r, c = tile_sides(block)
     if padded:
         prec, warps, group = config or launch_config(device, block)
+        r, c = kernel_tile(prec, block)
         nblocks = padded // block
         with _LAUNCH_GUARD:
             _inverse_kernel[(triton.cdiv(nblocks, group),)](
