@@ -111,13 +111,14 @@ def make_codecs(d: int, device: torch.device) -> Dict[str, Codec]:
     name, sketch = make_sketch(d)
     codecs: Dict[str, Codec] = {"thc (ours, b=4 g=30)": ThcCodec(1, error_feedback=False, compiled=False)}
     if device.type == "cuda":  # the default above runs the Triton kernels where Triton imports
-        if torch.cuda.get_device_capability(device) >= (8, 0):  # the kernels' other choices
-            for prec in ("tf32x3", "tf32x2"):
-                for plan in ThcCodec.ENCODE_PLANS:
-                    variant = ThcCodec(1, error_feedback=False, compiled=False)
-                    variant.encode_plan = plan
-                    codecs[f"thc ({prec}, {plan})"] = variant
-                    VARIANT_PRECISION[f"thc ({prec}, {plan})"] = prec
+        # the kernels' other choices: the TF32 products (sm_80+) and the butterfly (any GPU)
+        tensor_cores = torch.cuda.get_device_capability(device) >= (8, 0)
+        for prec in ("tf32x3", "tf32x2", "butterfly") if tensor_cores else ("butterfly",):
+            for plan in ThcCodec.ENCODE_PLANS:
+                variant = ThcCodec(1, error_feedback=False, compiled=False)
+                variant.encode_plan = plan
+                codecs[f"thc ({prec}, {plan})"] = variant
+                VARIANT_PRECISION[f"thc ({prec}, {plan})"] = prec
         codecs["thc (ours, eager torch ops)"] = ThcCodec(1, error_feedback=False, triton=False)
         codecs.update({"fixed point int32": FixedPointCodec(1), name: sketch})
         return codecs

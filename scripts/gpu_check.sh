@@ -35,9 +35,15 @@ step tests 150 "$PY" -m pytest -v -p no:cacheprovider --timeout 40 tests/worker/
     -k "not cpu"
 # THC's kernels over their launch choices (warps), then its encode+decode throughput on the GPU
 # against its copy bandwidth, then per-kernel GPU time
-step kernels 90 "$PY" bench/bench_thc_kernels.py --size 64M --blocks 1024 --precisions tf32x3,tf32x2 \
-    --warps 1,2 --groups 1
-step codecs 90 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --only thc --sizes 64M,256M
+step kernels 120 "$PY" bench/bench_thc_kernels.py --size 64M --blocks 1024 --precisions tf32x2,butterfly \
+    --warps 1,2,4 --groups 1 --repeats 20
+step codecs 150 "$PY" bench/bench_codecs.py --device cuda --skip-nmse --only thc --sizes 64M,256M
+# the default (TF32 products) against the butterfly (HINA_THC_PRECISION=butterfly), end to end,
+# each row in its own process, alternating twice (identical runs differ by up to a third between
+# processes: docs/codecs.md)
+step codecs_butterfly 150 bash -c 'for i in 1 2; do for row in "g=30)" "butterfly, two-pass" \
+    "butterfly, fused-xnorm"; do "$0" bench/bench_codecs.py --device cuda --skip-nmse --sizes 64M,256M \
+    --repeats 30 --only "$row" | grep -E "^thc|copy"; done; done' "$PY"
 step codecs_profile 45 "$PY" bench/bench_codecs.py --device cuda --sizes 64M --profile \
     --only thc --skip-nmse
 # overlap: the model on the GPU; then on this machine's CPU cores (backward >= communication)

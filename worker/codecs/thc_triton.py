@@ -27,6 +27,11 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
     decode: ``out = signs * (H_B sums * scale - off0 * e_0)`` per block, the int sums read as is.
     Traffic: sums and sign bits in; out out (8.125 bytes per coordinate).
 
+The transform inside them is two small products per block (TF32 tensor cores, float32-accurate
+by a split; plain float32 before sm_80) or, opted into with ``HINA_THC_PRECISION=butterfly``,
+log2(B) stages of float32 additions on the block held flat (a quarter of the registers; not
+timed on a GPU yet, docs/codecs.md).
+
 The kernels run on CUDA tensors; ``TRITON_INTERPRET=1`` (set before this module is imported)
 runs them on CPU tensors with Triton's interpreter, which is how the tests check them against
 the eager path on machines without a GPU. :func:`supported` says whether a layout qualifies
