@@ -5,6 +5,13 @@
 #     bash scripts/gpu_check.sh [OUTDIR]        # logs in OUTDIR (default out/gpu)
 #     SKIP="demo_cuda codecs_profile" bash scripts/gpu_check.sh   # leave steps out by name
 #
+# All steps take longer than one device call allows (600 s); the open questions of issue 14 in
+# two calls of under 10 minutes each:
+#     SKIP="codecs codecs_profile overlap_cuda overlap_cpu trace_cpu_1lane trace_cpu_2lanes \
+#           overlap_cpu_gil demo_cuda dlrm_cuda moe_cuda" bash scripts/gpu_check.sh   # the kernels
+#     SKIP="tests kernels codecs codecs_butterfly codecs_profile overlap_cuda demo_cuda dlrm_cuda \
+#           moe_cuda" bash scripts/gpu_check.sh                                     # the overlap
+#
 # The project must be importable as `hina` (scripts/setup.sh, or `pip install -e .`). Each step's
 # log goes to OUTDIR/<step>.log; a failing step is reported and the next one still runs; the exit
 # status is the number of failed steps. CI never runs this (it has no GPU): the tests it runs
@@ -30,7 +37,7 @@ step env 30 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --f
     $PY -c 'import torch, triton; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda,
     torch.cuda.get_device_name(0)); print(\"triton\", triton.__version__)'"
 # the CUDA variants of the kernel, engine and DDP tests (no Triton interpreter: a GPU is present)
-step tests 150 "$PY" -m pytest -v -p no:cacheprovider --timeout 40 tests/worker/test_thc_triton.py \
+step tests 180 "$PY" -m pytest -v -p no:cacheprovider --timeout 120 tests/worker/test_thc_triton.py \
     tests/worker/test_engine_cuda.py tests/worker/test_engine.py tests/worker/test_codecs_cuda.py \
     -k "not cpu"
 # THC's kernels over their launch choices (warps), then its encode+decode throughput on the GPU
