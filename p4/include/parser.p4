@@ -88,6 +88,13 @@ parser HinaParser(packet_in packet,
     }
 }
 
+// The IPv4 header without its checksum field, in wire order: what the header checksum covers,
+// verified on the way in and computed on the way out.
+#define IPV4_HEADER_FIELDS \
+    { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len, \
+      hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl, \
+      hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr }
+
 // The IPv4 header checksum (a header of 20 bytes: the parser takes no options): a wrong one
 // sets standard_metadata.checksum_error, which Validate refuses as MALFORMED, as the TNA program
 // does (a header corrupted after the FCS; the UDP checksum covers the addresses, the protocol
@@ -96,17 +103,7 @@ control HinaVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
         verify_checksum(
             hdr.ipv4.isValid(),
-            { hdr.ipv4.version,
-              hdr.ipv4.ihl,
-              hdr.ipv4.diffserv,
-              hdr.ipv4.total_len,
-              hdr.ipv4.identification,
-              hdr.ipv4.flags,
-              hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl,
-              hdr.ipv4.protocol,
-              hdr.ipv4.src_addr,
-              hdr.ipv4.dst_addr },
+            IPV4_HEADER_FIELDS,
             hdr.ipv4.hdr_checksum,
             HashAlgorithm.csum16);
     }
@@ -116,17 +113,7 @@ control HinaComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
         update_checksum(
             hdr.ipv4.isValid(),
-            { hdr.ipv4.version,
-              hdr.ipv4.ihl,
-              hdr.ipv4.diffserv,
-              hdr.ipv4.total_len,
-              hdr.ipv4.identification,
-              hdr.ipv4.flags,
-              hdr.ipv4.frag_offset,
-              hdr.ipv4.ttl,
-              hdr.ipv4.protocol,
-              hdr.ipv4.src_addr,
-              hdr.ipv4.dst_addr },
+            IPV4_HEADER_FIELDS,
             hdr.ipv4.hdr_checksum,
             HashAlgorithm.csum16);
     }
