@@ -111,7 +111,7 @@ def sweep(d: int, block: int, device: torch.device, precisions: List[str], warps
         return out
 
     best: Dict[str, Tuple[float, tuple]] = {}
-    print(f"\n== block {block} ({'x'.join(map(str, K.tile_sides(block)))} tiles), {d:,} values; "
+    print(f"\n== block {block} ({'x'.join(map(str, K.tile_sides(block)))} tiles for the products), {d:,} values; "
           f"current launch {current} ==")
     print(f"{'kernel':8} {'precision':9} {'warps':>5} {'G':>3} {'ms':>8} {'GB/s':>8} {'% copy':>7}  note")
     for kernel in ("rotate", "inverse", "norm", "fused"):
@@ -265,8 +265,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"block {block}: LAUNCH_CONFIG[{p!r}][{block}] = {w}, "
               f"BLOCKS_PER_PROGRAM[{p!r}][{block}] = {g} (inverse's best: {best['inverse'][1]}, "
               f"fused: FUSED_WARPS[{p!r}] = {K.FUSED_WARPS.get(p)})")
+    best_precisions = {c[0] for best in bests.values() for _, c in best.values()}
+    if len(best_precisions) == 1:  # the codec picks its precision by GPU: name the best one
+        os.environ[K.PRECISION_ENV] = best_precisions.pop()
     gbps, kernels = codec_gbps(d, device, args.repeats)
-    print(f"THC encode+decode, best rotate launch: {gbps:.1f} GB/s of fp32 input ({kernels})")
+    print(f"THC encode+decode, best rotate launch ({K.PRECISION_ENV}="
+          f"{os.environ.get(K.PRECISION_ENV, '')!r}): {gbps:.1f} GB/s of fp32 input ({kernels})")
     return 0
 
 

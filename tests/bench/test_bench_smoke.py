@@ -117,3 +117,16 @@ def test_bench_ddp_overlap_refuses_bad_arguments_before_starting(argv, says):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and says in proc.stderr, proc.stderr
     assert "DDP through the embedded switch" not in proc.stdout
+
+
+def test_bench_thc_kernels():
+    """The kernel sweep (Triton's interpreter without a GPU): every kernel in both transforms
+    built, ran and matched the current launch's values; the best launch re-run end to end."""
+    pytest.importorskip("triton")
+    out = _run("bench_thc_kernels.py", "--size", "64K", "--repeats", "2", "--precisions", "ieee,butterfly",
+               "--blocks", "256", "--warps", "1", "--groups", "1")
+    for kernel in ("rotate", "inverse", "norm", "fused"):
+        assert re.search(rf"^{kernel}\s+butterfly\s+1\s+1\s+[\d.]+", out, re.M), out
+        assert f"{kernel}: best" in out
+    assert "DIFFERS" not in out and "failed" not in out, out
+    assert "THC encode+decode, best rotate launch" in out
