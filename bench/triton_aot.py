@@ -59,7 +59,10 @@ def compile_kernel(fn, signature: Dict[str, str], constants: Dict[str, object], 
              if sass and (sig[name].startswith("*") or sig[name] == "i64") and name != "seed"}
     src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(k),): v for k, v in constants.items()},
                     attrs=attrs)
-    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
+    options = {"num_warps": warps}
+    if fn is K._inverse_kernel:  # as thc_triton.inverse launches it: no fused multiply-adds
+        options["enable_fp_fusion"] = False
+    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
         cubin.write_bytes(kernel.asm["cubin"])

@@ -86,3 +86,55 @@ def test_native_fwht_refuses_what_it_cannot_take():
     assert native_fwht_into(torch.randn(128)[::2], 32, torch.empty(64)) is None
     assert native_fwht_into(x, 32, torch.empty(32)) is None
     assert native_fwht_into(x.long(), 32, torch.empty(64)) is None
+
+
+def test_native_kernels_load_only_from_a_cache_of_this_user_alone(monkeypatch, tmp_path, caplog):
+    """The native kernels' cache defaults to ``<tmp>/hina-<uid>``, in the shared temporary
+    directory: a directory or library there that another user owns, or that group or others may
+    write, is refused (one warning, the eager path), never built into or loaded from."""
+    import os
+    import shutil
+
+    import hina.worker.codecs.hadamard as hadamard
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HINA_CACHE_DIR", str(cache))
+
+    def load():
+        monkeypatch.setattr(hadamard, "_NATIVE_LIBS", {})
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="hina.worker.codecs.hadamard"):
+            return hadamard.native_kernel()
+
+    cache.mkdir()
+    cache.chmod(0o777)  # anyone may plant a library here
+    assert load() is None and "no group or other may write" in caplog.text
+    assert not list(cache.iterdir())  # nothing was built into it either
+    if shutil.which(os.environ.get("CXX", "g++")) is None:
+        pytest.skip("no C++ compiler: the library checks need a build")
+    cache.chmod(0o700)
+    assert load() is not None and not caplog.records
+    (lib,) = cache.glob("hina_fwht_*.so")
+    lib.chmod(0o666)  # a library someone else could have rewritten
+    assert load() is None and str(lib) in caplog.text
+    lib.chmod(0o755)
+    assert load() is not None
+    if os.getuid() == 0:  # root can hand the directory to another user
+        os.chown(cache, 12345, 12345)
+        assert load() is None and "owned by uid 12345" in caplog.text
+
+
+@pytest.mark.parametrize("block", [256, 512, 1024, 2048, 4096])
+def test_unnormalised_transform_of_integers_is_exact(block):
+    """``fwht_into(..., normalized=False)`` on integers whose transform stays below 2**24: the
+    exact integer transform (what THC's decode relies on for every implementation to agree),
+    up to the bound, where float32's integers end."""
+    bound = (1 << 24) // block - 1
+    gen = torch.Generator().manual_seed(block)
+    ints = torch.randint(-bound, bound + 1, (3 * block,), generator=gen)
+    ints[:block] = bound  # one block all at the bound: its first value is block * bound
+    src = ints.float()
+    out, scratch = torch.empty_like(src), torch.empty_like(src)
+    fwht_into(src, block, out, scratch, normalized=False)
+    exact = (ints.view(-1, block) @ hadamard_matrix(block, torch.float64, normalized=False).long().T).reshape(-1)
+    assert int(exact.abs().max()) == block * bound < 1 << 24
+    assert torch.equal(out.long(), exact)

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hina.worker.codecs.base import (LaneOp, float32_of, float_from_max_code, float_to_max_code, max_code_of,
@@ -167,6 +167,64 @@ def test_decode_of_sum_is_mean_of_decodes(n):
     # float32: a few roundings of values up to `scale` through a 1024-point orthonormal transform
     torch.testing.assert_close(mean, expected, rtol=0, atol=64 * EPS32 * scale * math.log2(1024))
     assert agg[0].max().item() <= n * 30 and lanes[0].streams[0].op is LaneOp.LUTSUM
+
+
+def _decode_paths():
+    """The implementations that can decode here: {path: ThcCodec keyword arguments}."""
+    paths = {"eager": {"compiled": False, "triton": False}}
+    if _compiled_available():
+        paths["compiled"] = {"compiled": True, "triton": False}
+    from hina.worker.codecs import thc_triton
+    if thc_triton.AVAILABLE and thc_triton.INTERPRET:
+        paths["triton"] = {"compiled": False, "triton": True}
+    return paths
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 272), d=st.integers(1, 6000), block=st.sampled_from([256, 512, 1024, 2048]),
+       seed=st.integers(0, 1 << 16), top=st.booleans())
+@example(n=272, d=6000, block=2048, seed=0, top=True)  # 2048 * 30 * 272: just below 2**24
+def test_every_implementation_decodes_the_same_bits(n, d, block, seed, top):
+    """Eager, native and Triton decodes of the same sums are the same float32 bits (not only
+    close): each transforms the integer sums exactly (``block * g * n < 2**24``: here up to 272
+    workers at 2048-value blocks), then takes the same two float32 steps, so workers on
+    different implementations (a CPU and a GPU worker, one with a compiler and one without)
+    keep DDP's replicas identical. Sums anywhere in [0, g n], or all at the top (the
+    transform's largest value)."""
+    paths = _decode_paths()
+    g = 30
+    x = torch.randn(d, generator=torch.Generator().manual_seed(seed))
+    codecs = {p: ThcCodec(n, rank=0, seed=seed, block=block, error_feedback=False, **kw) for p, kw in paths.items()}
+    agreed = reference_agree([codecs["eager"].agreement(x)])
+    metas = {p: c.encode(x, agreed).meta if p == "eager" else (c.agreement(x), c.encode(x, agreed).meta)[1]
+             for p, c in codecs.items()}
+    padded = metas["eager"]["padded"]
+    assert all(m["padded"] == padded and m["block"] == metas["eager"]["block"] for m in metas.values())
+    gen = torch.Generator().manual_seed(seed + 1)
+    sums = (torch.full((padded,), g * n, dtype=torch.int32) if top
+            else torch.randint(0, g * n + 1, (padded,), generator=gen, dtype=torch.int32))
+    outs = {}
+    for p, c in codecs.items():
+        outs[p] = c.decode([sums.clone()], agreed, meta=metas[p]).clone()
+        want = {"eager": "eager", "compiled": "native", "triton": "triton"}[p]
+        if p != "triton" or metas[p]["block"] >= 256:  # smaller blocks stay eager
+            assert c.last_kernels["decode"] == want, (p, c.last_kernels)
+    bits = {p: o.view(torch.int32) for p, o in outs.items()}
+    for p in bits:
+        assert torch.equal(bits[p], bits["eager"]), (
+            f"{p} decodes {int((bits[p] != bits['eager']).sum())} of {d} values to other bits than eager")
+
+
+def test_a_job_too_large_for_exact_decodes_is_warned_about(caplog):
+    """Past ``block * g * n = 2**24`` the decode's transform leaves float32's integers: the
+    codec still works, and says once that workers must then run one implementation."""
+    from hina.worker.codecs.thc import DECODE_EXACT_BELOW
+    with caplog.at_level("WARNING", logger="hina.worker.codecs.thc"):
+        ThcCodec(546, block=1024)  # 1024 * 30 * 546 < 2**24
+        assert not caplog.records
+        ThcCodec(547, block=1024)
+    assert 1024 * 30 * 547 >= DECODE_EXACT_BELOW > 1024 * 30 * 546
+    assert len(caplog.records) == 1 and "no longer decode to the same bits" in caplog.text
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -364,7 +422,7 @@ def test_native_quantiser_is_bit_identical(n):
 def test_compiled_matches_eager(d):
     """Compiled vs eager over error-feedback steps: the transforms differ only in rounding (a few
     ulps), so the indices agree except at exact float boundaries and the decodes are close."""
-    _path(True)
+    _path("compiled")
     x = torch.randn(d, generator=torch.Generator().manual_seed(d))
     runs = []
     for compiled in (False, True):

@@ -633,3 +633,26 @@ def test_butterfly_precision_runs_the_codec(monkeypatch, fresh_self_check):
             assert c.last_kernels["encode"] == c.last_kernels["decode"] == ("triton" if triton else "eager")
             errs[triton] = ((out - g).norm() / g.norm()).item()
         assert errs[True] < 0.3 and 0.7 < errs[True] / errs[False] < 1.3, errs
+
+
+@pytest.mark.parametrize("block", [256, 1024, 2048])
+@pytest.mark.parametrize("n", [60, 200])
+def test_decode_on_the_kernels_is_the_eager_decode_bit_for_bit(block, n):
+    """The Triton decode (on a GPU: real tensor cores, launched without fused multiply-adds)
+    gives the same float32 bits as the CPU's eager decode of the same sums, with the sums small
+    enough for the one-product transform (60 workers: g n < 2**11) and not (200): workers on
+    GPUs and on CPUs keep identical replicas (tests/worker/test_thc.py checks every CPU path)."""
+    x = torch.randn(5000, generator=torch.Generator().manual_seed(block + n))
+    cpu = ThcCodec(n, seed=3, block=block, error_feedback=False, triton=False, compiled=False)
+    gpu = ThcCodec(n, seed=3, block=block, error_feedback=False, triton=True)
+    agreed = reference_agree([cpu.agreement(x)])
+    meta_cpu = cpu.encode(x, agreed).meta
+    xd = x.to(DEVICE)
+    gpu.agreement(xd)
+    meta_gpu = gpu.encode(xd, agreed.to(DEVICE)).meta
+    sums = torch.randint(0, 30 * n + 1, (meta_cpu["padded"],), generator=torch.Generator().manual_seed(n),
+                         dtype=torch.int32)
+    want = cpu.decode([sums], agreed, meta=meta_cpu)
+    got = gpu.decode([sums.to(DEVICE)], agreed.to(DEVICE), meta=meta_gpu)
+    assert gpu.last_kernels["decode"] == "triton" and cpu.last_kernels["decode"] == "eager"
+    assert torch.equal(got.cpu().view(torch.int32), want.view(torch.int32))

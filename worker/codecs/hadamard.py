@@ -44,7 +44,7 @@ except Exception:  # noqa: BLE001 - any failure (missing package, bad build) mea
     _fht_cuda = None
 
 _MATRICES: Dict[Tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
-_PLANS: Dict[Tuple[int, torch.dtype, torch.device], List[Tuple[int, torch.Tensor]]] = {}
+_PLANS: Dict[Tuple[int, torch.dtype, torch.device, bool], List[Tuple[int, torch.Tensor]]] = {}
 
 
 def cuda_kernel_available() -> bool:
@@ -89,21 +89,22 @@ def _factors(log2_block: int) -> List[int]:
     return [1 << s for s in sizes if s > 0]
 
 
-def _factor_matrices(block: int, dtype: torch.dtype, device: torch.device) -> List[Tuple[int, torch.Tensor]]:
+def _factor_matrices(block: int, dtype: torch.dtype, device: torch.device,
+                     normalized: bool = True) -> List[Tuple[int, torch.Tensor]]:
     """[(post, H_f)] for each factor, outermost first (``post`` = product of the inner factors)."""
-    key = (block, dtype, device)
+    key = (block, dtype, device, normalized)
     plan = _PLANS.get(key)
     if plan is None:
         plan, post = [], block
         for f in _factors(_check_block(block)):
             post //= f
-            plan.append((post, hadamard_matrix(f, dtype, device)))
+            plan.append((post, hadamard_matrix(f, dtype, device, normalized)))
         _PLANS[key] = plan
     return plan
 
 
 def fwht_into(src: torch.Tensor, block: int, out: torch.Tensor, scratch: torch.Tensor,
-              scale: float = 1.0) -> torch.Tensor:
+              scale: float = 1.0, normalized: bool = True) -> torch.Tensor:
     """:func:`fwht` (times ``scale``) written into ``out``, allocating nothing.
 
     Args:
@@ -112,6 +113,11 @@ def fwht_into(src: torch.Tensor, block: int, out: torch.Tensor, scratch: torch.T
         out: flat contiguous tensor like ``src`` for the result (distinct from ``src``).
         scratch: flat contiguous tensor like ``src`` (distinct from ``src`` and ``out``), clobbered.
         scale: factor folded into one of the small dense factors (free).
+        normalized: False: the unnormalised ``H_block`` (entries +-1, no ``1 / sqrt(block)``).
+            With ``scale`` 1, float32 integers whose transform stays below 2**24 in magnitude
+            are then transformed exactly (every product and partial sum is such an integer,
+            whatever order the GEMMs sum in), unless float32 matmuls are allowed a lower
+            precision (``torch.set_float32_matmul_precision``, TF32 on CUDA).
 
     Returns:
         ``out``.
@@ -123,8 +129,9 @@ def fwht_into(src: torch.Tensor, block: int, out: torch.Tensor, scratch: torch.T
     if block == 1 or n == 0:
         return torch.mul(src, scale, out=out) if scale != 1.0 else out.copy_(src)
     if _fht_cuda is not None and src.is_cuda and src.dtype in (torch.float32, torch.float16, torch.bfloat16):
-        return out.copy_(_fht_cuda(src.view(-1, block), scale / math.sqrt(block)).reshape(-1))
-    plan = _factor_matrices(block, src.dtype, src.device)
+        factor = scale / math.sqrt(block) if normalized else scale
+        return out.copy_(_fht_cuda(src.view(-1, block), factor).reshape(-1))
+    plan = _factor_matrices(block, src.dtype, src.device, normalized)
     # ping-pong so that the last factor writes ``out``: ..., out, scratch, out
     targets = [out if (len(plan) - 1 - i) % 2 == 0 else scratch for i in range(len(plan))]
     cur = src
@@ -238,11 +245,23 @@ def _cpu_flags() -> str:
         return ""
 
 
+def _check_private(path: Path) -> None:
+    """Refuse (PermissionError) a cache directory or library that another user owns or could
+    write: the cache's default sits in the shared temporary directory, where anyone may create
+    ``hina-<uid>`` first, and a library planted there would run as this process."""
+    st = path.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise PermissionError(f"{path}: owned by uid {st.st_uid} with mode {st.st_mode & 0o777:o}; "
+                              f"the native kernels load only from a path of this user (uid {os.getuid()}) "
+                              "that no group or other may write (set HINA_CACHE_DIR to such a directory)")
+
+
 def build_native_library(tag: str, source: str) -> Optional[ctypes.CDLL]:
     """Compile ``source`` (C++) once with ``g++`` (``$CXX``) and :data:`NATIVE_CXXFLAGS` into a
     cache directory (``$HINA_CACHE_DIR``, else ``<tmp>/hina-<uid>``; keyed by the source, flags
     and this CPU's flags) and load it; later calls and processes reuse it. Returns None, after
-    one logged warning per ``tag``, when there is no compiler or the build or load fails."""
+    one logged warning per ``tag``, when there is no compiler, the build or load fails, or the
+    cache directory or a library in it is not this user's alone (:func:`_check_private`)."""
     with _NATIVE_LOCK:
         if tag in _NATIVE_LIBS:
             return _NATIVE_LIBS[tag]
@@ -251,9 +270,12 @@ def build_native_library(tag: str, source: str) -> Optional[ctypes.CDLL]:
             key = "\0".join([source, " ".join(NATIVE_CXXFLAGS), _cpu_flags()])
             digest = hashlib.sha256(key.encode()).hexdigest()[:16]
             cache = Path(os.environ.get("HINA_CACHE_DIR") or Path(tempfile.gettempdir()) / f"hina-{os.getuid()}")
-            cache.mkdir(parents=True, exist_ok=True)
+            cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _check_private(cache)
             lib_path = cache / f"{tag}_{digest}.so"
-            if not lib_path.exists():
+            if lib_path.exists():
+                _check_private(lib_path)
+            else:
                 src_path = cache / f"{tag}_{digest}.{os.getpid()}.cpp"
                 tmp = cache / f"{tag}_{digest}.{os.getpid()}.so"
                 src_path.write_text(source)

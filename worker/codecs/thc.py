@@ -25,9 +25,18 @@ Speed (CPU, see docs/codecs.md "THC performance"): on CPU a fresh large tensor c
 faults, about as much as the arithmetic, so every step writes into reused buffers: scratch shared by
 the codec's buckets (grown to the largest: ~26 bytes per coordinate), one rotated-gradient buffer
 per bucket (plus the residual with error feedback), and decode's result, reused only once nobody
-references it. The decode affine map is folded into the transform (``H`` is linear and
-``H 1 = sqrt(B) e_0`` per block) and the 4-bit indices are packed from whole floats
-(``16 a + b``), never materialised as a byte per coordinate. ``ThcCodec(compiled=True)`` (or
+references it. The 4-bit indices are packed from whole floats (``16 a + b``), never
+materialised as a byte per coordinate.
+
+Decode is the same float32 operations in every implementation (eager, native, Triton), so
+workers that run different ones (a GPU worker and a CPU worker, one with a compiler and one
+without) decode the switch's sums to the same bits and DDP's replicas stay identical: the
+unnormalised transform of the integer sums, exact while ``block * g * n < 2**24``
+(:data:`DECODE_EXACT_BELOW`; every product and partial sum is then an integer float32 holds,
+whatever order an implementation sums in), then one product by the float32 factor
+``step / n / sqrt(B)``, then, on each block's first value, one difference with the float32
+offset ``(g/2) step sqrt(B)`` (``H 1 = sqrt(B) e_0``), then the sign flips. Encode differs
+between implementations by float rounding, which only changes which indices a worker sends. ``ThcCodec(compiled=True)`` (or
 ``HINA_THC_COMPILE=1``) swaps in native kernels built with g++: a butterfly transform in cache with
 the sign flips, residual add and decode's affine map fused in, and a one-pass quantiser; ~3x the
 eager throughput.
@@ -59,13 +68,16 @@ from .thc_rounding import (native_quantiser, pack_floats_into, quantise_two_stag
                            rounding_luts)
 from .thc_table import DEFAULT_GRANULARITY, DEFAULT_T, DEFAULT_TABLE, check_table
 
-__all__ = ["DEFAULT_BLOCK", "ThcCodec", "ThcState", "quantise_two_stage"]
+__all__ = ["DECODE_EXACT_BELOW", "DEFAULT_BLOCK", "ThcCodec", "ThcState", "quantise_two_stage"]
 
 #: Hadamard block size (THC's public code uses 2**10).
 DEFAULT_BLOCK = 1 << 10
 _BITS = 4
 _U32_MASK = (1 << 32) - 1
 _SEED_MIX = 0x9E3779B1  # odd 32-bit constant (golden ratio) to spread (seed, key, rank)
+#: decode is exact, and the same bits in every implementation, while ``block * g * n`` (the
+#: largest value the transform of a block of sums can reach) is below this: float32's integers
+DECODE_EXACT_BELOW = 1 << 24
 #: environment switch for the opt-in compiled (native) transform, see ``ThcCodec(compiled=...)``
 COMPILE_ENV = "HINA_THC_COMPILE"
 #: environment switch of the fused Triton kernels on CUDA ("0" turns them off), see ``ThcCodec(triton=...)``
@@ -158,8 +170,9 @@ class ThcCodec(Codec):
             stay eager. Rotations and statistics are the eager path's; the rounding noise comes
             from in-kernel Philox instead of the torch generator. The first use per device and
             block checks the kernels against the eager math
-            (:func:`~worker.codecs.thc_triton.self_check`). Workers of one job should all run the
-            same implementation (see ``last_kernels``): the float rounding differs between them.
+            (:func:`~worker.codecs.thc_triton.self_check`). Implementations may be mixed within
+            a job (``last_kernels`` says which ran): they decode to the same bits (see the
+            module docstring) while ``block * g * n < DECODE_EXACT_BELOW``.
 
     .. warning::
         DDP rebuilds its buckets after the first iteration; a bucket key whose size changes while
@@ -208,6 +221,11 @@ class ThcCodec(Codec):
             raise ValueError(f"n_workers * granularity = {n_workers * granularity}: must be < "
                              f"2**(lut_lane_bits - 1) = {1 << (lut_lane_bits - 1)} so LUT sums fit "
                              "the switch's signed lanes")
+        if block * granularity * n_workers >= DECODE_EXACT_BELOW:
+            _log.warning("THC with %d workers, g = %d and %d-value blocks: the decode's transform can reach "
+                         "%d >= 2**24, beyond float32's integers, so implementations (eager, native, "
+                         "Triton) no longer decode to the same bits; run one implementation on every worker",
+                         n_workers, granularity, block, block * granularity * n_workers)
         self.rank, self.seed = rank, seed
         self.granularity, self.threshold, self.block = granularity, float(threshold), block
         self.error_feedback = error_feedback
@@ -561,7 +579,9 @@ class ThcCodec(Codec):
         with self._lock:
             out = self._output_buffer(numel, device)
             # y = sums * step/n - (g/2) step. H is linear and H 1 = sqrt(B) e_0 per block, so the
-            # factor goes into the transform's matrix and the offset onto one value per block.
+            # offset goes onto one value per block. Every implementation (this one, the native
+            # kernel, the Triton kernel) computes the same float32 operations on the same
+            # values (see the class docstring, "Decode"): so that workers decode alike.
             if self.compiled and padded:
                 # one pass: out = D (H sums * step/n - (g/2) step sqrt(B) e_0), int32 read as is
                 src = sums if sums.dtype == torch.int32 and sums.is_contiguous() else \
@@ -576,7 +596,11 @@ class ThcCodec(Codec):
             s = self._buf("f0", padded, torch.float32, device).copy_(sums)
             # unpadded: transform straight into the result (less memory touched)
             z = out if padded == numel else self._buf("f2", padded, torch.float32, device)
-            fwht_into(s, block, z, self._buf("f1", padded, torch.float32, device), scale=step / n)
+            # the unnormalised transform of the integer sums: exact (DECODE_EXACT_BELOW); the
+            # factor is one float32 product after it, not folded into the transform's matrix
+            # (that rounds every partial sum, and differently from the other implementations)
+            fwht_into(s, block, z, self._buf("f1", padded, torch.float32, device), normalized=False)
+            z.mul_((step / n) / math.sqrt(block))
             if padded:
                 z.view(-1, block)[:, 0] -= (g / 2.0) * step * math.sqrt(block)
             torch.mul(z[:numel], signs[:numel], out=out)

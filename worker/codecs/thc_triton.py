@@ -565,6 +565,11 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
             the workers). Below :data:`SMALL_SUMS` the TF32 transform takes one product fewer and
             is exact (see ``_hadamard_2d``); a sum beyond the bound is then rounded to TF32's 11
             significant bits in the first product, not refused.
+
+    Every transform here is exact on integer sums while ``block * max|sum| < 2**24`` (products
+    of integers with the Hadamard tiles' +-1, partial sums that float32 holds), and the kernel
+    is launched without fused multiply-adds, so ``* scale`` and ``- offset0`` round once each:
+    the same bits as the eager and native decodes (``thc.DECODE_EXACT_BELOW``).
     """
     padded, device = sums.numel(), sums.device
     _check("sums", sums, padded, (torch.int16, torch.int32, torch.int64), device)
@@ -580,7 +585,7 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
             _inverse_kernel[(triton.cdiv(nblocks, group),)](
                 sums, _sign_words(signs, padded), out, out.numel(), nblocks, scale / math.sqrt(block), offset0,
                 R=r, C=c, G=group, PREC=prec, SMALL_SUMS=sums_bound is not None and abs(sums_bound) < SMALL_SUMS,
-                num_warps=warps)
+                num_warps=warps, enable_fp_fusion=False)
     return out
 
 
