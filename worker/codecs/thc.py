@@ -36,10 +36,11 @@ unnormalised transform of the integer sums, exact while ``block * g * n < 2**24`
 whatever order an implementation sums in), then one product by the float32 factor
 ``step / n / sqrt(B)``, then, on each block's first value, one difference with the float32
 offset ``(g/2) step sqrt(B)`` (``H 1 = sqrt(B) e_0``), then the sign flips. Encode differs
-between implementations by float rounding, which only changes which indices a worker sends. ``ThcCodec(compiled=True)`` (or
-``HINA_THC_COMPILE=1``) swaps in native kernels built with g++: a butterfly transform in cache with
-the sign flips, residual add and decode's affine map fused in, and a one-pass quantiser; ~3x the
-eager throughput.
+between implementations by float rounding, which only changes which indices a worker sends.
+
+``ThcCodec(compiled=True)`` (or ``HINA_THC_COMPILE=1``) swaps in native kernels built with g++:
+a butterfly transform in cache with the sign flips, residual add and decode's affine map fused
+in, and a one-pass quantiser; ~3x the eager throughput.
 
 On CUDA tensors the codec uses the fused Triton kernels of :mod:`worker.codecs.thc_triton` when
 Triton imports (it ships with CUDA builds of torch): one kernel per phase (rotate + norm,
@@ -581,7 +582,7 @@ class ThcCodec(Codec):
             # y = sums * step/n - (g/2) step. H is linear and H 1 = sqrt(B) e_0 per block, so the
             # offset goes onto one value per block. Every implementation (this one, the native
             # kernel, the Triton kernel) computes the same float32 operations on the same
-            # values (see the class docstring, "Decode"): so that workers decode alike.
+            # values (the module docstring): so that workers decode alike.
             if self.compiled and padded:
                 # one pass: out = D (H sums * step/n - (g/2) step sqrt(B) e_0), int32 read as is
                 src = sums if sums.dtype == torch.int32 and sums.is_contiguous() else \
