@@ -1,5 +1,7 @@
 """THC codec: packing, unbiasedness, NMSE vs theory, decode of sums, error feedback, bad input."""
+import contextlib
 import math
+import os
 
 import pytest
 import torch
@@ -170,14 +172,31 @@ def test_decode_of_sum_is_mean_of_decodes(n):
 
 
 def _decode_paths():
-    """The implementations that can decode here: {path: ThcCodec keyword arguments}."""
-    paths = {"eager": {"compiled": False, "triton": False}}
+    """The implementations that can decode here: {path: (ThcCodec keyword arguments,
+    HINA_THC_PRECISION while it runs)}."""
+    paths = {"eager": ({"compiled": False, "triton": False}, None)}
     if _compiled_available():
-        paths["compiled"] = {"compiled": True, "triton": False}
+        paths["compiled"] = ({"compiled": True, "triton": False}, None)
     from hina.worker.codecs import thc_triton
     if thc_triton.AVAILABLE and thc_triton.INTERPRET:
-        paths["triton"] = {"compiled": False, "triton": True}
+        paths["triton"] = ({"compiled": False, "triton": True}, None)
+        paths["triton-butterfly"] = ({"compiled": False, "triton": True}, "butterfly")
     return paths
+
+
+@contextlib.contextmanager
+def _precision(value):
+    """HINA_THC_PRECISION set to ``value`` (None: unset) while the block runs."""
+    from hina.worker.codecs.thc_triton import PRECISION_ENV
+    old = os.environ.pop(PRECISION_ENV, None)
+    if value is not None:
+        os.environ[PRECISION_ENV] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(PRECISION_ENV, None)
+        if old is not None:
+            os.environ[PRECISION_ENV] = old
 
 
 @settings(max_examples=30, deadline=None)
@@ -185,19 +204,24 @@ def _decode_paths():
        seed=st.integers(0, 1 << 16), top=st.booleans())
 @example(n=272, d=6000, block=2048, seed=0, top=True)  # 2048 * 30 * 272: just below 2**24
 def test_every_implementation_decodes_the_same_bits(n, d, block, seed, top):
-    """Eager, native and Triton decodes of the same sums are the same float32 bits (not only
-    close): each transforms the integer sums exactly (``block * g * n < 2**24``: here up to 272
-    workers at 2048-value blocks), then takes the same two float32 steps, so workers on
-    different implementations (a CPU and a GPU worker, one with a compiler and one without)
-    keep DDP's replicas identical. Sums anywhere in [0, g n], or all at the top (the
-    transform's largest value)."""
+    """Eager, native and Triton decodes (its products and its butterfly) of the same sums are
+    the same float32 bits, not only close: each transforms the integer sums exactly
+    (``block * g * n < 2**24``: here up to 272 workers at 2048-value blocks), then takes the
+    same two float32 steps, so workers on different implementations (a CPU and a GPU worker,
+    one with a compiler and one without) keep DDP's replicas identical. Sums anywhere in
+    [0, g n], or all at the top (the transform's largest value)."""
     paths = _decode_paths()
     g = 30
     x = torch.randn(d, generator=torch.Generator().manual_seed(seed))
-    codecs = {p: ThcCodec(n, rank=0, seed=seed, block=block, error_feedback=False, **kw) for p, kw in paths.items()}
+    codecs = {p: ThcCodec(n, rank=0, seed=seed, block=block, error_feedback=False, **kw)
+              for p, (kw, _) in paths.items()}
     agreed = reference_agree([codecs["eager"].agreement(x)])
-    metas = {p: c.encode(x, agreed).meta if p == "eager" else (c.agreement(x), c.encode(x, agreed).meta)[1]
-             for p, c in codecs.items()}
+    metas = {}
+    for p, c in codecs.items():
+        with _precision(paths[p][1]):
+            if p != "eager":
+                c.agreement(x)
+            metas[p] = c.encode(x, agreed).meta
     padded = metas["eager"]["padded"]
     assert all(m["padded"] == padded and m["block"] == metas["eager"]["block"] for m in metas.values())
     gen = torch.Generator().manual_seed(seed + 1)
@@ -205,9 +229,10 @@ def test_every_implementation_decodes_the_same_bits(n, d, block, seed, top):
             else torch.randint(0, g * n + 1, (padded,), generator=gen, dtype=torch.int32))
     outs = {}
     for p, c in codecs.items():
-        outs[p] = c.decode([sums.clone()], agreed, meta=metas[p]).clone()
-        want = {"eager": "eager", "compiled": "native", "triton": "triton"}[p]
-        if p != "triton" or metas[p]["block"] >= 256:  # smaller blocks stay eager
+        with _precision(paths[p][1]):
+            outs[p] = c.decode([sums.clone()], agreed, meta=metas[p]).clone()
+        want = {"eager": "eager", "compiled": "native"}.get(p, "triton")
+        if not p.startswith("triton") or metas[p]["block"] >= 256:  # smaller blocks stay eager
             assert c.last_kernels["decode"] == want, (p, c.last_kernels)
     bits = {p: o.view(torch.int32) for p, o in outs.items()}
     for p in bits:
