@@ -29,7 +29,7 @@ DRAM, so the codec is bound by passes, not by arithmetic. Here each phase is one
 
 The transform inside them is two small products per block (TF32 tensor cores, float32-accurate
 by a split; plain float32 before sm_80) or, opted into with ``HINA_THC_PRECISION=butterfly``,
-log2(B) stages of float32 additions on the block held flat (a quarter of the registers; not
+log2(B) stages of float32 additions on the block held flat (about half the registers; not
 timed on a GPU yet, docs/codecs.md).
 
 The kernels run on CUDA tensors; ``TRITON_INTERPRET=1`` (set before this module is imported)
@@ -105,7 +105,7 @@ LAUNCH_CONFIG = {
     # float32 additions, no products (any GPU; opt in with HINA_THC_PRECISION=butterfly):
     # untimed, like "ieee". From sm_90 SASS (``bench/triton_aot.py --precisions butterfly
     # --sass``): the fewest instructions per block at <= 72 registers, one warp up to 1024
-    # values (64-72 registers against the products' 128-168), two for 2048
+    # values (62-72 registers against the products' 136-168), two for 2048
     "butterfly": {256: 1, 512: 1, 1024: 1, 2048: 2},
 }
 #: warps of the fused rotate-and-quantise kernel per precision and block, where they differ from
@@ -182,8 +182,9 @@ def tile_sides(block: int) -> Tuple[int, int]:
 def kernel_tile(prec: str, block: int) -> Tuple[int, int]:
     """The tile ``R x C`` the transform kernels hold a block in for precision ``prec``: the
     products' :func:`tile_sides`; the butterfly's ``1 x block``, a flat vector, for which
-    Triton lays the stages out with a quarter of the registers (sm_90 SASS, 1024 values on one
-    warp: 64 against 156-168 for the products' 32 x 32 tile; ``bench/triton_aot.py``)."""
+    Triton lays the stages out in far fewer registers (sm_90, 1024 values on one warp: 62-72
+    against 136-168 for the products' 32 x 32 tile; ``bench/triton_aot.py --precisions
+    codec,butterfly``)."""
     return (1, block) if prec == "butterfly" else tile_sides(block)
 
 
@@ -268,8 +269,8 @@ if AVAILABLE:
     def _hadamard_2d(h_r, x, h_c, PREC: tl.constexpr, SMALL_INTS: tl.constexpr = False):
         """``H_R X H_C`` for a tile ``X``: two products, each in ``PREC`` ("tf32x2": the split
         of :func:`_split_dot`; else ``tl.dot``'s own precision), or ("butterfly") the additions
-        of :func:`_butterfly_2d`, which leave the Hadamard tiles unused (the compiler drops
-        them). ``SMALL_INTS``: X holds integers below 2**11 in magnitude, exact in TF32, so the
+        of :func:`_butterfly_2d`, which take no Hadamard tiles (:func:`_hadamard_tile` gives
+        placeholders). ``SMALL_INTS``: X holds integers below 2**11 in magnitude, exact in TF32, so the
         first product needs no split (one TF32 product, exact); its result, integers below
         2**16, splits exactly into head and tail, so the transform of such a tile is exact (the
         butterfly's is exact for them anyway)."""
@@ -566,8 +567,9 @@ def inverse(sums: torch.Tensor, signs: torch.Tensor, out: torch.Tensor, block: i
             is exact (see ``_hadamard_2d``); a sum beyond the bound is then rounded to TF32's 11
             significant bits in the first product, not refused.
 
-    Every transform here is exact on integer sums while ``block * max|sum| < 2**24`` (products
-    of integers with the Hadamard tiles' +-1, partial sums that float32 holds), and the kernel
+    Every transform here is exact on integer sums while ``block * max|sum| < 2**24`` and the
+    sums keep to ``sums_bound`` (products of integers with the Hadamard tiles' +-1, the TF32
+    splits' heads and tails of such integers exact, partial sums that float32 holds), and the kernel
     is launched without fused multiply-adds, so ``* scale`` and ``- offset0`` round once each:
     the same bits as the eager and native decodes (``thc.DECODE_EXACT_BELOW``).
     """
