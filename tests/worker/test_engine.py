@@ -14,7 +14,7 @@ import torch
 from hina.loopback import free_tcp_port
 from hina.procs import rank_processes
 from hina.testing.switchjob import LocalJob
-from hina.worker.codecs import FixedPointCodec
+from hina.worker.codecs import FixedPointCodec, ThcCodec
 from hina.worker.engine import AggregationEngine
 
 
@@ -227,7 +227,16 @@ def _model():
                                torch.nn.ReLU(), torch.nn.Linear(64, 4))
 
 
-def _train(rank: int, init: str, seat, steps: int, join: bool, out, device: str = "cpu") -> None:
+def _codec(name: str, rank: int):
+    """The hook's codec: "fixed", or "thc-mixed": THC on the torch path on rank 0 and on the
+    native kernels on rank 1 (two implementations in one job)."""
+    if name == "thc-mixed":
+        return ThcCodec(WORLD, rank=rank, seed=5, compiled=rank == 1, triton=False)
+    return FixedPointCodec(WORLD, rank=rank)
+
+
+def _train(rank: int, init: str, seat, steps: int, join: bool, out, device: str = "cpu",
+           codec: str = "fixed") -> None:
     import torch.distributed as dist
     from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -249,8 +258,7 @@ def _train(rank: int, init: str, seat, steps: int, join: bool, out, device: str 
             model = DDP(_model(), bucket_cap_mb=0.01)
         state, pending = None, []
         if seat is not None:
-            state = HinaState(connect_worker(seat), FixedPointCodec(WORLD, rank=rank),
-                              start_iter=2)
+            state = HinaState(connect_worker(seat), _codec(codec, rank), start_iter=2)
 
             def hook(s, bucket):
                 fut = hina_hook(s, bucket)
@@ -271,6 +279,8 @@ def _train(rank: int, init: str, seat, steps: int, join: bool, out, device: str 
         params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu().numpy()
         stats = dict(state.stats) if state else None
         if state is not None:
+            stats["kernels"] = dict(getattr(state.codec, "last_kernels", {}))
+        if state is not None:
             state.close()
             state.transport.close()
         out.put((rank, params, stats, pending))
@@ -286,11 +296,11 @@ class _nothing:
         return False
 
 
-def _run(seats, steps: int, join: bool, device: str = "cpu") -> dict:
+def _run(seats, steps: int, join: bool, device: str = "cpu", codec: str = "fixed") -> dict:
     ctx = rank_processes()
     out = ctx.Queue()
     init = f"tcp://127.0.0.1:{free_tcp_port()}"
-    procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out, device))
+    procs = [ctx.Process(target=_train, args=(r, init, seats[r], steps, join, out, device, codec))
              for r in range(WORLD)]
     for p in procs:
         p.start()
@@ -353,6 +363,28 @@ def _check_trains_as_plain_ddp(hooked: dict, plain: dict) -> None:
             f"most hooked buckets should still be on the wire when the hook returns: {pending}"
         np.testing.assert_allclose(params, plain[rank][0], rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(hooked[0][0], hooked[1][0])
+
+
+def test_workers_on_different_thc_implementations_keep_identical_replicas(deployment):
+    """One DDP job, THC through the switch, rank 0 on the torch path and rank 1 on the native
+    kernels: the two encode with different float rounding, but decode the switch's sums to the
+    same bits, so after training both ranks hold the same parameters, bit for bit (before,
+    their decodes differed by ulps and the replicas drifted apart)."""
+    if not ThcCodec(1, compiled=True).compiled:
+        pytest.skip("no C++ compiler: the native kernels cannot be built here")
+    from hina.worker.codecs.thc_table import DEFAULT_TABLE
+    steps = 6
+    seats = deployment.create_job(job_id=2, n_slots=16, thc_table=DEFAULT_TABLE)
+    try:
+        hooked = _run(seats, steps, False, codec="thc-mixed")
+    finally:
+        deployment.delete_job(2)
+    (p0, s0, _), (p1, s1, _) = hooked[0], hooked[1]
+    assert s0["fallback_buckets"] == s1["fallback_buckets"] == 0 and s0["hina_buckets"] > 0, (s0, s1)
+    assert s0["kernels"]["decode"] == "eager" and s1["kernels"]["decode"] == "native", (s0, s1)
+    np.testing.assert_array_equal(p0, p1)
+    plain = _plain(steps, False, "cpu")[0][0]
+    assert np.abs(p0 - plain).max() < 0.05  # THC's 4 bits: near plain DDP, not equal to it
 
 
 def test_ddp_through_the_tna_program_trains_as_plain_ddp(tna_program):
