@@ -656,3 +656,30 @@ def test_decode_on_the_kernels_is_the_eager_decode_bit_for_bit(block, n):
     got = gpu.decode([sums.to(DEVICE)], agreed.to(DEVICE), meta=meta_gpu)
     assert gpu.last_kernels["decode"] == "triton" and cpu.last_kernels["decode"] == "eager"
     assert torch.equal(got.cpu().view(torch.int32), want.view(torch.int32))
+
+
+def test_self_check_warns_when_the_decode_is_right_but_not_the_cpus_bits(monkeypatch, caplog, fresh_self_check):
+    """An inverse off by one float32 ulp (a compiler that contracts the product and the
+    difference into one fused multiply-add, say) is right to rounding, so the kernels stay, but
+    a CPU worker would decode other bits: the self-check says so once, naming the cause; an
+    exact inverse passes without a word."""
+    import hina.worker.codecs.thc as thc
+    real = K.inverse
+
+    def one_ulp_off(*args, **kwargs):
+        out = real(*args, **kwargs)
+        out.view(-1)[0] = torch.nextafter(out.view(-1)[0], torch.tensor(float("inf"), device=out.device))
+        return out
+
+    x = torch.randn(3000, device=DEVICE)
+    with caplog.at_level(logging.WARNING):
+        ThcCodec(1, triton=True).agreement(x)
+    assert "decode differs" not in caplog.text
+    monkeypatch.setattr(K, "inverse", one_ulp_off)
+    monkeypatch.setattr(thc, "_KERNELS_VERIFIED", {})  # the first codec's verdict was kept
+    caplog.clear()
+    c = ThcCodec(1, triton=True)
+    with caplog.at_level(logging.WARNING):
+        c.agreement(x)
+    assert c.triton != "off" and c.last_kernels["agreement"] == "triton"
+    assert "decode differs from the CPU implementations' by float32 rounding (1 of" in caplog.text

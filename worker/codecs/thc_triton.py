@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import threading
@@ -63,6 +64,8 @@ __all__ = ["AVAILABLE", "BLOCKS_PER_PROGRAM", "FUSED_WARPS", "INPUT_DTYPES", "IN
            "TENSOR_CORE_PRECISION",
            "inverse", "kernel_tile", "launch_config", "pack_sign_bits", "precision_for", "quantise", "rotate",
            "rotate_quantise", "self_check", "supported", "tile_sides"]
+
+_log = logging.getLogger(__name__)
 
 #: Triton imported
 AVAILABLE = triton is not None
@@ -623,8 +626,13 @@ def self_check(device: torch.device, block: int, luts: Dict[str, torch.Tensor], 
                    or _check_quantise(device, 2 * block, luts, g, top, gen)
                    or _check_inverse(device, block, signs, bits, g, gen)
                    or _check_fused(device, block, bits, luts, g, top, gen))
+        drift = None if problem else _check_inverse_bits(device, block, signs, bits, g, gen)
     except Exception as exc:  # noqa: BLE001 - a build or launch failure is a failed check
         problem = f"{type(exc).__name__}: {exc}"
+    if not problem and drift:
+        # right to float32 rounding, so the kernels stay; but workers decoding on other
+        # implementations (a CPU worker) no longer get the same bits: DDP replicas drift
+        _log.warning("%s: %s; workers of one job should then all decode on this GPU's kernels", where, drift)
     return problem and f"{where}: {problem}"
 
 
@@ -680,6 +688,32 @@ def _check_inverse(device: torch.device, block: int, signs: torch.Tensor, bits: 
     err = float((out.cpu().double() - ref).abs().max())
     if not err <= _SELF_CHECK_RTOL * float(ref.abs().max()):
         return f"inverse differs from the eager decode by {err:.3g}"
+    return None
+
+
+def _check_inverse_bits(device: torch.device, block: int, signs: torch.Tensor, bits: torch.Tensor, g: float,
+                        gen: torch.Generator) -> Optional[str]:
+    """The inverse against decode's float32 recipe, bit for bit (``thc.DECODE_EXACT_BELOW``:
+    the exact transform of the integer sums, one product, one difference on each block's first
+    value, the signs), with sums at THC's bound for 68 and for 200 workers (one TF32 product
+    and the split); None when every bit agrees, else how many values differ."""
+    from .hadamard import hadamard_matrix
+    padded = signs.numel()
+    for workers in (68, 200):
+        bound = int(g) * workers
+        sums = torch.randint(0, bound + 1, (padded,), generator=gen, dtype=torch.int32)
+        scale, off0 = 0.375 / workers, 7.0
+        out = torch.empty(padded, device=device)
+        inverse(sums.to(device), bits, out, block, scale, off0, sums_bound=bound)
+        h = hadamard_matrix(block, torch.float64, normalized=False)
+        exact = sums.view(-1, block).double() @ h.T  # integers below 2**24: exact
+        want = exact.float() * (scale / math.sqrt(block))
+        want[:, 0] -= off0
+        want = want.reshape(-1) * signs.float()
+        differ = int((out.cpu().view(torch.int32) != want.view(torch.int32)).sum())
+        if differ:
+            return (f"its decode differs from the CPU implementations' by float32 rounding "
+                    f"({differ} of {padded} values at {workers} workers' sums)")
     return None
 
 
