@@ -240,6 +240,33 @@ def test_every_implementation_decodes_the_same_bits(n, d, block, seed, top):
             f"{p} decodes {int((bits[p] != bits['eager']).sum())} of {d} values to other bits than eager")
 
 
+@pytest.mark.parametrize("precision", ["high", "medium"])
+def test_decode_stays_exact_when_float32_matmuls_may_round(precision):
+    """A training script that allows faster float32 matmuls (TF32, or bfloat16 in oneDNN on
+    CPUs that have it) must not change the eager decode's bits: its GEMMs then run in float64
+    (still exact on the integer sums), and it decodes as the native path does."""
+    if not _compiled_available():
+        pytest.skip("compiled THC unavailable (no C++ compiler)")
+    n, block = 200, 1024
+    x = torch.randn(5000, generator=torch.Generator().manual_seed(2))
+    eager = ThcCodec(n, seed=1, block=block, error_feedback=False, compiled=False, triton=False)
+    native = ThcCodec(n, seed=1, block=block, error_feedback=False, compiled=True, triton=False)
+    agreed = reference_agree([eager.agreement(x)])
+    native.agreement(x)
+    metas = [c.encode(x, agreed).meta for c in (eager, native)]
+    sums = torch.randint(0, 30 * n + 1, (metas[0]["padded"],), generator=torch.Generator().manual_seed(3),
+                         dtype=torch.int32)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        got = eager.decode([sums], agreed, meta=metas[0]).clone()
+    finally:
+        torch.set_float32_matmul_precision(before)
+    want = native.decode([sums], agreed, meta=metas[1])
+    assert eager.last_kernels["decode"] == "eager" and native.last_kernels["decode"] == "native"
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
 def test_a_job_too_large_for_exact_decodes_is_warned_about(caplog):
     """Past ``block * g * n = 2**24`` the decode's transform leaves float32's integers: the
     codec still works, and says once that workers must then run one implementation."""

@@ -594,13 +594,19 @@ class ThcCodec(Codec):
                     if z is not out:
                         out.copy_(z[:numel])
                     return out.view(meta["shape"]).to(meta["dtype"])
-            s = self._buf("f0", padded, torch.float32, device).copy_(sums)
             # unpadded: transform straight into the result (less memory touched)
             z = out if padded == numel else self._buf("f2", padded, torch.float32, device)
             # the unnormalised transform of the integer sums: exact (DECODE_EXACT_BELOW); the
             # factor is one float32 product after it, not folded into the transform's matrix
             # (that rounds every partial sum, and differently from the other implementations)
-            fwht_into(s, block, z, self._buf("f1", padded, torch.float32, device), normalized=False)
+            if _float32_matmuls_exact(device):
+                s = self._buf("f0", padded, torch.float32, device).copy_(sums)
+                fwht_into(s, block, z, self._buf("f1", padded, torch.float32, device), normalized=False)
+            else:  # TF32 or bfloat16 products allowed for float32: float64 GEMMs stay exact
+                s = self._buf("d0", padded, torch.float64, device).copy_(sums)
+                t = self._buf("d1", padded, torch.float64, device)
+                fwht_into(s, block, t, self._buf("d2", padded, torch.float64, device), normalized=False)
+                z.copy_(t)  # integers below 2**24: exact in float32
             z.mul_((step / n) / math.sqrt(block))
             if padded:
                 z.view(-1, block)[:, 0] -= (g / 2.0) * step * math.sqrt(block)
@@ -700,6 +706,16 @@ def _triton_kernels() -> Optional[Any]:
 
 #: (device, block, table) -> None (the kernels agree with the eager math there) or what differed
 _KERNELS_VERIFIED: Dict[tuple, Optional[str]] = {}
+
+
+def _float32_matmuls_exact(device: torch.device) -> bool:
+    """Whether float32 GEMMs on ``device`` multiply in float32: not when the process allowed
+    faster internal precision (``torch.set_float32_matmul_precision("high"/"medium")``, common
+    in GPU training scripts: TF32 on CUDA, bfloat16 in oneDNN on CPUs that have it; or
+    ``torch.backends.cuda.matmul.allow_tf32``), where a sum of integers is no longer exact."""
+    if torch.get_float32_matmul_precision() != "highest":
+        return False
+    return not (device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32)
 
 
 def _verify_kernels(kernels: Any, device: torch.device, block: int, table: Sequence[int]) -> Optional[str]:
