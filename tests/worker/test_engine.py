@@ -228,10 +228,12 @@ def _model():
 
 
 def _codec(name: str, rank: int):
-    """The hook's codec: "fixed", or "thc-mixed": THC on the torch path on rank 0 and on the
-    native kernels on rank 1 (two implementations in one job)."""
-    if name == "thc-mixed":
-        return ThcCodec(WORLD, rank=rank, seed=5, compiled=rank == 1, triton=False)
+    """The hook's codec: "fixed", or "thc-eager+native" / "thc-eager+triton": THC on the torch
+    path on rank 0 and on the native or the Triton kernels on rank 1 (two implementations in
+    one job; Triton on CPU tensors under its interpreter)."""
+    if name.startswith("thc-eager+"):
+        other = name.split("+")[1] if rank == 1 else "eager"
+        return ThcCodec(WORLD, rank=rank, seed=5, compiled=other == "native", triton=other == "triton")
     return FixedPointCodec(WORLD, rank=rank)
 
 
@@ -365,23 +367,29 @@ def _check_trains_as_plain_ddp(hooked: dict, plain: dict) -> None:
     np.testing.assert_array_equal(hooked[0][0], hooked[1][0])
 
 
-def test_workers_on_different_thc_implementations_keep_identical_replicas(deployment):
+@pytest.mark.parametrize("other", ["native", "triton"])
+def test_workers_on_different_thc_implementations_keep_identical_replicas(deployment, other):
     """One DDP job, THC through the switch, rank 0 on the torch path and rank 1 on the native
-    kernels: the two encode with different float rounding, but decode the switch's sums to the
-    same bits, so after training both ranks hold the same parameters, bit for bit (before,
-    their decodes differed by ulps and the replicas drifted apart)."""
-    if not ThcCodec(1, compiled=True).compiled:
+    kernels (or the Triton kernels): the two encode with different float rounding, but decode
+    the switch's sums to the same bits, so after training both ranks hold the same parameters,
+    bit for bit (before, their decodes differed by ulps and the replicas drifted apart)."""
+    if other == "native" and not ThcCodec(1, compiled=True).compiled:
         pytest.skip("no C++ compiler: the native kernels cannot be built here")
+    if other == "triton":
+        kernels = pytest.importorskip("hina.worker.codecs.thc_triton")
+        if not (kernels.AVAILABLE and kernels.INTERPRET):
+            pytest.skip("Triton's kernels on CPU tensors need its interpreter (TRITON_INTERPRET=1)")
     from hina.worker.codecs.thc_table import DEFAULT_TABLE
     steps = 6
     seats = deployment.create_job(job_id=2, n_slots=16, thc_table=DEFAULT_TABLE)
     try:
-        hooked = _run(seats, steps, False, codec="thc-mixed")
+        hooked = _run(seats, steps, False, codec=f"thc-eager+{other}")
     finally:
         deployment.delete_job(2)
     (p0, s0, _), (p1, s1, _) = hooked[0], hooked[1]
     assert s0["fallback_buckets"] == s1["fallback_buckets"] == 0 and s0["hina_buckets"] > 0, (s0, s1)
-    assert s0["kernels"]["decode"] == "eager" and s1["kernels"]["decode"] == "native", (s0, s1)
+    assert s0["kernels"]["decode"] == "eager", s0
+    assert s1["kernels"]["decode"] == {"native": "native", "triton": "triton"}[other], s1
     np.testing.assert_array_equal(p0, p1)
     plain = _plain(steps, False, "cpu")[0][0]
     assert np.abs(p0 - plain).max() < 0.05  # THC's 4 bits: near plain DDP, not equal to it
