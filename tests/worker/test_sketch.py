@@ -11,7 +11,7 @@ from hina.worker.codecs.fixedpoint import agreement_codes
 from hina.worker.codecs.lossless import (LosslessSketchCodec, bitmap_from_indices, encode_sparse_pairs,
                                          indices_from_bitmap, peel)
 from hina.worker.codecs.sketch import (LOSSLESS_ROWS, PEELING_LOAD_THRESHOLD, CountSketch, SketchCodec,
-                                       median_of_rows)
+                                       largest_first_index, median_of_rows)
 
 Z_BOUND = 6.0
 
@@ -188,3 +188,39 @@ def test_sparse_pairs_sketched_by_switch_equal_worker_sketch():
         dense.index_add_(0, p.indices.to(torch.int64), p.values.to(torch.int64))
     assert torch.equal(switch, cs.sketch(dense))
     assert switch.abs().max().item() < 1 << 31
+
+
+def test_float_pairs_sketch_to_the_same_bits_in_any_order():
+    """FetchSGD's aggregator state (replicated on every worker) is updated by sketching its
+    heavy hitters: pairs that meet in a cell give the same float32 bits whatever order they
+    come in (float64 sums, one rounding), where float32 sums depended on the order (and CUDA's
+    index_add_ fixes none)."""
+    cs = CountSketch(3, 16, seed=5)  # 16 columns, 400 pairs: many meet in each cell
+    gen = torch.Generator().manual_seed(1)
+    idx = torch.randperm(100000, generator=gen)[:400]
+    vals = torch.randn(400, generator=gen) * torch.logspace(-3, 3, 400)
+    first = cs.sketch_sparse(idx, vals)
+    assert first.dtype == torch.float32 and first.shape == (3, 16)
+    for seed in range(5):
+        order = torch.randperm(400, generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(cs.sketch_sparse(idx[order], vals[order]).view(torch.int32), first.view(torch.int32))
+    exact = torch.zeros(48, dtype=torch.float64)
+    cells, signs = cs.hashes(idx)
+    for r in range(3):
+        exact.index_add_(0, cells[r], vals.double() * signs[r])
+    assert torch.equal(first.view(-1), exact.float())  # the correctly rounded sums
+
+
+def test_heavy_hitters_break_ties_by_index():
+    """The k largest magnitudes with ties at the k-th value broken by the lowest index, in
+    ascending order: the same set on every device (topk leaves ties to its implementation)."""
+    mag = torch.tensor([1.0, 5.0, 3.0, 3.0, 0.0, 3.0, 5.0, 3.0])
+    assert largest_first_index(mag, 3).tolist() == [1, 2, 6]
+    assert largest_first_index(mag, 5).tolist() == [1, 2, 3, 5, 6]
+    assert largest_first_index(mag, 0).tolist() == [] and largest_first_index(mag, 8).tolist() == list(range(8))
+    gen = torch.Generator().manual_seed(2)
+    ints = torch.randint(0, 20, (5000,), generator=gen).float()  # many ties
+    for k in (1, 17, 250, 4999):
+        got = largest_first_index(ints, k)
+        want = torch.sort(-ints, stable=True).indices[:k].sort().values
+        assert torch.equal(got, want)

@@ -131,13 +131,28 @@ class CountSketch:
 
     def sketch_sparse(self, indices: torch.Tensor, values: torch.Tensor,
                       out: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Accumulate ``(index, value)`` pairs (what the switch does per pair)."""
-        acc_dtype = torch.float32 if values.is_floating_point() else torch.int64
-        table = self.empty(acc_dtype, values.device) if out is None else out
+        """Accumulate ``(index, value)`` pairs (what the switch does per pair).
+
+        Integers accumulate in int64 (exact). Floats accumulate in float64 and are rounded to
+        float32 once, at the end: pairs that meet in a cell then give the same float32 bits in
+        any order (exact float64 sums: unless values more than 2**28 apart in magnitude meet in
+        one cell), where float32 sums depended on the order, which CUDA's ``index_add_`` does not
+        fix. FetchSGD's aggregator state is replicated on every worker and must stay the same
+        bits everywhere (:meth:`SketchCodec.step`)."""
+        if not values.is_floating_point():
+            table = self.empty(torch.int64, values.device) if out is None else out
+            cells, signs = self.hashes(indices.to(torch.int64))
+            for r in range(self.rows):
+                table.view(-1).index_add_(0, cells[r], values.to(torch.int64) * signs[r])
+            return table
         cells, signs = self.hashes(indices.to(torch.int64))
+        acc = torch.zeros(self.rows * self.columns, dtype=torch.float64, device=values.device)
         for r in range(self.rows):
-            table.view(-1).index_add_(0, cells[r], values.to(acc_dtype) * signs[r])
-        return table
+            acc.index_add_(0, cells[r], values.to(torch.float64) * signs[r])
+        if out is None:
+            return acc.to(torch.float32).view(self.rows, self.columns)
+        out.view(-1).add_(acc.to(out.dtype))
+        return out
 
     def query(self, table: torch.Tensor, indices: Optional[torch.Tensor] = None,
               numel: Optional[int] = None) -> torch.Tensor:
@@ -159,13 +174,29 @@ class CountSketch:
         if not 0 <= k <= numel:
             raise ValueError(f"k={k!r}: must be in [0, numel={numel}]")
         est = self.query(table, numel=numel)
-        idx = est.abs().topk(k, sorted=False).indices
+        idx = largest_first_index(est.abs(), k)
         return idx, est[idx]
 
     def _check_table(self, table: torch.Tensor) -> None:
         if tuple(table.shape) != (self.rows, self.columns):
             raise CodecError(f"sketch table has shape {tuple(table.shape)}: expected "
                              f"(rows={self.rows}, columns={self.columns})")
+
+
+def largest_first_index(magnitude: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices of the ``k`` largest values of ``magnitude`` (1-D), ascending, ties at the
+    ``k``-th value broken by the lowest index: the same set on every device and run, where
+    ``topk`` leaves the choice among equal values to its implementation (CPU and CUDA differ),
+    and workers that pick different coordinates from the same sketch diverge."""
+    n = magnitude.numel()
+    if k >= n:
+        return torch.arange(n, device=magnitude.device)
+    if k <= 0:
+        return torch.zeros(0, dtype=torch.int64, device=magnitude.device)
+    kth = magnitude.topk(k, sorted=False).values.min()
+    above = (magnitude > kth).nonzero().reshape(-1)
+    tied = (magnitude == kth).nonzero().reshape(-1)[: k - above.numel()]
+    return torch.cat([above, tied]).sort().values
 
 
 def median_of_rows(per_row: torch.Tensor) -> torch.Tensor:
