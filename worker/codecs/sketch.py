@@ -135,9 +135,9 @@ class CountSketch:
 
         Integers accumulate in int64 (exact). Floats accumulate in float64 and are rounded to
         float32 once, at the end: pairs that meet in a cell then give the same float32 bits in
-        any order (exact float64 sums: unless values more than 2**28 apart in magnitude meet in
-        one cell), where float32 sums depended on the order, which CUDA's ``index_add_`` does not
-        fix. FetchSGD's aggregator state is replicated on every worker and must stay the same
+        any order (the float64 sums are exact while the values meeting in a cell are fewer than
+        2**9 and within 2**20 of each other in magnitude), where float32 sums depended on the
+        order, which CUDA's ``index_add_`` does not fix. FetchSGD's aggregator state is replicated on every worker and must stay the same
         bits everywhere (:meth:`SketchCodec.step`)."""
         if not values.is_floating_point():
             table = self.empty(torch.int64, values.device) if out is None else out
