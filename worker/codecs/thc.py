@@ -560,6 +560,9 @@ class ThcCodec(Codec):
         g, T, n = self.granularity, self.threshold, self.n_workers
         step = (2.0 * T) / (g * scale)
         padded, numel, block = meta["padded"], meta["numel"], meta["block"]
+        # decode's two constants, the same doubles for every implementation (each rounds them
+        # to float32 once; the native and Triton wrappers divide per_sum by sqrt(B) as below)
+        per_sum, offset0 = step / n, (g / 2.0) * step * math.sqrt(block)
         device = sums.device
         state = self._state(key)
         kernels = self._kernels(sums, block)
@@ -569,8 +572,8 @@ class ThcCodec(Codec):
                     out = self._output_buffer(numel, device)
                     bits = self._sign_bits(kernels, state, padded, device)
                     # each worker's table value is in [0, g]: a sum is at most g n
-                    kernels.inverse(sums.contiguous(), bits, out, block, step / n,
-                                    (g / 2.0) * step * math.sqrt(block), sums_bound=int(g) * n)
+                    kernels.inverse(sums.contiguous(), bits, out, block, per_sum, offset0,
+                                    sums_bound=int(g) * n)
                     self.last_kernels["decode"] = "triton"
                     return out.view(meta["shape"]).to(meta["dtype"])
             except Exception as exc:  # noqa: BLE001
@@ -588,8 +591,7 @@ class ThcCodec(Codec):
                 src = sums if sums.dtype == torch.int32 and sums.is_contiguous() else \
                     self._buf("f0", padded, torch.float32, device).copy_(sums)
                 z = out if padded == numel else self._buf("f2", padded, torch.float32, device)
-                if native_fwht_into(src, block, z, scale=step / n, post=signs,
-                                    offset0=(g / 2.0) * step * math.sqrt(block)) is not None:
+                if native_fwht_into(src, block, z, scale=per_sum, post=signs, offset0=offset0) is not None:
                     self.last_kernels["decode"] = "native"
                     if z is not out:
                         out.copy_(z[:numel])
@@ -607,9 +609,9 @@ class ThcCodec(Codec):
                 t = self._buf("d1", padded, torch.float64, device)
                 fwht_into(s, block, t, self._buf("d2", padded, torch.float64, device), normalized=False)
                 z.copy_(t)  # integers below 2**24: exact in float32
-            z.mul_((step / n) / math.sqrt(block))
+            z.mul_(per_sum / math.sqrt(block))
             if padded:
-                z.view(-1, block)[:, 0] -= (g / 2.0) * step * math.sqrt(block)
+                z.view(-1, block)[:, 0] -= offset0
             torch.mul(z[:numel], signs[:numel], out=out)
         return out.view(meta["shape"]).to(meta["dtype"])
 
