@@ -137,15 +137,15 @@ class CountSketch:
         float32 once, at the end: pairs that meet in a cell then give the same float32 bits in
         any order (the float64 sums are exact while the values meeting in a cell are fewer than
         2**9 and within 2**20 of each other in magnitude), where float32 sums depended on the
-        order, which CUDA's ``index_add_`` does not fix. FetchSGD's aggregator state is replicated on every worker and must stay the same
-        bits everywhere (:meth:`SketchCodec.step`)."""
+        order, which CUDA's ``index_add_`` does not fix. FetchSGD's aggregator state is
+        replicated on every worker and must stay the same bits everywhere
+        (:meth:`SketchCodec.step`)."""
+        cells, signs = self.hashes(indices.to(torch.int64))
         if not values.is_floating_point():
             table = self.empty(torch.int64, values.device) if out is None else out
-            cells, signs = self.hashes(indices.to(torch.int64))
             for r in range(self.rows):
                 table.view(-1).index_add_(0, cells[r], values.to(torch.int64) * signs[r])
             return table
-        cells, signs = self.hashes(indices.to(torch.int64))
         acc = torch.zeros(self.rows * self.columns, dtype=torch.float64, device=values.device)
         for r in range(self.rows):
             acc.index_add_(0, cells[r], values.to(torch.float64) * signs[r])

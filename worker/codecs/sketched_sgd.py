@@ -13,7 +13,7 @@ from .base import Codec, EncodedLanes, LaneOp, LaneStream, check_aggregated, che
 from .errors import CodecError
 from .subword import from_subword, lanes_for, magnitude_bits, to_subword
 from .fixedpoint import agreement_codes, exponents_from_codes
-from .sketch import CountSketch
+from .sketch import CountSketch, largest_first_index
 
 __all__ = ["SketchedSgdCodec", "SketchedSgdState"]
 
@@ -195,8 +195,7 @@ class SketchedSgdCodec(Codec):
         cs = self.sketch_for(key)
         cs._check_table(summed_table)
         est = cs.query(summed_table, numel=numel).abs()
-        order = torch.sort(-est, stable=True).indices[:self._k(numel)]
-        return order.sort().values
+        return largest_first_index(est, self._k(numel))
 
     def followup(self, aggregated: Sequence[torch.Tensor], agreed: torch.Tensor, key: Hashable = 0,
                  meta: Optional[Dict[str, Any]] = None) -> Optional[EncodedLanes]:
