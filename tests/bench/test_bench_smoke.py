@@ -130,3 +130,14 @@ def test_bench_thc_kernels():
         assert f"{kernel}: best" in out
     assert "DIFFERS" not in out and "failed" not in out, out
     assert "THC encode+decode, best rotate launch" in out
+
+
+def test_triton_aot_refuses_an_unknown_precision():
+    """``--precisions`` names the codec's choice or the transforms it has: anything else is
+    refused with the choices (exit 2) before any kernel is compiled."""
+    pytest.importorskip("triton")
+    proc = subprocess.run([sys.executable, str(BENCH / "triton_aot.py"), "--precisions", "codec,fp8"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--precisions: unknown fp8" in proc.stderr and "butterfly" in proc.stderr, \
+        proc.stderr
+    assert not proc.stdout
