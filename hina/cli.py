@@ -13,6 +13,11 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line on stderr (exit status 2)."""
 
     def error(self, message: str):
+        option, sep, _ = message.partition(": expected one argument")
+        if sep and option.startswith("argument -"):
+            # argparse reads a value that starts with '-' as the next option
+            first = option[len("argument "):].split("/")[-1]
+            message += f" (a value that starts with '-' goes as {first}=VALUE)"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 from hina.controller.jobservice import serve
 from hina.controller.p4runtime_client import NotPrimaryError, P4RuntimeClientError, SwitchConnection
 from hina.controller.state import ControllerState
-from hina.controller.tokens import TokenStore, tokens_path
+from hina.controller import tokens as tokens_module
+from hina.controller.tokens import TokenStore, new_token, tokens_path
 from ctlutil import free_port, wait_for
 from hina.generated import jobservice_pb2 as pb
 from hina.generated import jobservice_pb2_grpc as pb_grpc
@@ -319,6 +320,22 @@ def test_hina_worker_token_sources(service, tmp_path):
               "No such file or directory")
     usage = _run(base + ["--token", "a", "--token-file", str(token_file), "info"], env=env)
     assert usage.returncode == 2 and "not allowed with argument" in usage.stderr
+    # argparse reads a value that starts with '-' as an option: the usage line says how
+    dash = _run(base + ["--token", "-t", "info"], env=env)
+    assert dash.returncode == 2 and "goes as --token=VALUE" in dash.stderr, dash.stderr
+    _one_line(_run(base + ["--token=-t", "info"], env=env), "job 1: wrong token")
+
+
+def test_issued_tokens_never_start_with_a_dash(monkeypatch, tmp_path):
+    """One url-safe token in 64 starts with '-', which ``--token TOKEN`` would read as an option
+    (CI met one): such draws are thrown away."""
+    draws = iter(["-first", "-second", "third", "-fourth", "fifth"])
+    monkeypatch.setattr(tokens_module.secrets, "token_urlsafe", lambda n: next(draws))
+    assert new_token() == "third"
+    store = TokenStore(tmp_path / "ctl.json.tokens")
+    assert store.issue(1) == "fifth"
+    monkeypatch.undo()
+    assert not any(new_token().startswith("-") for _ in range(2000))
 
 
 # ------------------------------------------------------------------------------------------------
