@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hina.framing import (FRAME_HEADER_BYTES, checksum_of, ones_sum, parse_frame,
                           udp_header_residue)
 from hina.protocol import ipv4_checksum
-from hina.testing.p4smith import MIN_FRAME, VLAN_ETHER_TYPES
+from hina.testing.p4smith import MIN_FRAME, veth_carries
 from hina.softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo, Range, TableEntry,
                             Ternary)
 
@@ -25,8 +25,8 @@ from hina.softswitch.api import (ActionCall, Exact, Lpm, Optional_, ProgramInfo,
 POOL = (0, 1, 2, 3, 4, 0x0800, 0x86DD, 0x11, 0x06, 64, 0x0A000001, 0x0A000002, 0x0A000100,
         0x0A000201, 0x020000000001, 0x020000000002, 0xFFFFFFFFFFFF, 40000, 40001, 0x9C40, 255)
 #: Linux sends no frame shorter than an Ethernet header on a veth (it zero-pads to 14 bytes), so
-#: generated frames are at least that long on both targets (MIN_FRAME); a veth takes a VLAN tag
-#: out (VLAN_ETHER_TYPES): :func:`padded`.
+#: generated frames are at least that long on both targets (MIN_FRAME), and one with a VLAN type
+#: holds its tag (p4smith.veth_carries): :func:`padded`.
 
 
 def value(width: int) -> st.SearchStrategy[int]:
@@ -153,11 +153,11 @@ def mutated(frames: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
 
 
 def padded(frame: bytes) -> bytes:
-    """What a veth carries of ``frame`` as sent: zero-padded to :data:`MIN_FRAME` bytes, and
-    no VLAN Ethernet type at bytes 12..13 (a veth takes the tag out, so BMv2 never sees such a
-    frame as sent: its low bit is flipped, as :mod:`hina.testing.p4diff` does)."""
+    """``frame`` as a veth carries it: zero-padded to :data:`MIN_FRAME` bytes; a VLAN Ethernet
+    type at bytes 12..13 without room for its tag, which a veth drops, gets its low bit flipped
+    (as :mod:`hina.testing.p4diff` does)."""
     out = bytearray(frame + bytes(max(0, MIN_FRAME - len(frame))))
-    if int.from_bytes(out[12:14], "big") in VLAN_ETHER_TYPES:
+    if not veth_carries(out):
         out[13] ^= 1
     return bytes(out)
 

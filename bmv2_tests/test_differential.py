@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from hina import pipeline
 from hina import protocol as P
-from hina.softswitch.api import ActionCall, Lpm, Replica, TableEntry
+from hina.softswitch.api import ActionCall, Lpm, Range, Replica, TableEntry
 
 from hina.testing import frames as J
 from bmv2_tests import strategies as S
@@ -238,3 +238,42 @@ def test_a_complete_round_is_compared_frame_by_frame():
     assert sorted(result) == [1, 2, 3]
     assert list(diff.send(job.workers[0].port, frames[0])) == [1]      # retransmission: unicast
     diff.check_state()
+
+
+# ------------------------------------------------------------------------------------------------
+# Range entries whose bounds, written in the fewest bytes, look like a full range
+# ------------------------------------------------------------------------------------------------
+RANGE_TAGS = ROOT / "tests" / "softswitch" / "programs" / "range_tags.p4"
+
+
+def test_range_bounds_that_look_full_in_their_own_bytes():
+    """simple_switch_grpc's P4Runtime server (PI) refuses a range whose bounds, as sent, are all
+    zeros and all ones for their own length (its "don't care" check): canonical, [0, 255] on the
+    16-bit EtherType (b'\\x00', b'\\xff') was refused while the embedded target took it (the
+    explore profile found it). The client pads range bounds to the field's bytes; here such
+    entries, a full range (left out: don't care) and ranges on a 12-bit field go to both
+    targets, and frames at and around every bound are compared."""
+    diff = _open(RANGE_TAGS)
+    def ether(low, high, port, mark, priority):
+        return TableEntry("RangeIngress.ether_type_ranges", (Range(low, high),),
+                          ActionCall("RangeIngress.mark_ether_type", (port, mark)), priority)
+
+    def tag(low, high, port, priority):
+        return TableEntry("RangeIngress.tag_id_ranges", (Range(low, high),),
+                          ActionCall("RangeIngress.mark_tag", (port, port)), priority)
+
+    entries = [ether(0, 0xFF, 1, 0xA, 3), ether(0x100, 0xFFFE, 2, 0xB, 2),
+               ether(0, 0xFFFF, 3, 0xC, 1),                       # full: sent as don't care
+               tag(0, 0xFF, 1, 4), tag(0, 0x1FF, 2, 3), tag(0x200, 0xFFE, 3, 2),
+               tag(0, 0xFFF, 4, 1)]
+    assert diff.insert(entries) == len(entries)
+    head = bytes.fromhex("0000000000fe" "000000000101")
+    seen = set()
+    for ether_type in (0, 0xFF, 0x100, 0x1FF, 0x8100 - 1, 0xFFFE, 0xFFFF):
+        out = diff.send(1, head + ether_type.to_bytes(2, "big") + bytes(46))
+        seen |= set(out)
+    for tag_id in (0, 0xFF, 0x100, 0x1FF, 0x200, 0xFFE, 0xFFF):
+        tci = (5 << 12 | tag_id).to_bytes(2, "big")
+        out = diff.send(1, head + b"\x81\x00" + tci + b"\x08\x00" + bytes(44))
+        seen |= set(out)
+    assert seen == {1, 2, 3, 4}, seen           # every entry but the shadowed ones took frames

@@ -42,6 +42,7 @@ from p4.v1 import p4runtime_pb2
 from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Digest, Exact, GroupRef,
                             Lpm, MemberRef, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
+from hina.softswitch.ports import AUXDATA_SPACE, PACKET_AUXDATA, restore_vlan_tag
 
 from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection, p4data_values
@@ -224,6 +225,9 @@ class _PortIO:
                 except OSError:
                     pass                   # older kernels: outgoing frames are filtered below
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+                # the 802.1Q tag of a frame BMv2 sent, which the veth's VLAN offload moves
+                # out of the frame, comes back in the ancillary data and is put back
+                s.setsockopt(_SOL_PACKET, PACKET_AUXDATA, 1)
                 s.bind((veths.host(port), _ETH_P_ALL))     # (CPython applies htons)
                 s.setblocking(False)
                 self.sockets[port] = s
@@ -245,11 +249,11 @@ class _PortIO:
             s = key.fileobj
             while True:
                 try:
-                    data, addr = s.recvfrom(65535)
+                    data, ancillary, _flags, addr = s.recvmsg(65535, AUXDATA_SPACE)
                 except BlockingIOError:
                     break
                 if addr[2] != _PACKET_OUTGOING:
-                    out.append((key.data, data))
+                    out.append((key.data, restore_vlan_tag(data, ancillary)))
         return out
 
     def close(self) -> None:

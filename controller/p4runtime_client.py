@@ -262,9 +262,15 @@ class P4InfoIndex:
                 m.lpm.value = encode_value(v & keep, f.bitwidth, what)
                 m.lpm.prefix_len = plen
             elif f.match_type == kind.Value("RANGE"):
+                # Both bounds padded to the field's bytes (the spec lets a client send either
+                # form). simple_switch_grpc's server (PI) takes a range whose bounds, as sent,
+                # are all zeros and all ones *for their own length* as "don't care" and
+                # refuses it: canonical, [0, 255] on a bit<16> field (b'\x00', b'\xff') is
+                # refused; padded, only the real full range looks so (and is left out).
                 low, high = value
-                m.range.low = encode_value(low, f.bitwidth, what)
-                m.range.high = encode_value(high, f.bitwidth, what)
+                size = (f.bitwidth + 7) // 8
+                m.range.low = encode_value(low, f.bitwidth, what).rjust(size, b"\0")
+                m.range.high = encode_value(high, f.bitwidth, what).rjust(size, b"\0")
             elif f.match_type == kind.Value("OPTIONAL"):
                 m.optional.value = encode_value(value, f.bitwidth, what)
             else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 from .p4smith import (CLONE_PORT, CLONE_SESSION, MCAST_GROUP, MCAST_REPLICAS, MIN_FRAME,
-                      VLAN_ETHER_TYPES, Program, generate)
+                      Program, generate, veth_carries)
 
 #: seconds to wait, after the last frame, for BMv2's digests (PI streams them from its own
 #: thread; a digest may trail its frame's output)
@@ -88,15 +88,15 @@ def _frame(rng: random.Random, program: Program) -> bytes:
         out += bytes(rng.getrandbits(8) for _ in range(rng.randint(MIN_FRAME, MIN_FRAME + 6)))
     while len(out) < MIN_FRAME:
         out.append(rng.getrandbits(8))
-    if int.from_bytes(out[12:14], "big") in VLAN_ETHER_TYPES:
-        out[13] ^= 1            # veths take VLAN tags out of the frame: BMv2 never sees it
+    if not veth_carries(out):
+        out[13] ^= 1            # a VLAN type too short for its tag: a veth would drop it
     return bytes(out)
 
 
 def packets(program: Program, count: int) -> list[bytes]:
-    """``count`` frames for ``program``, each along a path of its parser (:func:`_frame`), at
-    least :data:`MIN_FRAME` bytes, never a VLAN Ethernet type at bytes 12..13; one in ten cut
-    short after the first header. Deterministic in the program's seed."""
+    """``count`` frames for ``program``, each along a path of its parser (:func:`_frame`), each
+    one a veth carries (``p4smith.veth_carries``); one in ten cut short after the first header.
+    Deterministic in the program's seed."""
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     rng = random.Random(program.seed * 7919 + 1)
@@ -128,11 +128,10 @@ def differential(seed: int, dataplane, workdir, count: int = 8, stats: dict | No
         workdir: a folder for the program file (kept: a failing program can be rerun).
         count: frames to send.
         stats: counters to add to: ``frames`` compared, ``unobservable`` frames skipped (the
-            embedded target sent a frame with a VLAN Ethernet type at bytes 12..13: a veth
-            takes the tag out of such a frame, so BMv2's copy cannot be seen as sent; seed 1173
-            found it; or a frame shorter than :data:`MIN_FRAME`, which a veth drops: seeds 8,
-            9, 15, 18, 24, 28 of the broadened generator; BMv2 still gets the frame, for its
-            registers and counters), ``cells`` of registers and counters compared,
+            embedded target sent a frame a veth drops (``p4smith.veth_carries``): shorter
+            than :data:`MIN_FRAME`, seeds 8, 9, 15, 18, 24, 28 of the broadened generator, or
+            a VLAN type without room for its tag; BMv2 still gets the frame, for its registers
+            and counters), ``cells`` of registers and counters compared,
             ``digests`` compared.
 
     Returns:
@@ -176,13 +175,12 @@ def differential(seed: int, dataplane, workdir, count: int = 8, stats: dict | No
         result = embedded.process(0, frame)
         want = result.outputs
         learned += [("embedded", d) for d in result.digests]
-        if any(int.from_bytes(f[12:14], "big") in VLAN_ETHER_TYPES or len(f) < MIN_FRAME
-               for _, f in want):
+        if not all(veth_carries(f) for _, f in want):
             stats["unobservable"] = stats.get("unobservable", 0) + 1
             # BMv2 still takes the frame, its outputs not compared: its registers and counters
             # must see it as the embedded target's did (seed 5221: a counter one packet short)
             result = dataplane.process(0, frame,
-                                       expected=sum(len(f) >= MIN_FRAME for _, f in want))
+                                       expected=sum(veth_carries(f) for _, f in want))
             learned += [("bmv2", d) for d in result.digests]
             continue
         stats["frames"] = stats.get("frames", 0) + 1

@@ -394,7 +394,7 @@ def test_a_restarted_worker_passes_a_barrier_the_others_passed(persisted):
     back.join(1, **_address(first[2].seat), wait_s=10)
     started = time.monotonic()
     assert back.barrier("start", timeout=5) == 1
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.5            # at once, not after the 5 s timeout
     # a barrier not passed by the others yet holds it as before
     with pytest.raises(JobServiceError, match=r"waiting for workers \[0, 1\]"):
         back.barrier("other", timeout=0.3)

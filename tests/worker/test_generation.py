@@ -63,7 +63,8 @@ def test_old_generation_transport_raises_generation_changed_at_once(program):
         elapsed = time.monotonic() - started
     finally:
         job.close()
-    assert elapsed < 1.0, f"GenerationChanged after {elapsed:.2f}s"
+    # at once: well inside the 10 s it would retransmit for (margin for a loaded machine)
+    assert elapsed < 3.0, f"GenerationChanged after {elapsed:.2f}s"
     exc = info.value
     assert isinstance(exc, TransportError)
     assert exc.generation == 7 and exc.own_generation == 6 and exc.job_id == job.spec.job_id
