@@ -92,8 +92,9 @@ def main(argv=None) -> int:
           f"{rejected}, {len(errors)} raised {errors}, BMv2 stopped on {crashed}; "
           f"programs in {workdir}")
     print(f"frames compared {stats.get('frames', 0)}, not observable on BMv2's veths "
-          f"{stats.get('unobservable', 0)} (an output with a VLAN Ethernet type or shorter than "
-          f"{p4smith.MIN_FRAME} bytes), register and counter cells compared "
+          f"{stats.get('unobservable', 0)} (an output shorter than {p4smith.MIN_FRAME} bytes, "
+          f"or than {p4smith.MIN_VLAN_FRAME} with a VLAN type), register and counter cells "
+          f"compared "
           f"{stats.get('cells', 0)}, digests compared {stats.get('digests', 0)} (repeats BMv2 "
           f"dropped, not yet acknowledged: {stats.get('digest repeats BMv2 dropped', 0)})")
     print("coverage (programs that used the feature):")
