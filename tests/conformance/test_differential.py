@@ -90,3 +90,28 @@ def test_frames_follow_the_parser():
                 hit += int.from_bytes(frame[off:off + w], "big") in named
             cut += len(frame) < need + p4smith.MIN_FRAME
     assert hit > 20 and cut > 5, (hit, cut)
+
+
+def test_digests_are_compared_in_order_or_as_counts():
+    """BMv2 may drop a repeat it has not had acknowledged; a program whose copies take other
+    passes (clone, resubmit, recirculate) may learn in another order (seed 3230)."""
+    from hina.softswitch.api import Digest
+
+    def learned(embedded, bmv2):
+        return ([("embedded", Digest("d", (v,))) for v in embedded]
+                + [("bmv2", Digest("d", (v,))) for v in bmv2])
+
+    def compare(embedded, bmv2, unordered=False):
+        stats = {}
+        problem = p4diff._compare_digests(["d"], learned(embedded, bmv2), stats, unordered)
+        return problem is None, stats.get("digest repeats BMv2 dropped", 0)
+
+    assert compare([1, 1, 2], [1, 2]) == (True, 1)             # a repeat dropped
+    assert compare([1, 2, 2], [2, 1])[0] is False               # order kept without copies
+    assert compare([1, 2], [1])[0] is False                     # a value never sent
+    assert compare([1], [1, 1])[0] is False                     # one sent more often
+    assert compare([1, 1, 2, 2], [1, 2, 1, 2], unordered=True) == (True, 0)
+    assert compare([1, 1, 2, 2], [2, 1], unordered=True) == (True, 2)
+    assert compare([1, 1, 2], [1, 1], unordered=True)[0] is False
+    assert compare([1, 2], [1, 2, 3], unordered=True)[0] is False
+    assert compare([1], [1, 1], unordered=True)[0] is False
