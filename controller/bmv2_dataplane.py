@@ -47,8 +47,8 @@ from hina.softswitch.ports import AUXDATA_SPACE, PACKET_AUXDATA, restore_vlan_ta
 from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection, p4data_values
 
-__all__ = ["VethPorts", "Bmv2Dataplane", "sweep_stale", "leftovers", "IFACE_PREFIX",
-           "harness_missing"]
+__all__ = ["VethPorts", "Bmv2Dataplane", "bmv2_on_veths", "sweep_stale", "leftovers",
+           "IFACE_PREFIX", "harness_missing"]
 
 log = logging.getLogger("hina.bmv2")
 
@@ -207,6 +207,19 @@ class VethPorts:
         existing = set(_interfaces())
         _ip_batch([f"link del {n}" for n in self._created if n in existing], check=False)
         self._created = []
+
+
+def bmv2_on_veths(ports: Sequence[int], **process_args) -> tuple[VethPorts, Bmv2Process]:
+    """``simple_switch_grpc`` (:class:`Bmv2Process`, ``process_args`` passed on) with a fresh
+    veth pair per port of ``ports``, after sweeping what dead runs left; the pairs are removed
+    again when the switch does not start. The caller closes both."""
+    sweep_stale()
+    veths = VethPorts(ports)
+    try:
+        return veths, Bmv2Process({p: veths.switch(p) for p in veths.ports}, **process_args)
+    except BaseException:
+        veths.close()
+        raise
 
 
 class _PortIO:

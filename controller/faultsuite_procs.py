@@ -280,16 +280,8 @@ class Bmv2SwitchProcess:
     kind = "bmv2"
 
     def __init__(self, n_ports: int, logdir: Path, tls=None):
-        from .bmv2 import Bmv2Process
-        from .bmv2_dataplane import VethPorts, sweep_stale
-        sweep_stale()
-        self.veths = VethPorts(range(1, n_ports + 1))
-        try:
-            self.process = Bmv2Process({p: self.veths.switch(p) for p in self.veths.ports},
-                                       tls=tls)
-        except BaseException:
-            self.veths.close()
-            raise
+        from .bmv2_dataplane import bmv2_on_veths
+        self.veths, self.process = bmv2_on_veths(range(1, n_ports + 1), tls=tls)
         self.starts = 1
 
     @property

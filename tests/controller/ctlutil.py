@@ -211,16 +211,9 @@ class Bmv2PortSwitch:
     pipeline = None         # the PipelineConfig for it (traffic_switch sets it)
 
     def __init__(self, n_ports: int = 2):
-        from hina.controller.bmv2 import Bmv2Process
-        from hina.controller.bmv2_dataplane import VethPorts, sweep_stale
-        sweep_stale()
-        self.veths = VethPorts(range(1, n_ports + 1))
+        from hina.controller.bmv2_dataplane import bmv2_on_veths
+        self.veths, self.process = bmv2_on_veths(range(1, n_ports + 1))
         self._interfaces = {p: self.veths.switch(p) for p in self.veths.ports}
-        try:
-            self.process = Bmv2Process(self._interfaces)
-        except BaseException:
-            self.veths.close()
-            raise
 
     @property
     def address(self) -> str:
