@@ -254,6 +254,7 @@ def test_range_bounds_that_look_full_in_their_own_bytes():
     entries, a full range (left out: don't care) and ranges on a 12-bit field go to both
     targets, and frames at and around every bound are compared."""
     diff = _open(RANGE_TAGS)
+
     def ether(low, high, port, mark, priority):
         return TableEntry("RangeIngress.ether_type_ranges", (Range(low, high),),
                           ActionCall("RangeIngress.mark_ether_type", (port, mark)), priority)
@@ -265,7 +266,7 @@ def test_range_bounds_that_look_full_in_their_own_bytes():
     entries = [ether(0, 0xFF, 1, 0xA, 3), ether(0x100, 0xFFFE, 2, 0xB, 2),
                ether(0, 0xFFFF, 3, 0xC, 1),                       # full: sent as don't care
                tag(0, 0xFF, 1, 4), tag(0, 0x1FF, 2, 3), tag(0x200, 0xFFE, 3, 2),
-               tag(0, 0xFFF, 4, 1)]
+               tag(0, 0xFFF, 4, 1)]                               # full on 12 bits: don't care
     assert diff.insert(entries) == len(entries)
     head = bytes.fromhex("0000000000fe" "000000000101")
     seen = set()
