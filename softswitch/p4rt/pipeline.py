@@ -34,14 +34,15 @@ TOFINO_ARCHS = ("tna", "t2na")
 
 
 def decode_bytes(value: bytes, bitwidth: int, what: str) -> int:
-    """A P4Runtime bytestring as an int; padded (non-canonical) strings are accepted.
+    """A P4Runtime bytestring as an int; padded (non-canonical) strings of any length are
+    accepted (P4Runtime spec, "Bytestrings": the receiver checks the value, not the length).
 
     Raises:
-        P4RuntimeError: INVALID_ARGUMENT for an empty string, OUT_OF_RANGE for a value wider
-            than ``bitwidth``.
+        P4RuntimeError: OUT_OF_RANGE for an empty string ("the server always rejects" it: a
+            bytestring encodes 0 as ``b'\\x00'``) and for a value wider than ``bitwidth``.
     """
     if not value:
-        raise invalid(f"{what}: empty bytestring")
+        raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, f"{what}: empty bytestring")
     number = int.from_bytes(value, "big")
     if number >> bitwidth:
         raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE,

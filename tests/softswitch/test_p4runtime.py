@@ -385,15 +385,25 @@ def test_bad_updates_each_get_their_own_error(sw, raw, program):
     entry.table_id = named[INGRESS + "acl_t"]
     entry.match.add(field_id=2).optional.value = b"\x01"
     entry.action.action.action_id = named["NoAction"]
+    empty = p4runtime_pb2.Entity()               # "the server always rejects" an empty string
+    entry = empty.table_entry
+    entry.table_id = named[INGRESS + "dmac_t"]
+    entry.match.add(field_id=1).exact.value = b""
+    entry.action.action.action_id = named["NoAction"]
+    padded = p4runtime_pb2.Entity()              # any length, if the value fits
+    entry = padded.table_entry
+    entry.table_id = named[INGRESS + "dmac_t"]
+    entry.match.add(field_id=1).exact.value = b"\x00" * 9 + b"\x0b"
+    entry.action.action.action_id = named["NoAction"]
     good = p4runtime_pb2.Entity()
     good.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 3
 
     with pytest.raises(grpc.RpcError) as info:
         primary.write(*(Update(type=Update.INSERT, entity=e)
-                        for e in (unknown_table, too_wide, no_priority, good)))
+                        for e in (unknown_table, too_wide, no_priority, empty, padded, good)))
     codes = [e.canonical_code for e in write_errors(info.value)]
     assert codes == [code_pb2.NOT_FOUND, code_pb2.OUT_OF_RANGE, code_pb2.INVALID_ARGUMENT,
-                     code_pb2.OK]
+                     code_pb2.OUT_OF_RANGE, code_pb2.OK, code_pb2.OK]
     assert len(primary.read(good)) == 1        # CONTINUE_ON_ERROR: the good update applied
     assert shell.APIVersion() == "1.4.1"
 

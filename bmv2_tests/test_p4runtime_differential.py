@@ -1,0 +1,264 @@
+"""The embedded target's P4Runtime server against BMv2's (PI), request for request.
+
+Hypothesis writes raw table-entry updates (every match kind, bytestrings of every length up to
+one byte too long, canonical and padded, values out of range, omitted fields, priorities,
+action parameters, INSERT/MODIFY/DELETE) one Write at a time to both servers running the same
+program; each update must be accepted by both or refused by both, and afterwards both must hold
+the same entries. (The dataplane differential tests write through the controller's client,
+which writes only what it means; this is what any other client may send.)
+
+Where PI departs from the P4Runtime specification the update is not sent, and the reason is
+:func:`pi_departure`'s.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import strategies as st
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from hina.testing.targets import bmv2_missing
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = [ROOT / "tests" / "softswitch" / "programs" / name
+            for name in ("range_tags.p4", "p4rt_cpu.p4")]
+MatchType = p4info_pb2.MatchField.MatchType
+
+
+class Pair:
+    """The same program on BMv2 (``Bmv2Dataplane``: PI's server) and on the embedded target's
+    P4Runtime server, each behind a primary ``SwitchConnection``."""
+
+    def __init__(self, p4: Path):
+        from hina.controller.bmv2_dataplane import Bmv2Dataplane
+        from hina.controller.p4runtime_client import SwitchConnection
+        from hina.softswitch.compiler import compile_file
+        from hina.softswitch.p4info import read_p4info_text
+        from hina.softswitch.p4rt.device_config import make_device_config
+        from hina.softswitch.p4runtime_server import serve
+        from hina.softswitch.switch import Switch
+        from hina.loopback import free_tcp_port
+
+        self.bmv2 = self.switch = self.server = self.embedded = None
+        try:
+            self.bmv2 = Bmv2Dataplane(p4, ports=(1,))
+            self.p4info = read_p4info_text(str(self.bmv2.build.p4info))
+            self.config = make_device_config(compile_file(str(p4)))
+            self.switch = Switch(device_id=0, cpu_port=255)
+            self.address = f"127.0.0.1:{free_tcp_port()}"
+            self.server = serve(self.switch, self.address)
+            self.embedded = SwitchConnection(self.address, election_id=1)
+            self.reset()
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self) -> None:
+        self.bmv2.reset()
+        self.embedded.set_pipeline(self.p4info, self.config)
+
+    def close(self) -> None:
+        if self.embedded is not None:
+            self.embedded.close()
+        if self.server is not None:
+            self.server.stop(grace=None).wait(5)
+            self.server.servicer.close()
+        if self.switch is not None:
+            self.switch.close()
+        if self.bmv2 is not None:
+            self.bmv2.close()
+
+
+@pytest.fixture(scope="module", params=PROGRAMS, ids=lambda p: p.name)
+def pair(request):
+    reason = bmv2_missing()
+    if reason:
+        pytest.skip(reason)
+    p = Pair(request.param)
+    yield p
+    p.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Requests
+# ------------------------------------------------------------------------------------------------
+def _bytes(width: int) -> st.SearchStrategy[bytes]:
+    """Bytestrings for a bit<width> value: canonical and padded encodings of telling values,
+    values one bit too wide, and random bytes up to one byte longer than the field. (Not empty:
+    PI takes b'' as 0, see :func:`pi_departure`; tests/softswitch/test_p4runtime.py holds the
+    embedded server to the spec's refusal.)"""
+    size = (width + 7) // 8
+    top = (1 << width) - 1
+
+    def canonical(v: int) -> bytes:
+        return v.to_bytes(max(1, (v.bit_length() + 7) // 8), "big")
+
+    values = st.one_of(st.sampled_from([0, 1, top, top >> 1, (1 << (width - 1)), 0xFF, 0x100,
+                                        top + 1]), st.integers(0, top))
+    return st.one_of(values.map(canonical),
+                     values.map(lambda v: v.to_bytes(max(size, (v.bit_length() + 7) // 8),
+                                                     "big")),
+                     st.binary(min_size=1, max_size=size + 1))
+
+
+@st.composite
+def _field_match(draw, field: p4info_pb2.MatchField):
+    w = field.bitwidth
+    m = p4runtime_pb2.FieldMatch(field_id=field.id)
+    kind = field.match_type
+    if kind == MatchType.EXACT:
+        m.exact.value = draw(_bytes(w))
+    elif kind == MatchType.TERNARY:
+        m.ternary.value, m.ternary.mask = draw(_bytes(w)), draw(_bytes(w))
+    elif kind == MatchType.LPM:
+        m.lpm.value, m.lpm.prefix_len = draw(_bytes(w)), draw(st.integers(0, w + 1))
+    elif kind == MatchType.RANGE:
+        m.range.low, m.range.high = draw(_bytes(w)), draw(_bytes(w))
+    elif kind == MatchType.OPTIONAL:
+        m.optional.value = draw(_bytes(w))
+    return m
+
+
+@st.composite
+def _entry(draw, p4info: p4info_pb2.P4Info) -> p4runtime_pb2.TableEntry:
+    table = draw(st.sampled_from(list(p4info.tables)))
+    entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+    for field in table.match_fields:
+        if draw(st.integers(0, 3)):                      # one in four left out
+            entry.match.append(draw(_field_match(field)))
+    refs = [r.id for r in table.action_refs]
+    action_id = draw(st.sampled_from(refs))
+    action = next(a for a in p4info.actions if a.preamble.id == action_id)
+    entry.action.action.action_id = action.preamble.id
+    for param in action.params:
+        entry.action.action.params.add(param_id=param.id, value=draw(_bytes(param.bitwidth)))
+    entry.priority = draw(st.sampled_from([0, 0, 1, 2, 3, 1000]))
+    return entry
+
+
+@st.composite
+def _updates(draw, p4info) -> list[tuple[str, p4runtime_pb2.TableEntry]]:
+    """INSERTs, and MODIFYs and DELETEs of a new entry or of one written before (its key, the
+    same or another action), so that they find what they name as often as not."""
+    updates: list[tuple[str, p4runtime_pb2.TableEntry]] = []
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["INSERT", "INSERT", "MODIFY", "DELETE"]))
+        entry = draw(_entry(p4info))
+        if kind != "INSERT" and updates and draw(st.booleans()):
+            earlier = draw(st.sampled_from(updates))[1]
+            if entry.table_id == earlier.table_id:
+                action = p4runtime_pb2.TableAction()
+                action.CopyFrom(entry.action)
+                entry.CopyFrom(earlier)
+                if draw(st.booleans()):
+                    entry.action.CopyFrom(action)
+            else:
+                entry.CopyFrom(earlier)
+        updates.append((kind, entry))
+    return updates
+
+
+# ------------------------------------------------------------------------------------------------
+# PI's departures from the specification
+# ------------------------------------------------------------------------------------------------
+def _value(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+def _bytestrings(m: p4runtime_pb2.FieldMatch) -> list[bytes]:
+    """The bytestrings of a field match, empty ones included (``ListFields`` leaves those out)."""
+    kind = m.WhichOneof("field_match_type")
+    if kind is None:
+        return []
+    part = getattr(m, kind)
+    return [getattr(part, f.name) for f in part.DESCRIPTOR.fields if f.type == f.TYPE_BYTES]
+
+
+def pi_departure(entry: p4runtime_pb2.TableEntry, p4info) -> str | None:
+    """Why PI (BMv2's server) would judge this entry otherwise than the specification, or None.
+
+    * A range is "don't care" (to be omitted, INVALID_ARGUMENT when written) when it covers the
+      field: PI judges by the bounds' bytes as sent (all zeros and all ones for their own
+      length), so ``b'\\x00'..b'\\xff'`` on a bit<16> field is refused and a full range written
+      in bytes of other lengths passes (docs/bmv2.md).
+    * An empty bytestring (a match field's or an action parameter's): PI pads it to zeros; the
+      spec ("Bytestrings": "If the string's byte length is zero, the server always rejects the
+      string", OUT_OF_RANGE) and the embedded server refuse it.
+    """
+    if any(not p.value for p in entry.action.action.params) or any(
+            not value for m in entry.match for value in _bytestrings(m)):
+        return "an empty bytestring: PI reads it as 0, the spec has it refused"
+    table = next(t for t in p4info.tables if t.preamble.id == entry.table_id)
+    widths = {f.id: f.bitwidth for f in table.match_fields}
+    for m in entry.match:
+        if m.WhichOneof("field_match_type") != "range" or m.field_id not in widths:
+            continue
+        low, high, w = m.range.low, m.range.high, widths[m.field_id]
+        if not low or not high or max(_value(low), _value(high)) >> w:
+            continue                                     # refused by both anyway
+        spec = _value(low) == 0 and _value(high) == (1 << w) - 1
+        pi = len(low) == len(high) and set(low) == {0} and set(high) == {0xFF}
+        if spec != pi:
+            return "range don't care judged by the bytes as sent"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# The test
+# ------------------------------------------------------------------------------------------------
+def _write(conn, kind: str, entry) -> str | None:
+    from hina.controller.p4runtime_client import P4RuntimeClientError
+    try:
+        conn.write([conn.update(kind, table_entry=entry)])
+        return None
+    except P4RuntimeClientError as exc:
+        return f"{exc.code}: {exc}"
+
+
+def _entries(conn, p4info) -> set:
+    """Every entry of every table, values as numbers (both servers answer canonically, but a
+    number is a number). A range read back as the field's whole range counts as left out: PI
+    reads a don't-care range field back that way, where the embedded server leaves it out."""
+    out = set()
+    for table in p4info.tables:
+        widths = {f.id: f.bitwidth for f in table.match_fields}
+        for entity in conn.read([p4runtime_pb2.Entity(
+                table_entry=p4runtime_pb2.TableEntry(table_id=table.preamble.id))]):
+            e = entity.table_entry
+            matches = []
+            for m in e.match:
+                kind = m.WhichOneof("field_match_type")
+                part = getattr(m, kind)
+                if kind == "range" and _value(part.low) == 0 and \
+                        _value(part.high) == (1 << widths[m.field_id]) - 1:
+                    continue
+                matches.append((m.field_id, kind, tuple(
+                    _value(v) if isinstance(v, bytes) else v
+                    for _, v in sorted((d.name, val) for d, val in part.ListFields()))))
+            params = tuple(sorted((p.param_id, _value(p.value)) for p in e.action.action.params))
+            out.add((e.table_id, tuple(sorted(matches)), e.priority, e.action.action.action_id,
+                     params))
+    return out
+
+
+@settings(max_examples=150, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(data=st.data())
+def test_table_writes_get_the_same_verdict_from_both_servers(pair, data):
+    pair.reset()
+    updates = data.draw(_updates(pair.p4info), label="updates")
+    for i, (kind, entry) in enumerate(updates):
+        departure = pi_departure(entry, pair.p4info)
+        if departure:
+            event(f"not sent: {departure}")
+            continue
+        mine, theirs = _write(pair.embedded, kind, entry), _write(pair.bmv2.conn, kind, entry)
+        event(f"{kind} {'refused: ' + mine.split(':')[0] if mine else 'accepted'}")
+        assert (mine is None) == (theirs is None), (
+            f"update {i}, {kind} {entry}: embedded {mine or 'accepted'}; "
+            f"BMv2 {theirs or 'accepted'}")
+    assert _entries(pair.embedded, pair.p4info) == _entries(pair.bmv2.conn, pair.p4info)
