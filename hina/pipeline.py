@@ -59,6 +59,9 @@ PAIR_GENERATION = f"{P.INGRESS}.sketch_update.pair_generation"
 THC_DEFAULT_TABLE = P.THC_DEFAULT_TABLE
 
 _U16 = (1 << 16) - 1
+#: The highest multicast group id a job may use (BMv2's P4Runtime server refuses 32768 and up,
+#: and so does the embedded target's).
+MAX_MCAST_GROUP = (1 << 15) - 1
 _U32 = (1 << 32) - 1
 
 
@@ -163,7 +166,8 @@ class JobSpec:
                      f"the job's slots must fit in the {P.SLOT_CAPACITY} slot registers")
         if self.mcast_grp == 0:
             object.__setattr__(self, "mcast_grp", self.job_id + 1)
-        _check_range("mcast_grp", self.mcast_grp, 1, _U16, "0 means no multicast")
+        _check_range("mcast_grp", self.mcast_grp, 1, MAX_MCAST_GROUP,
+                     "0 means no multicast; BMv2 keeps 32768 and up for clone sessions")
         _check_range("lut_id", self.lut_id, 0, 255, "8-bit table id")
         _check_range("thc_max_value * len(workers)", self.thc_max_value * n, 0, _U16,
                      "THC sums are 16-bit lanes")

@@ -13,6 +13,10 @@ from ..api import ActionCall
 from .errors import P4RuntimeError, invalid, unimplemented
 from .pipeline import Pipeline, Table, decode_bytes, encode_bytes
 
+#: Replica ports (multicast groups, clone sessions) must be below this: BMv2's P4Runtime server
+#: fails from here on (bmv2_tests/test_p4runtime_differential.py).
+REPLICA_PORT_END = 1 << 31
+
 if TYPE_CHECKING:
     from ..p4runtime_server import P4RuntimeServicer
 
@@ -274,6 +278,10 @@ class Codec:
                 port = decode_bytes(r.port, 32, f"{what} replica port")
             else:
                 port = r.egress_port
+            if port >= REPLICA_PORT_END:
+                # BMv2's server reads the port as a signed 32-bit number: from 2**31 it answers
+                # UNKNOWN, and 0xFFFFFFFF stops simple_switch_grpc altogether
+                raise invalid(f"{what}: replica port {port} is not below {REPLICA_PORT_END}")
             replicas.append(api.Replica(port=port, rid=r.instance))
         if len(set(replicas)) != len(replicas):
             raise invalid(f"{what} lists a replica (port, instance) twice")

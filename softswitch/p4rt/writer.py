@@ -16,6 +16,12 @@ from .pipeline import Pipeline, Table, decode_bytes, enum_name
 
 log = logging.getLogger("softswitch.p4runtime")
 Update = p4runtime_pb2.Update
+#: Multicast group ids a client may use: 1 .. 32767. BMv2's P4Runtime server (PI) keeps the
+#: ids from 32768 up for the groups behind clone sessions and answers OUT_OF_RANGE; the same
+#: limit here keeps a controller from relying on ids BMv2 refuses.
+FIRST_RESERVED_GROUP_ID = 1 << 15
+#: Clone session ids: 1 .. 32767 (PI: INVALID_ARGUMENT "Clone session id out-of-range").
+CLONE_SESSION_ID_END = 1 << 15
 
 if TYPE_CHECKING:
     from ..p4runtime_server import P4RuntimeServicer
@@ -136,6 +142,10 @@ class Writer(Codec):
             what = f"multicast group {group_id}"
             if group_id == 0:
                 raise invalid("multicast group id 0 is not valid")
+            if group_id >= FIRST_RESERVED_GROUP_ID:
+                raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE,
+                                     f"{what}: ids from {FIRST_RESERVED_GROUP_ID} up are kept "
+                                     "for clone sessions (as on BMv2)")
             old = self.dp.mcast_groups().get(group_id)
             _check_existence(kind, old is not None, what)
             if kind == Update.DELETE:
@@ -147,9 +157,16 @@ class Writer(Codec):
         elif which == "clone_session_entry":
             session = msg.clone_session_entry
             what = f"clone session {session.session_id}"
-            if session.session_id == 0:
-                raise invalid("clone session id 0 is not valid")
+            if not 0 < session.session_id < CLONE_SESSION_ID_END:
+                raise invalid(f"clone session id {session.session_id} is not in "
+                              f"1..{CLONE_SESSION_ID_END - 1}")
             session_id = session.session_id
+            if kind != Update.DELETE and (session.class_of_service
+                                          or session.packet_length_bytes):
+                # the dataplane neither queues clones by class nor truncates them (it would
+                # keep them whole, silently); BMv2's server refuses both alike
+                raise unimplemented(f"{what}: a class of service or a truncation length "
+                                    "(packet_length_bytes) is not supported")
             old = self.dp.clone_sessions().get(session_id)
             _check_existence(kind, old is not None, what)
             if kind == Update.DELETE:

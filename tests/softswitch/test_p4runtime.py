@@ -234,14 +234,47 @@ def test_multicast_group_lifecycle_and_flooding(sw):
 
 
 def test_clone_session_insert_read_delete(sw):
-    session = shell.CloneSessionEntry(5).add(3, 0)
-    session.packet_length_bytes = 128
-    session.insert()
+    # truncating clones and classes of service: the dataplane does neither, so the server
+    # refuses them (BMv2's too) rather than keep a setting it would ignore
+    for setting in ("packet_length_bytes", "cos"):
+        session = shell.CloneSessionEntry(5).add(3, 0)
+        setattr(session, setting, 1 if setting == "cos" else 128)
+        with pytest.raises(Exception, match="UNIMPLEMENTED"):
+            session.insert()
+    shell.CloneSessionEntry(5).add(3, 0).insert()
     (got,) = shell.CloneSessionEntry(5).read()
-    assert got.packet_length_bytes == 128
+    assert (got.packet_length_bytes, got.cos) == (0, 0)
     assert [(r.egress_port, r.instance) for r in got.replicas] == [(3, 0)]
     shell.CloneSessionEntry(5).delete()
     assert list(shell.CloneSessionEntry().read()) == []
+
+
+def test_replication_limits_are_bmv2s(sw, raw):
+    """Ids and ports BMv2's server refuses (or dies on: a replica port of 0xFFFFFFFF) are
+    refused here too (bmv2_tests/test_p4runtime_differential.py compares the two)."""
+    primary = raw((0, 9))
+    primary.arbitrate()
+
+    def group(group_id, port):
+        e = p4runtime_pb2.Entity()
+        g = e.packet_replication_engine_entry.multicast_group_entry
+        g.multicast_group_id = group_id
+        g.replicas.add(egress_port=port, instance=1)
+        return e
+
+    def session(session_id):
+        e = p4runtime_pb2.Entity()
+        e.packet_replication_engine_entry.clone_session_entry.session_id = session_id
+        return e
+
+    cases = [(group(32767, (1 << 31) - 1), code_pb2.OK),
+             (group(32768, 1), code_pb2.OUT_OF_RANGE),
+             (group(5, 1 << 31), code_pb2.INVALID_ARGUMENT),
+             (group(6, 0xFFFF_FFFF), code_pb2.INVALID_ARGUMENT),
+             (session(32767), code_pb2.OK), (session(32768), code_pb2.INVALID_ARGUMENT)]
+    with pytest.raises(grpc.RpcError) as info:
+        primary.write(*(Update(type=Update.INSERT, entity=e) for e, _ in cases))
+    assert [e.canonical_code for e in write_errors(info.value)] == [c for _, c in cases]
 
 
 # --------------------------------------------------------------------------------------------
