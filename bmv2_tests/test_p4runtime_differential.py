@@ -2,9 +2,10 @@
 
 Hypothesis writes raw table-entry updates (every match kind, bytestrings of every length up to
 one byte too long, canonical and padded, values out of range, omitted fields, priorities,
-action parameters, INSERT/MODIFY/DELETE) one Write at a time to both servers running the same
-program; each update must be accepted by both or refused by both, and afterwards both must hold
-the same entries. (The dataplane differential tests write through the controller's client,
+action parameters, INSERT/MODIFY/DELETE) and multicast-group and clone-session updates (ids
+and replica ports around every limit, class of service, truncation length) one Write at a time
+to both servers running the same program; each update must be accepted by both or refused by
+both, and afterwards both must hold the same entries, groups and sessions. (The dataplane differential tests write through the controller's client,
 which writes only what it means; this is what any other client may send.)
 
 Where PI departs from the P4Runtime specification the update is not sent, and the reason is
