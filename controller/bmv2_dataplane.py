@@ -42,7 +42,8 @@ from p4.v1 import p4runtime_pb2
 from hina.softswitch.api import (ActionCall, CloneSession, ControlError, Digest, Exact, GroupRef,
                             Lpm, MemberRef, Optional_,
                             ProcessResult, ProgramInfo, Range, Replica, TableEntry, Ternary)
-from hina.softswitch.ports import AUXDATA_SPACE, PACKET_AUXDATA, restore_vlan_tag
+from hina.softswitch.ports import (AUXDATA_SPACE, ETH_P_ALL, PACKET_AUXDATA, PACKET_OUTGOING,
+                                  SOL_PACKET, restore_vlan_tag)
 
 from .bmv2 import WORKDIR_PREFIX, Bmv2Error, Bmv2Process, Bmv2Thrift, compile_p4c
 from .p4runtime_client import P4RuntimeClientError, SwitchConnection, p4data_values
@@ -54,10 +55,7 @@ log = logging.getLogger("hina.bmv2")
 
 IFACE_PREFIX = "hv"
 _IFACE_RE = re.compile(rf"^{IFACE_PREFIX}([0-9a-z]+)-(\d+)([sh])(\d+)$")
-_ETH_P_ALL = 0x0003
 _PACKET_IGNORE_OUTGOING = 23
-_PACKET_OUTGOING = 4
-_SOL_PACKET = 263
 #: Ethernet MTU of the veths: jumbo, so that no test frame is refused by the kernel.
 VETH_MTU = 9500
 #: The shortest frame Linux sends on an Ethernet device (a shorter one is zero-padded to it).
@@ -234,14 +232,14 @@ class _PortIO:
                 # interface (loopback gRPC included) until bind() names one, and keeps them
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
                 try:
-                    s.setsockopt(_SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
+                    s.setsockopt(SOL_PACKET, _PACKET_IGNORE_OUTGOING, 1)
                 except OSError:
                     pass                   # older kernels: outgoing frames are filtered below
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
                 # the 802.1Q tag of a frame BMv2 sent, which the veth's VLAN offload moves
                 # out of the frame, comes back in the ancillary data and is put back
-                s.setsockopt(_SOL_PACKET, PACKET_AUXDATA, 1)
-                s.bind((veths.host(port), _ETH_P_ALL))     # (CPython applies htons)
+                s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+                s.bind((veths.host(port), ETH_P_ALL))     # (CPython applies htons)
                 s.setblocking(False)
                 self.sockets[port] = s
                 self.selector.register(s, selectors.EVENT_READ, port)
@@ -265,7 +263,7 @@ class _PortIO:
                     data, ancillary, _flags, addr = s.recvmsg(65535, AUXDATA_SPACE)
                 except BlockingIOError:
                     break
-                if addr[2] != _PACKET_OUTGOING:
+                if addr[2] != PACKET_OUTGOING:
                     out.append((key.data, restore_vlan_tag(data, ancillary)))
         return out
 
