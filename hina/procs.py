@@ -1,5 +1,7 @@
 """Child processes: commands that die with the thread that started them, started without a
-``preexec_fn`` (:func:`with_parent_death_signal`); stopping one with its process group
+``preexec_fn`` (:func:`with_parent_death_signal`); commands that get the default action of
+signals their parent ignores (:func:`with_default_signals`, e.g. Ctrl-C for a child of a suite
+run under ``nohup``); stopping one with its process group
 (:func:`stop_group`); and Python ranks forked from a server that has imported torch once
 (:func:`rank_processes`).
 
@@ -26,7 +28,7 @@ import subprocess
 import sys
 from typing import Sequence
 
-__all__ = ["with_parent_death_signal", "signal_group", "stop_group", "rank_processes"]
+__all__ = ["with_parent_death_signal", "with_default_signals", "signal_group", "stop_group", "rank_processes"]
 
 #: What :func:`with_parent_death_signal` runs before the command: PR_SET_PDEATHSIG (it survives
 #: exec; prctl option 1), give up if the parent is already gone, exec.
@@ -42,6 +44,23 @@ def with_parent_death_signal(cmd: Sequence[str]) -> list[str]:
     process (same pid, same exit status). Use with ``start_new_session=True`` where the child
     must not get the terminal's signals."""
     return [sys.executable, "-c", _PDEATHSIG_EXEC, str(os.getpid()), *cmd]
+
+
+#: What :func:`with_default_signals` runs before the command: the default action for each
+#: signal number in ``sys.argv[1]`` (comma-separated), then exec.
+_DEFAULT_SIGNALS_EXEC = ("import os, signal, sys; "
+                         "[signal.signal(int(n), signal.SIG_DFL) for n in sys.argv[1].split(',')]; "
+                         "os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def with_default_signals(cmd: Sequence[str], *signals: int) -> list[str]:
+    """``cmd`` behind a short Python prologue that sets ``signals`` (default: SIGINT) back to
+    their default action and then execs ``cmd`` in the same process. An ignored signal stays
+    ignored across fork and exec: a command started from a process run under ``nohup`` or
+    ``&`` ignores SIGINT, and this gives it Ctrl-C again without a ``preexec_fn`` (see above:
+    in a process where gRPC runs, a ``preexec_fn`` kills about 1 child in 100)."""
+    numbers = ",".join(str(int(s)) for s in (signals or (signal.SIGINT,)))
+    return [sys.executable, "-c", _DEFAULT_SIGNALS_EXEC, numbers, *cmd]
 
 
 def signal_group(proc: subprocess.Popen, sig: int) -> None:

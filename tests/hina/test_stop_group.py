@@ -104,3 +104,44 @@ def test_free_ports_can_be_bound(kind):
     for port in ports:
         with socket.socket(socket.AF_INET, kind) as s:
             s.bind(("127.0.0.1", port))
+
+
+#: A parent that ignores SIGINT and SIGQUIT (as a shell does for `cmd &`) and runs the command
+#: in argv[1:], exiting with its status.
+_IGNORING_PARENT = ("import signal, subprocess, sys; "
+                    "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                    "signal.signal(signal.SIGQUIT, signal.SIG_IGN); "
+                    "sys.exit(subprocess.call(sys.argv[1:]))")
+
+#: A child that prints its pid and the ignored-signal mask the kernel keeps for it, exits 7.
+_SHOW_IGNORED = ("import os, sys; "
+                 "mask = next(l for l in open('/proc/self/status') if l.startswith('SigIgn:')); "
+                 "print(os.getpid(), int(mask.split()[1], 16)); sys.exit(7)")
+
+
+def _ignored_in_child(cmd: list[str]) -> tuple[int, int]:
+    """The ignored-signal mask of ``cmd`` (the child above) started by the ignoring parent."""
+    done = subprocess.run([sys.executable, "-c", _IGNORING_PARENT, *cmd], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 7, done.stderr                # the child's status comes through
+    return tuple(map(int, done.stdout.split()))
+
+
+def test_with_default_signals_gives_back_the_signals_a_parent_ignores():
+    from hina.procs import with_default_signals
+    bit = lambda sig: 1 << (sig - 1)
+    child = [sys.executable, "-c", _SHOW_IGNORED]
+    _, inherited = _ignored_in_child(child)
+    assert inherited & bit(signal.SIGINT) and inherited & bit(signal.SIGQUIT)  # the control
+    _, default = _ignored_in_child(with_default_signals(child))
+    assert not default & bit(signal.SIGINT) and default & bit(signal.SIGQUIT)
+    _, both = _ignored_in_child(with_default_signals(child, signal.SIGINT, signal.SIGQUIT))
+    assert not both & (bit(signal.SIGINT) | bit(signal.SIGQUIT))
+
+
+def test_with_default_signals_execs_in_the_same_process():
+    from hina.procs import with_default_signals
+    proc = subprocess.Popen(with_default_signals([sys.executable, "-c", _SHOW_IGNORED]),
+                            stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 7 and int(out.split()[0]) == proc.pid

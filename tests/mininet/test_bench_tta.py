@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from hina.procs import with_default_signals
+
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 2.0
 STEPS = 6
@@ -113,8 +115,9 @@ def test_smallest_configuration_in_mininet(tmp_path):
            "--workers", "2", "--codecs", "fp32,thc", "--target-acc", "0", "--max-steps",
            str(STEPS), "--no-unlimited", "--json", str(out), "--name-suffix", suffix,
            "--log-dir", str(tmp_path / "logs"), "--timeout", "90"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Ctrl-C must reach it even in a suite run under nohup (no preexec_fn: see hina.procs)
+    proc = subprocess.Popen(with_default_signals(cmd), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         try:
             stdout, stderr = proc.communicate(timeout=180)

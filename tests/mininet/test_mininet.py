@@ -527,24 +527,28 @@ def test_launcher_ctrl_c_tears_everything_down(target, tmp_path):
     import sys
     from pathlib import Path
     from hina.mininet.deploy import leftover_interfaces
+    from hina.procs import with_default_signals
     root = Path(__file__).resolve().parents[2]
     suffix = _suffix()
     switch_ports = {f"s1{suffix}-eth1", f"s1{suffix}-eth2"}
-    proc = subprocess.Popen([sys.executable, str(root / "mininet" / "run.py"), "--target", target,
-                             "--workers", "2", "--codec", "sum", "--size", "4000000",
-                             "--words", "64", "--no-control-network", "--name-suffix", suffix,
-                             "--log-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            # a suite started in the background (nohup, `&`) ignores SIGINT and
-                            # its children inherit that: give the launcher Ctrl-C as a terminal does
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # a suite started in the background (nohup, `&`) ignores SIGINT and its children inherit
+    # that: give the launcher Ctrl-C as a terminal does (no preexec_fn: gRPC runs in this
+    # process, see hina.procs)
+    proc = subprocess.Popen(with_default_signals([
+        sys.executable, str(root / "mininet" / "run.py"), "--target", target, "--workers", "2",
+        "--codec", "sum", "--size", "4000000", "--words", "64", "--no-control-network",
+        "--name-suffix", suffix, "--log-dir", str(tmp_path)]),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
     try:
         for line in proc.stdout:                # wait until switch, pipeline and job are up
+            seen.append(line)
             if " up (P4Runtime " in line:
                 switch_pid = _switch_pid(suffix)
                 break
         else:
-            pytest.fail(f"run.py exited before the network was up: {proc.wait()}")
+            pytest.fail(f"run.py exited before the network was up: {proc.wait()}\n"
+                        + "".join(seen[-40:]))
         _wait_for_workers(suffix, 2)            # the workers are running now
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
