@@ -58,8 +58,6 @@ _IFACE_RE = re.compile(rf"^{IFACE_PREFIX}([0-9a-z]+)-(\d+)([sh])(\d+)$")
 _PACKET_IGNORE_OUTGOING = 23
 #: Ethernet MTU of the veths: jumbo, so that no test frame is refused by the kernel.
 VETH_MTU = 9500
-#: The shortest frame Linux sends on an Ethernet device (a shorter one is zero-padded to it).
-MIN_FRAME = 14
 _instances = 0
 
 

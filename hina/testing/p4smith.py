@@ -360,6 +360,11 @@ class _Gen(ParserGen):
                                        local, egress)
                     out += a + [f"{indent}    }}"]
                     after = after & va
+                else:
+                    # an empty default, not none: p4c-bm2-ss 1.2.5.16 folds values after a
+                    # switch without default as if a case always ran (seed 90160,
+                    # programs/switch_no_default_value_after, xfail on BMv2)
+                    out.append(f"{indent}    default: {{ }}")
                 out.append(f"{indent}}}")
                 valid = after
             elif depth > 0 and k < 0.22 and invalid:
