@@ -23,7 +23,15 @@ use (:data:`FEATURES` lists it all; each is a row of ``docs/p4-conformance.md``'
   reading ``egress_rid`` and ``instance_type``; a second pass at most per packet
   (``resubmit``, ``recirculate``, an E2E clone; ``meta.pass`` kept by field list 1);
 * an egress of assignments and a deparser emitting every header in a random order (invalid
-  ones emit nothing).
+  ones emit nothing);
+* ``verify_checksum`` and ``update_checksum`` (``csum16``, with or without the payload) over
+  fields of headers and metadata into a 16-bit header field (not in the list), each guarded
+  by the validity of every header it names, the verify control's result read in ingress
+  (``std.checksum_error``): :mod:`hina.testing.p4smith_checksums`, drawn from a stream of
+  their own, so that the rest of a seed's program is what it was before them (ingress's
+  reads of ``std.checksum_error`` apart).
+
+Tables are :mod:`hina.testing.p4smith_tables`'s, the parser :mod:`hina.testing.p4smith_parser`'s.
 
 A program reads a header's fields only where the header is known valid (the first header, a
 block guarded by ``isValid()``, after ``setValid`` and an assignment of each field), so its
@@ -47,7 +55,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field as dc_field
 
+from .p4smith_checksums import ChecksumGen, checksum_rng
 from .p4smith_parser import ParserGen
+from .p4smith_tables import TableGen
 
 #: field widths the generator draws from (byte-aligned: a header is a whole number of bytes)
 WIDTHS = (8, 16, 32)
@@ -109,6 +119,9 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
     "resubmit", "recirculate", "clone E2E",
     # deparser
     "emit order not declaration order", "emit of a header stack",
+    # checksum controls
+    "verify_checksum", "verify_checksum_with_payload", "std.checksum_error read",
+    "update_checksum", "update_checksum_with_payload", "checksum over metadata",
 )
 
 
@@ -147,7 +160,9 @@ class Program:
         return bool(self.features & {"clone I2E", "clone E2E"})
 
 
-class _Gen(ParserGen):
+class _Gen(ParserGen, TableGen, ChecksumGen):
+    WIDTHS, BINARY_OPS = WIDTHS, BINARY_OPS      # for TableGen
+
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
         r = self.rng
@@ -178,6 +193,11 @@ class _Gen(ParserGen):
         self.digests: list = []
         self.digest_ok = False      # in ingress's own body (not a function's or action's)
         self.locals_n = 0
+        #: checksum controls: their own stream, so that the rest of a seed's program is the
+        #: same with and without them
+        self.crng = checksum_rng(seed)
+        self.verify = self.crng.random() < 0.4
+        self.compute = self.crng.random() < 0.4
 
     # ---------------------------------------------------------------- scope
     def fields_of(self, inst: str, typ: str) -> list:
@@ -203,7 +223,8 @@ class _Gen(ParserGen):
         # extra: read-only (action parameters); standard metadata read (written apart)
         std = [("std.ingress_port", 9), ("std.packet_length", 32)] + (
             [("std.egress_port", 9), ("std.egress_rid", 16), ("std.instance_type", 32)]
-            if self.in_egress else [])
+            if self.in_egress else []) + (
+            [("std.checksum_error", 1)] if self.verify else [])
         self.scope = self.lvals + list(extra) + std
 
     def lval(self, w: int | None = None, avoid=()) -> tuple:
@@ -216,12 +237,18 @@ class _Gen(ParserGen):
         v = r.choice([0, 1, (1 << w) - 1, 1 << (w - 1), r.getrandbits(w)])
         return f"{w}w{v}"
 
-    def field(self, w: int) -> str:
-        text, fw = self.rng.choice(self.scope)
+    def note_std(self, text: str) -> None:
+        """The features a read of ``text`` uses, when it is standard metadata."""
         if text.startswith("std."):
             self.used.add("standard_metadata read")
             if text in ("std.egress_rid", "std.instance_type"):
                 self.used.add("egress reads egress_rid / instance_type")
+            if text == "std.checksum_error":
+                self.used.add("std.checksum_error read")
+
+    def field(self, w: int) -> str:
+        text, fw = self.rng.choice(self.scope)
+        self.note_std(text)
         if fw != w:
             self.used.add("cast between widths")
         return text if fw == w else f"((bit<{w}>) {text})"
@@ -515,7 +542,10 @@ class _Gen(ParserGen):
         algo = r.choice(HASHES)
         self.used.add(f"hash {algo}")
         out, w = self.lval(r.choice((16, 32)))
-        data = ", ".join(r.choice(self.scope)[0] for _ in range(r.randint(1, 3)))
+        data = [r.choice(self.scope)[0] for _ in range(r.randint(1, 3))]
+        for text in data:
+            self.note_std(text)
+        data = ", ".join(data)
         base = r.choice((0, 0, 1, r.getrandbits(16)))
         mx = r.choice((1 << r.randint(1, 16), r.randint(1, 1 << 16), 1 << 32 - 1))
         return (f"hash({out}, HashAlgorithm.{algo}, 16w{base}, {{ {data} }}, 32w{mx});")
@@ -548,130 +578,6 @@ class _Gen(ParserGen):
         lines.append("    }")
         self.ioacts.append((name, (wi, wo, wio)))
         return lines
-
-    def key_value(self, kind: str, w: int) -> tuple[str, tuple]:
-        """One key's text in an entry and its normalised (value, mask)."""
-        r = self.rng
-        if kind == "bool":
-            v = r.random() < 0.5
-            return ("true" if v else "false"), (v,)
-        full = (1 << w) - 1
-        v = r.choice([0, 1, full, 1 << (w - 1), r.getrandbits(w), r.getrandbits(w)])
-        if kind == "exact":
-            self.hints.setdefault(w, set()).add(v)
-            return f"{w}w{v}", (v, full)
-        if kind == "lpm":
-            plen = r.randint(0, w)
-            mask = (full << (w - plen)) & full
-        else:
-            if r.random() < 0.15:
-                self.used.add("const entries _")
-                return "_", (0, 0)
-            mask = r.choice([full, r.getrandbits(w), full ^ 0xF, 0xF0]) & full
-        v &= mask
-        self.hints.setdefault(w, set()).add(v)
-        return f"{w}w{v} &&& {w}w{mask}", (v, mask)
-
-    def table(self, n: int, valid_keys: list) -> tuple[list, list]:
-        """A table: one or two keys (exact, lpm, ternary, isValid()), two or three actions,
-        const entries or entries with priorities, a default action (with arguments)."""
-        r = self.rng
-        self.set_scope()
-        cand = [lv for lv in self.scope]
-        keys = []
-        for _ in range(r.choice((1, 1, 2))):
-            if valid_keys and r.random() < 0.2 and not any(k[2] == "bool" for k in keys):
-                inst = r.choice(valid_keys)
-                keys.append((f"hdr.{inst}.isValid()", 1, "bool"))
-                self.used.add("isValid() key")
-                continue
-            text, w = r.choice(cand)
-            # lpm on a whole number of bytes only: p4c-bm2-ss writes a const entry's prefix
-            # length of a bit<13> key as is, and BMv2 counts it from the top of the key's two
-            # bytes (programs/table_lpm_const_odd_width, xfail on BMv2)
-            kinds = ["exact", "ternary"] + ([] if any(k[2] == "lpm" for k in keys) or w % 8
-                                            else ["lpm"])
-            kind = r.choice(kinds)
-            keys.append((text, w, kind))
-            self.used.add(f"{kind} key")
-        if len(keys) == 2:
-            self.used.add("two keys")
-        ta, wa = r.choice(self.lvals)
-        wb = r.choice(WIDTHS)
-        self.set_scope(extra=(("v", wa), ("u", wb)))
-        decls = [f"    action set_{n}(bit<{wa}> v, bit<{wb}> u) {{ {ta} = v {r.choice(BINARY_OPS)} "
-                 f"{self.expr(wa, 1)}; {self.assign('').strip()} }}"]
-        self.set_scope()
-        other = self.assign('').strip()
-        if r.random() < 0.15:
-            self.used.add("exit in a table's action")
-            other += " exit;"
-        decls.append(f"    action other_{n}() {{ {other} }}")
-        acts = [f"set_{n}", f"other_{n}"]
-        if r.random() < 0.3:
-            decls.append(f"    action drop_{n}() {{ mark_to_drop(std); }}")
-            acts.append(f"drop_{n}")
-            self.used.add("mark_to_drop")
-        decls += [f"    table t{n} {{",
-                  "        key = { " + " ".join(f"{t}: {'exact' if k == 'bool' else k};"
-                                                for t, _, k in keys) + " }",
-                  f"        actions = {{ {'; '.join(acts)}; NoAction; }}"]
-        priority = any(k[2] == "ternary" for k in keys) and r.random() < 0.4
-        self.used.add("entries with priority" if priority else "const entries")
-        decls.append("        entries = {" if priority else "        const entries = {")
-        seen, prios = set(), r.sample(range(1, 50), 6)
-        for i in range(r.randint(1, 5)):
-            texts, norm = zip(*(self.key_value(k, w) for _, w, k in keys))
-            if norm in seen:
-                continue
-            seen.add(norm)
-            call = self.action_call(n, acts, wa, wb)
-            key = texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")"
-            decls.append(f"            {f'priority={prios[i]}: ' if priority else ''}{key}: {call};")
-        default = self.action_call(n, acts + ["NoAction"], wa, wb)
-        if default.startswith("set_"):
-            self.used.add("default action with arguments")
-        self.used.add("default action")
-        decls += ["        }", f"        default_action = {default};", "    }"]
-        return decls, acts
-
-    def action_call(self, n, acts, wa, wb) -> str:
-        a = self.rng.choice(acts)
-        if a.startswith("set_"):
-            self.used.add("action parameter")
-            return f"{a}({self.rng.getrandbits(wa)}, {self.rng.getrandbits(wb)})"
-        return f"{a}()"
-
-    def apply_table(self, n: int, acts: list, valid: frozenset, local: tuple) -> tuple[list, frozenset]:
-        r = self.rng
-        k = r.random()
-        ind = "        "
-        if k < 0.4:
-            return [f"{ind}t{n}.apply();"], valid
-        if k < 0.7:
-            which = r.choice(("hit", "miss"))
-            self.used.add(f"apply().{which}")
-            out = [f"{ind}if (t{n}.apply().{which}) {{"]
-            a, va = self.stmts(ind + "    ", r.randint(1, 2), 1, valid, local)
-            out += a
-            vb = valid
-            if r.random() < 0.5:
-                out.append(f"{ind}}} else {{")
-                b, vb = self.stmts(ind + "    ", r.randint(1, 2), 1, valid, local)
-                out += b
-            return out + [f"{ind}}}"], va & vb
-        self.used.add("switch (apply().action_run)")
-        out = [f"{ind}switch (t{n}.apply().action_run) {{"]
-        after = valid
-        labels = r.sample(acts + ["NoAction"], r.randint(1, min(3, len(acts) + 1)))
-        if r.random() < 0.5:
-            labels.append("default")
-        for label in labels:
-            out.append(f"{ind}    {label}: {{")
-            a, va = self.stmts(ind + "        ", r.randint(0, 2), 1, valid, local)
-            out += a + [f"{ind}    }}"]
-            after = after & va
-        return out + [f"{ind}}}"], after
 
     # ---------------------------------------------------------------- program
     def program(self, seed: int) -> Program:
@@ -721,6 +627,9 @@ class _Gen(ParserGen):
             self.used.add("emit order not declaration order")
         if self.stack:
             self.used.add("emit of a header stack")
+        self.valid_ok = True
+        verify = self.checksum_calls("verify") if self.verify else []
+        compute = self.checksum_calls("update") if self.compute else []
         htypes = [f"header {t} {{ " + " ".join(f"bit<{w}> f{i};" for i, w in enumerate(ws)) + " }"
                   for t, ws in self.types.items()]
         members = ["t0_t h0;"] + [f"{typ} {inst};" for inst, typ in self.opt]
@@ -743,7 +652,11 @@ class _Gen(ParserGen):
             "                inout standard_metadata_t std) {",
             *parser_lines,
             "}",
-            "control MyVerify(inout headers_t hdr, inout meta_t meta) { apply { } }",
+            "control MyVerify(inout headers_t hdr, inout meta_t meta) {",
+            "    apply {",
+            *verify,
+            "    }",
+            "}",
             "control MyIngress(inout headers_t hdr, inout meta_t meta,",
             "                  inout standard_metadata_t std) {",
             *decls,
@@ -757,7 +670,11 @@ class _Gen(ParserGen):
             *egress,
             "    }",
             "}",
-            "control MyCompute(inout headers_t hdr, inout meta_t meta) { apply { } }",
+            "control MyCompute(inout headers_t hdr, inout meta_t meta) {",
+            "    apply {",
+            *compute,
+            "    }",
+            "}",
             "control MyDeparser(packet_out pkt, in headers_t hdr) {",
             "    apply { " + " ".join(f"pkt.emit(hdr.{e});" for e in emits) + " }",
             "}",

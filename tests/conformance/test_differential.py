@@ -68,8 +68,68 @@ def test_the_generator_covers_every_feature_it_lists():
         assert prog.clone == bool({"clone I2E", "clone E2E"} & used)
         assert ("resubmit_preserving" in src) == ("resubmit" in used)
         assert ("recirculate_preserving" in src) == ("recirculate" in used)
+        for kind in ("verify", "update"):
+            assert (f"{kind}_checksum(" in src) == (f"{kind}_checksum" in used)
+            assert (f"{kind}_checksum_with_payload(" in src) == (
+                f"{kind}_checksum_with_payload" in used)
+        assert ("std.checksum_error" in src) == ("std.checksum_error read" in used)
+        _check_value_switches(src)
+        _check_checksum_calls(src)
     assert seen == set(p4smith.FEATURES)
     assert length_after_validity >= 5, length_after_validity
+
+
+def _check_value_switches(src: str) -> None:
+    """Every ``switch`` on a value has a ``default`` (an empty one where none was drawn):
+    p4c-bm2-ss 1.2.5.16 folds values after one without as if a case always ran (seed 90160,
+    programs/switch_no_default_value_after)."""
+    lines = src.splitlines()
+    for i, line in enumerate(lines):
+        if "switch (" not in line or ".apply().action_run)" in line:
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        end = next(j for j in range(i + 1, len(lines)) if lines[j] == f"{indent}}}")
+        assert any(lines[j].startswith(f"{indent}    default:") for j in range(i + 1, end)), \
+            "\n".join(lines[i:end + 1])
+
+
+def _check_checksum_calls(src: str) -> None:
+    """A checksum call never lists its destination (p4c-bm2-ss refuses the copy p4c makes of
+    such a list), and its condition names the validity of every header it reads (and h0's)."""
+    import re
+    for m in re.finditer(r"(?:verify|update)_checksum(?:_with_payload)?\((.*), \{ (.*) \}, "
+                         r"(hdr\.[^,]+), HashAlgorithm\.csum16\);", src):
+        cond, data, dest = m.groups()
+        assert dest not in data.split(", "), m.group(0)
+        for field in data.split(", ") + [dest, "hdr.h0.f0"]:
+            if field.startswith("hdr."):
+                header = field.rsplit(".", 1)[0]
+                assert f"{header}.isValid()" in cond, (header, m.group(0))
+
+
+def test_checksum_controls_leave_the_rest_of_a_program_alone(monkeypatch):
+    """The checksum controls come from a stream of their own: a program whose seed draws
+    update_checksum calls and no verify control is, without those calls, the program the
+    seed gives with neither control."""
+    import random
+
+    compared = 0
+    for seed in range(40):
+        prog = p4smith.generate(seed)
+        if "verify" in prog.source.split("control MyVerify")[1].split("control MyIngress")[0] \
+                or "std.checksum_error" in prog.source or "update_checksum" not in prog.source:
+            continue
+        with monkeypatch.context() as m:
+            class Never(random.Random):
+                def random(self):      # neither control drawn; their calls not reached
+                    return 1.0
+            m.setattr(p4smith, "checksum_rng", lambda s: Never(s))
+            plain = p4smith.generate(seed).source
+        stripped = "\n".join(line for line in prog.source.splitlines()
+                              if "update_checksum" not in line)
+        assert stripped == plain.rstrip("\n") or stripped + "\n" == plain, seed
+        compared += 1
+    assert compared >= 5, compared
 
 
 def test_frames_follow_the_parser():
