@@ -23,7 +23,8 @@ use (:data:`FEATURES` lists it all; each is a row of ``docs/p4-conformance.md``'
   reading ``egress_rid`` and ``instance_type``; a second pass at most per packet
   (``resubmit``, ``recirculate``, an E2E clone; ``meta.pass`` kept by field list 1);
 * an egress of assignments and a deparser emitting every header in a random order (invalid
-  ones emit nothing);
+  ones emit nothing); now and then a ``truncate`` at the end of ingress or egress (a stream
+  of its own, as the checksums');
 * ``verify_checksum`` and ``update_checksum`` (``csum16``, with or without the payload) over
   fields of headers and metadata into a 16-bit header field (not in the list), each guarded
   by the validity of every header it names, the verify control's result read in ingress
@@ -52,6 +53,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field as dc_field
 
@@ -119,6 +121,7 @@ FEATURES = tuple(f"op {op}" for op in BINARY_OPS) + (
     "resubmit", "recirculate", "clone E2E",
     # deparser
     "emit order not declaration order", "emit of a header stack",
+    "truncate in ingress", "truncate in egress", "truncate to a field's value",
     # checksum controls
     "verify_checksum", "verify_checksum_with_payload", "std.checksum_error read",
     "update_checksum", "update_checksum_with_payload", "checksum over metadata",
@@ -198,6 +201,40 @@ class _Gen(ParserGen, TableGen, ChecksumGen):
         self.crng = checksum_rng(seed)
         self.verify = self.crng.random() < 0.4
         self.compute = self.crng.random() < 0.4
+        #: truncate() at the end of ingress or egress: a stream of its own too
+        self.trng = truncate_rng(seed)
+
+    @contextlib.contextmanager
+    def drawing_from(self, rng: random.Random):
+        """Draw from ``rng`` instead of the program's stream inside the block (the checksum
+        controls and ``truncate``: the rest of a seed's program stays what it was)."""
+        saved, self.rng = self.rng, rng
+        try:
+            yield rng
+        finally:
+            self.rng = saved
+
+    def truncate(self, valid: frozenset) -> list:
+        """Now and then a ``truncate`` at the end of a control, to a constant around the
+        frames' lengths (0 and lengths a veth drops included) or to a field's value, under a
+        condition over the fields of ``valid`` headers half of the time."""
+        with self.drawing_from(self.trng) as r:
+            if r.random() >= 0.3:
+                return []
+            self.set_scope(valid)
+            self.used.add("truncate in egress" if self.in_egress else "truncate in ingress")
+            if r.random() < 0.25:
+                self.used.add("truncate to a field's value")
+                length = f"((bit<32>) {self.field(r.choice(WIDTHS))})"
+            else:
+                # (0 and 13 leave frames a veth cannot carry: compared as not observable)
+                length = r.choice((0, 13, 14, 20, r.randint(14, 40), r.randint(14, 80),
+                                   r.randint(20, 120)))
+                length = f"32w{length}"
+            call = f"truncate({length});"
+            if r.random() < 0.5:
+                return [f"        {call}"]
+            return [f"        if {self.cond(1)} {{ {call} }}"]
 
     # ---------------------------------------------------------------- scope
     def fields_of(self, inst: str, typ: str) -> list:
@@ -614,11 +651,15 @@ class _Gen(ParserGen, TableGen, ChecksumGen):
         a, valid = self.stmts("        ", r.randint(2, 6), 2, valid, local)
         body += a
         self.digest_ok = False
+        body += self.truncate(valid)
         egress = []
         if r.random() < 0.5:
             self.used.add("egress statements")
             self.in_egress = True
             egress, _ = self.stmts("        ", r.randint(1, 3), 1, frozenset(), (), egress=True)
+        in_egress, self.in_egress = self.in_egress, True
+        egress += self.truncate(frozenset())
+        self.in_egress = in_egress
         # deparser: every header, in a random order (invalid ones emit nothing)
         emits = ["h0"] + [inst for inst, _ in self.opt] + (["s"] if self.stack else [])
         declared = list(emits)
@@ -687,6 +728,11 @@ class _Gen(ParserGen, TableGen, ChecksumGen):
                        tuple((f"MyIngress.{n}", size) for n, _, size in self.regs),
                        tuple((f"MyIngress.{n}", size) for n, size in self.cnts),
                        tuple(name for name, _ in self.digests))
+
+
+def truncate_rng(seed: int) -> random.Random:
+    """The stream ``seed``'s ``truncate`` calls are drawn from."""
+    return random.Random(f"truncate of seed {seed}")
 
 
 def generate(seed: int) -> Program:

@@ -22,8 +22,7 @@ class ChecksumGen:
         fields of headers and metadata into a 16-bit header field, the condition the
         validity of every header named (the values are specified only then), now and then
         with a condition over the fields too."""
-        saved, self.rng = self.rng, self.crng
-        try:
+        with self.drawing_from(self.crng):
             r = self.rng
             headers = [("h0", "t0_t")] + self.instances()
             dests = [(inst, text) for inst, typ in headers
@@ -53,5 +52,3 @@ class ChecksumGen:
                 lines.append(f"        {call}({cond}, {{ {fields} }}, {dest}, "
                              f"HashAlgorithm.csum16);")
             return lines
-        finally:
-            self.rng = saved

@@ -355,7 +355,7 @@ class ExternGen:
         elif name in ("resubmit", "recirculate", "clone3"):
             raise unsupported(e, f"{name} (deprecated; use {name.rstrip('3')}_preserving_field_list)")
         elif name == "truncate":
-            o.line(f"C.truncate = {self.g(a[0])}")
+            o.line(f"C.truncate = RT.truncate(C.truncate, {self.g(a[0])})")
         elif name == "log_msg":
             vals = (self.field_list(a[1], "varbit fields in log_msg's arguments")[0]
                     if len(a) > 1 else "()")

@@ -115,6 +115,13 @@ def checksum_packed(algo: int, packed: int, nbits: int, payload: bytes = b"") ->
     return externs.compute_hash_v1model(algo, packed, nbits)
 
 
+def truncate(cut: Optional[int], length: int) -> int:
+    """v1model ``truncate(length)`` as BMv2 keeps it: the smallest length asked of a packet
+    instance wins (``bm::Packet::truncate``), in ingress and egress alike; ``cut`` is the
+    length asked so far (``None``: none). 0 leaves nothing of the frame."""
+    return length if cut is None else min(cut, length)
+
+
 def random_value(lo: int, hi: int) -> int:
     return _random.randint(lo, hi) if hi >= lo else lo
 
@@ -200,7 +207,8 @@ class Context:
         self.clone_req = None
         self.resubmit = 0
         self.recirculate = 0
-        self.truncate = 0
+        #: truncate(): the length the frame leaves cut to, None for whole (see runtime.truncate)
+        self.truncate = None
         self.learn = None
         self.trace: Optional[list] = None
 
@@ -211,7 +219,8 @@ class Context:
         self.checksum_error = 0
         self.clone_req = None
         self.learn = None
-        self.resubmit = self.recirculate = self.truncate = 0
+        self.resubmit = self.recirculate = 0
+        self.truncate = None
 
     def extract(self, h) -> None:
         n = h.NBYTES
@@ -244,7 +253,12 @@ class Context:
         self.off += nb
 
     def payload(self) -> bytes:
-        return self.buf[self.off:]
+        """The bytes after the parsed headers, as a ``*_checksum_with_payload`` covers them:
+        cut to a ``truncate`` length asked of the packet so far (BMv2 updates checksums over
+        ``bm::Packet::get_data_size()``, the truncated length, before the headers go in
+        front: the cut counts against the payload, not the frame)."""
+        p = self.buf[self.off:]
+        return p if self.truncate is None else p[:self.truncate]
 
     def trace_state(self, name: str) -> None:
         if self.trace is not None:
@@ -360,7 +374,9 @@ class V1Dataplane:
         payload = data[payload_off:]
         plen = C.plen             # the length egress sees: ingress's headers counted
         clone_req, resubmit = C.clone_req, C.resubmit
-        cut = C.truncate          # truncate() in ingress: BMv2 keeps it with the packet
+        # truncate() in ingress: BMv2 keeps it with the packet that goes on to egress; a
+        # copy made from it (multicast replica, clone, resubmitted packet) starts whole
+        cut = C.truncate
         if C.learn is not None:
             # BMv2 learns once per packet, at the end of ingress, from the call's copies.
             # (Before the I2E clone: its parse starts the context afresh.)
@@ -387,11 +403,12 @@ class V1Dataplane:
                 s2.instance_type = PKT_INSTANCE_TYPE_REPLICATION
                 # The last replica takes the packet's own headers and metadata: every earlier
                 # replica has copied them already and nothing reads them afterwards.
+                # (BMv2 makes each replica with clone_with_phv: a new packet, uncut)
                 if i == last:
-                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work, plen, cut)
+                    self._egress_pass(hdr, meta, s2, payload, r.port, result, work, plen)
                 else:
                     self._egress_pass(hdr.copy(), meta.copy(), s2, payload, r.port, result, work,
-                                      plen, cut)
+                                      plen)
             return
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:
@@ -420,22 +437,23 @@ class V1Dataplane:
             std.instance_type = PKT_INSTANCE_TYPE_INGRESS_CLONE
             std.egress_rid = r.rid
             self._egress_pass(hdr, m2, std, payload, r.port, result, work, plen,
-                              truncate=sess.packet_length_bytes)
+                              truncate=sess.packet_length_bytes or None)
 
-    def _egress_pass(self, hdr, meta, std, payload, port, result, work, plen, truncate=0,
+    def _egress_pass(self, hdr, meta, std, payload, port, result, work, plen, truncate=None,
                      depth=0) -> None:
         """Egress for one packet instance; E2E clones run after it (bounded by MAX_PASSES).
         ``plen``: the packet's length as BMv2 keeps it (``Context.plen``), what egress reads
         as packet_length (not what ingress wrote there); truncate() does not change it.
         ``truncate``: the length the frame is cut to (a clone session's, or what ingress
-        asked), unless egress calls truncate() itself."""
+        asked; ``None``: whole), or less if egress asks for less (:func:`truncate`). The
+        frame of a recirculated packet is the one deparsed, whole (BMv2 copies the buffer)."""
         C = self.C
         C.plen = std.packet_length = plen
         std.egress_port = port
         std.egress_spec = 0
         C.clone_req = None
         C.recirculate = 0
-        C.truncate = 0
+        C.truncate = truncate
         if self._egress is not None:
             try:
                 self._egress(hdr, meta, std)
@@ -456,7 +474,8 @@ class V1Dataplane:
                     s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
                     s2.egress_rid = r.rid
                     # the length as egress left it (its setValid/setInvalid counted)
-                    clones.append((hdr.copy(), m2, s2, r.port, C.plen, sess.packet_length_bytes))
+                    clones.append((hdr.copy(), m2, s2, r.port, C.plen,
+                                   sess.packet_length_bytes or None))
         if std.egress_spec == DROP_PORT:
             if C.trace is not None:
                 C.trace.append("dropped in egress (mark_to_drop)")
@@ -466,14 +485,18 @@ class V1Dataplane:
             C.out = out = []
             self._deparser(C, hdr)
             frame = b"".join(out) + payload
-            cut = C.truncate or truncate
+            cut = C.truncate
             if recirc:
                 if C.trace is not None:
                     C.trace.append("recirculate")
                 work.append((RECIRC_PORT, frame, PKT_INSTANCE_TYPE_RECIRC,
                              self._preserve(meta, recirc)))
+            elif cut == 0:
+                # truncate(0): nothing of the frame, and no frame leaves (as on BMv2)
+                if C.trace is not None:
+                    C.trace.append(f"output port {port}: truncated to nothing")
             else:
-                if cut:
+                if cut is not None:
                     frame = frame[:cut]
                 if C.trace is not None:
                     C.trace.append(f"output port {port}, {len(frame)} bytes")

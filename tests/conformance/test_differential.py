@@ -73,6 +73,9 @@ def test_the_generator_covers_every_feature_it_lists():
             assert (f"{kind}_checksum_with_payload(" in src) == (
                 f"{kind}_checksum_with_payload" in used)
         assert ("std.checksum_error" in src) == ("std.checksum_error read" in used)
+        assert ("truncate(" in ingress) == ("truncate in ingress" in used)
+        assert ("truncate(" in egress) == ("truncate in egress" in used)
+        assert ("truncate(((bit<32>)" in src) == ("truncate to a field's value" in used)
         _check_value_switches(src)
         _check_checksum_calls(src)
     assert seen == set(p4smith.FEATURES)
@@ -108,9 +111,9 @@ def _check_checksum_calls(src: str) -> None:
 
 
 def test_checksum_controls_leave_the_rest_of_a_program_alone(monkeypatch):
-    """The checksum controls come from a stream of their own: a program whose seed draws
-    update_checksum calls and no verify control is, without those calls, the program the
-    seed gives with neither control."""
+    """The checksum controls and truncate come from streams of their own: a program whose
+    seed draws update_checksum calls and no verify control is, without those calls and any
+    truncate, the program the seed gives with neither control nor truncate."""
     import random
 
     compared = 0
@@ -124,9 +127,10 @@ def test_checksum_controls_leave_the_rest_of_a_program_alone(monkeypatch):
                 def random(self):      # neither control drawn; their calls not reached
                     return 1.0
             m.setattr(p4smith, "checksum_rng", lambda s: Never(s))
+            m.setattr(p4smith, "truncate_rng", lambda s: Never(s))
             plain = p4smith.generate(seed).source
         stripped = "\n".join(line for line in prog.source.splitlines()
-                              if "update_checksum" not in line)
+                              if "update_checksum" not in line and "truncate(" not in line)
         assert stripped == plain.rstrip("\n") or stripped + "\n" == plain, seed
         compared += 1
     assert compared >= 5, compared
