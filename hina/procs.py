@@ -28,7 +28,8 @@ import subprocess
 import sys
 from typing import Sequence
 
-__all__ = ["with_parent_death_signal", "with_default_signals", "signal_group", "stop_group", "rank_processes"]
+__all__ = ["with_parent_death_signal", "with_default_signals", "signal_group", "stop_group",
+           "rank_processes"]
 
 #: What :func:`with_parent_death_signal` runs before the command: PR_SET_PDEATHSIG (it survives
 #: exec; prctl option 1), give up if the parent is already gone, exec.

@@ -1,7 +1,8 @@
 """The checksum controls of :mod:`hina.testing.p4smith`: ``verify_checksum`` and
 ``update_checksum`` (``csum16``, with or without the payload) for the verify and compute
 controls, drawn from a stream of their own (:func:`checksum_rng`) so that the rest of a
-seed's program is what it was before them."""
+seed's program is what it was before them (but for ingress's reads of ``std.checksum_error``
+where the verify control is drawn)."""
 from __future__ import annotations
 
 import random
