@@ -668,7 +668,6 @@ class _Gen(ParserGen, TableGen, ChecksumGen):
             self.used.add("emit order not declaration order")
         if self.stack:
             self.used.add("emit of a header stack")
-        self.valid_ok = True
         verify = self.checksum_calls("verify") if self.verify else []
         compute = self.checksum_calls("update") if self.compute else []
         htypes = [f"header {t} {{ " + " ".join(f"bit<{w}> f{i};" for i, w in enumerate(ws)) + " }"
